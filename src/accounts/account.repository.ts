@@ -1,0 +1,93 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+
+export type DbHandle = Kysely<Database>;
+
+export async function insertSite(db: DbHandle, name: string, createdAt: string): Promise<number> {
+  const row = await db.insertInto('sites').values({ name, created_at: createdAt }).returning('id').executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export async function findSite(db: DbHandle, siteId: number) {
+  return db.selectFrom('sites').selectAll().where('id', '=', siteId).executeTakeFirst();
+}
+
+export async function listSites(db: DbHandle) {
+  return db.selectFrom('sites').selectAll().orderBy('id').execute();
+}
+
+export async function insertUser(db: DbHandle, email: string, passwordHash: string, createdAt: string): Promise<number> {
+  const row = await db
+    .insertInto('users')
+    .values({ email, password_hash: passwordHash, created_at: createdAt })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export async function findUserByEmail(db: DbHandle, email: string) {
+  return db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+}
+
+export async function findUser(db: DbHandle, userId: number) {
+  return db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
+}
+
+export async function addSiteUser(db: DbHandle, siteId: number, userId: number, role: 'owner' | 'admin'): Promise<void> {
+  await db
+    .insertInto('site_users')
+    .values({ site_id: siteId, user_id: userId, role })
+    .onConflict((oc) => oc.columns(['site_id', 'user_id']).doUpdateSet({ role }))
+    .execute();
+}
+
+/** The websites a user may act for, in id order. */
+export async function sitesOfUser(db: DbHandle, userId: number) {
+  return db
+    .selectFrom('site_users')
+    .innerJoin('sites', 'sites.id', 'site_users.site_id')
+    .select(['sites.id', 'sites.name', 'site_users.role'])
+    .where('site_users.user_id', '=', userId)
+    .orderBy('sites.id')
+    .execute();
+}
+
+export async function insertCredential(
+  db: DbHandle,
+  credential: { api_id: string; site_id: number; label: string; key_hash: string; created_at: string },
+): Promise<void> {
+  await db.insertInto('api_credentials').values(credential).execute();
+}
+
+export async function findCredential(db: DbHandle, apiId: string) {
+  return db
+    .selectFrom('api_credentials')
+    .select(['api_id', 'site_id', 'key_hash', 'revoked_at', 'last_used_at'])
+    .where('api_id', '=', apiId)
+    .executeTakeFirst();
+}
+
+export async function listCredentials(db: DbHandle, siteId: number) {
+  return db
+    .selectFrom('api_credentials')
+    .select(['api_id', 'site_id', 'label', 'created_at', 'last_used_at', 'revoked_at'])
+    .where('site_id', '=', siteId)
+    .orderBy('created_at')
+    .orderBy('api_id')
+    .execute();
+}
+
+/** Returns whether a live credential was revoked. */
+export async function revokeCredential(db: DbHandle, apiId: string, at: string): Promise<boolean> {
+  const result = await db
+    .updateTable('api_credentials')
+    .set({ revoked_at: at })
+    .where('api_id', '=', apiId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+export async function touchCredential(db: DbHandle, apiId: string, at: string): Promise<void> {
+  await db.updateTable('api_credentials').set({ last_used_at: at }).where('api_id', '=', apiId).execute();
+}

@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import { registerPages } from './content/pages/page.routes.js';
+import type { Db } from './db/database.js';
+import { apiKeyAuth } from './http/api-key.auth.js';
+import { type AuthMethod, challengeFor, installAuthentication } from './http/authenticate.js';
+import { loggerOptions } from './http/logging.js';
+import { installProblemHandler } from './http/problem.js';
+import { installValidators } from './http/validation.js';
+import { registerReference, referenceFor } from './reference/reference.plugin.js';
+import { registerHealth } from './http/health.routes.js';
+
+export interface AppDeps {
+  readonly config: Config;
+  readonly db: Db;
+  /** Added in front of the legacy API key method (the OAuth bearer method). */
+  readonly extraAuthMethods?: readonly AuthMethod[];
+}
+
+/** The whole wiring, in order. server.ts only listens; tests call this and use app.inject. */
+export async function buildApp({ config, db, extraAuthMethods = [] }: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: loggerOptions(config.logLevel),
+    genReqId: (req) => {
+      const sent = req.headers['x-request-id'];
+      return typeof sent === 'string' && /^[\w.-]{1,64}$/.test(sent) ? sent : randomUUID();
+    },
+    requestIdHeader: false,
+    trustProxy: true,
+    bodyLimit: 5 * 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  installValidators(app);
+  installProblemHandler(app, {
+    challenge: challengeFor(config.publicUrl),
+    unauthorizedExtra: (request) => {
+      const reference = referenceFor(request);
+      return reference ? { reference } : undefined;
+    },
+  });
+  installAuthentication(app, [...extraAuthMethods, apiKeyAuth(db.kysely)]);
+  await registerReference(app, config);
+
+  registerHealth(app, db);
+  for (const prefix of ['/api', '/webapps/api']) {
+    await app.register(async (scope) => registerPages(scope, { db, config, prefix }), { prefix });
+  }
+  return app;
+}

@@ -1,0 +1,125 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface Config {
+  /** {base_url}: the public address of the API; {auth_url} is this + /api/auth. */
+  readonly publicUrl: string;
+  readonly host: string;
+  readonly port: number;
+  /** Folder for the SQLite file, uploaded images and generated secrets. */
+  readonly dataDir: string;
+  /** `sqlite:<file>` / `:memory:` or a postgres:// URL. */
+  readonly databaseUrl: string;
+  readonly redisUrl: string | undefined;
+  readonly cookieSecrets: readonly string[];
+  readonly logLevel: LogLevel;
+  readonly uploads: {
+    readonly maxFileBytes: number;
+    readonly maxFiles: number;
+  };
+  readonly oauth: {
+    readonly dynamicRegistration: boolean;
+  };
+  /** Create the demo website on an empty database. */
+  readonly demo: boolean;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+function publicUrlOf(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`PUBLIC_URL must be an absolute http(s) URL, got "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`PUBLIC_URL must use http or https, got "${raw}"`);
+  }
+  if (url.search || url.hash) throw new ConfigError('PUBLIC_URL must not have a query or fragment');
+  // {base_url} is compared exactly (OAuth resource indicators), so it has one canonical form.
+  return url.href.replace(/\/+$/, '');
+}
+
+function databaseUrlOf(raw: string | undefined, dataDir: string): string {
+  if (raw === undefined || raw === '') return `sqlite:${path.join(dataDir, 'cms.sqlite')}`;
+  if (/^postgres(ql)?:\/\//.test(raw) || raw.startsWith('sqlite:')) return raw;
+  throw new ConfigError('DATABASE_URL must be postgres://… or sqlite:<file>, got an unsupported value');
+}
+
+/**
+ * Cookie secrets sign the authorization server's cookies. When none are configured they are
+ * generated once and kept in DATA_DIR, so a first start needs no set-up and restarts keep sessions.
+ */
+function cookieSecretsOf(raw: string | undefined, dataDir: string, persist: boolean): string[] {
+  if (raw) {
+    const secrets = raw.split(',').map((s) => s.trim()).filter(Boolean);
+    if (secrets.some((s) => s.length < 32)) throw new ConfigError('each COOKIE_SECRETS entry needs 32 characters or more');
+    return secrets;
+  }
+  if (!persist) return [randomBytes(32).toString('base64url')];
+  const file = path.join(dataDir, 'cookie-secret');
+  if (existsSync(file)) return [readFileSync(file, 'utf8').trim()];
+  mkdirSync(dataDir, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return [secret];
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const databaseUrl = databaseUrlOf(env.DATABASE_URL, dataDir);
+  const logLevel = (env.LOG_LEVEL || 'info') as LogLevel;
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const redisUrl = env.REDIS_URL || undefined;
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL must be redis://… or rediss://…');
+  return Object.freeze({
+    publicUrl: publicUrlOf(env.PUBLIC_URL || `http://localhost:${port || 8080}`),
+    host: env.HOST || '0.0.0.0',
+    port,
+    dataDir,
+    databaseUrl,
+    redisUrl,
+    cookieSecrets: Object.freeze(cookieSecretsOf(env.COOKIE_SECRETS, dataDir, databaseUrl.startsWith('sqlite:') && !databaseUrl.endsWith(':memory:'))),
+    logLevel,
+    uploads: Object.freeze({
+      maxFileBytes: integer(env, 'UPLOAD_MAX_FILE_BYTES', 10 * 1024 * 1024, 1024, 1024 ** 3),
+      maxFiles: integer(env, 'UPLOAD_MAX_FILES', 20, 1, 1000),
+    }),
+    oauth: Object.freeze({ dynamicRegistration: flag(env, 'OAUTH_DYNAMIC_REGISTRATION', true) }),
+    demo: flag(env, 'DEMO_DATA', true),
+  });
+}
+
+/** A config for tests and tools: in-memory SQLite unless a database URL is given. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return Object.freeze({
+    ...loadConfig({ DATA_DIR: overrides.dataDir ?? path.join(process.cwd(), 'test-output', 'data'), DATABASE_URL: 'sqlite::memory:', COOKIE_SECRETS: 'x'.repeat(32), LOG_LEVEL: 'silent', DEMO_DATA: 'false' }),
+    ...overrides,
+  });
+}

@@ -1,0 +1,71 @@
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export interface Db {
+  readonly kysely: Kysely<Database>;
+  readonly dialect: DialectName;
+  /** The raw better-sqlite3 handle (SQLite only): hot read paths use prepared statements on it. */
+  readonly sqlite: SQLite.Database | undefined;
+  /** Round trip to the database, for /readyz. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** PostgreSQL only: the schema used for every connection (tests isolate themselves this way). */
+  readonly schema?: string;
+  readonly poolSize?: number;
+}
+
+// COUNT(*) and BIGINT come back from pg as strings; every number this service stores fits in a double.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+function openSqlite(file: string): SQLite.Database {
+  const sqlite = new SQLite(file);
+  // WAL lets readers run beside the writer; synchronous=FULL fsyncs the WAL on every commit, so a
+  // write acknowledged to a client survives a power cut, not only a process crash.
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = FULL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  return sqlite;
+}
+
+export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
+  if (url.startsWith('sqlite:')) {
+    const sqlite = openSqlite(url.slice('sqlite:'.length));
+    const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    return {
+      kysely,
+      dialect: 'sqlite',
+      sqlite,
+      async ping() {
+        sqlite.prepare('SELECT 1').get();
+      },
+      async close() {
+        await kysely.destroy();
+      },
+    };
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  });
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kysely,
+    dialect: 'postgres',
+    sqlite: undefined,
+    async ping() {
+      await pool.query('SELECT 1');
+    },
+    async close() {
+      await kysely.destroy();
+    },
+  };
+}

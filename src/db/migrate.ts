@@ -1,0 +1,30 @@
+import { type Migration, type MigrationProvider, Migrator } from 'kysely';
+import type { Db, DialectName } from './database.js';
+import * as m0001 from './migrations/0001_core.js';
+
+interface DialectMigration {
+  up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
+}
+
+/** In order; names never change once released. */
+const MIGRATIONS: Record<string, DialectMigration> = {
+  '0001_core': m0001,
+};
+
+class CodeMigrationProvider implements MigrationProvider {
+  constructor(private readonly dialect: DialectName) {}
+
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return Object.fromEntries(
+      Object.entries(MIGRATIONS).map(([name, m]) => [name, { up: (db) => m.up(db, this.dialect) }]),
+    );
+  }
+}
+
+/** Applies pending migrations; safe to run from several processes at once (Kysely takes a lock). */
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db: db.kysely, provider: new CodeMigrationProvider(db.dialect) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,47 @@
+import type { FastifyRequest } from 'fastify';
+import { findCredential, touchCredential, type DbHandle } from '../accounts/account.repository.js';
+import { sameHash, sha256 } from '../accounts/secrets.js';
+import { formatTimestamp } from '../db/time.js';
+import { UnauthorizedError } from '../errors.js';
+import type { AuthMethod, Principal } from './authenticate.js';
+
+/** Legacy credentials carry every permission of their website (DESIGN §2). */
+const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everything:write']);
+
+/** Writing last_used_at on every request would turn each read into a write; once per 10 minutes is enough. */
+const TOUCH_EVERY_MS = 10 * 60 * 1000;
+
+function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string } | undefined {
+  const authorization = request.headers.authorization;
+  if (authorization && /^basic /i.test(authorization)) {
+    const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 1) throw new UnauthorizedError('HTTP Basic credentials must be API_ID:API_KEY.');
+    return { apiId: decoded.slice(0, colon), apiKey: decoded.slice(colon + 1) };
+  }
+  const apiId = request.headers['x-api-id'];
+  const apiKey = request.headers['x-api-key'];
+  if (apiId === undefined && apiKey === undefined) return undefined;
+  if (typeof apiId !== 'string' || typeof apiKey !== 'string' || !apiId || !apiKey) {
+    throw new UnauthorizedError('Send both X-Api-Id and X-Api-Key.');
+  }
+  return { apiId, apiKey };
+}
+
+export function apiKeyAuth(db: DbHandle): AuthMethod {
+  return {
+    name: 'api-key',
+    async authenticate(request): Promise<Principal | undefined> {
+      const sent = credentialsOf(request);
+      if (!sent) return undefined;
+      const credential = await findCredential(db, sent.apiId);
+      if (!credential || credential.revoked_at || !sameHash(credential.key_hash, sha256(sent.apiKey))) {
+        throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
+      }
+      const now = new Date();
+      const last = credential.last_used_at ? Date.parse(`${credential.last_used_at.replace(' ', 'T')}Z`) : 0;
+      if (now.getTime() - last > TOUCH_EVERY_MS) await touchCredential(db, credential.api_id, formatTimestamp(now));
+      return { siteId: credential.site_id, scopes: LEGACY_SCOPES, method: 'api-key', subject: credential.api_id };
+    },
+  };
+}

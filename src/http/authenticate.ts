@@ -1,0 +1,91 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ForbiddenError, UnauthorizedError } from '../errors.js';
+
+export const SCOPES = ['everything:read', 'everything:write', 'product:read', 'product:write', 'order:read', 'order:write'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Who is calling, and for which website: every content query is scoped by `siteId`. */
+export interface Principal {
+  readonly siteId: number;
+  readonly scopes: ReadonlySet<string>;
+  readonly method: 'api-key' | 'bearer';
+  /** API ID or OAuth connection id: what to name in logs, never a secret. */
+  readonly subject: string;
+}
+
+/**
+ * One way of proving identity. Returns undefined when the request carries no credentials of this
+ * kind (the next method is tried); throws UnauthorizedError when it carries bad ones.
+ */
+export interface AuthMethod {
+  readonly name: string;
+  authenticate(request: FastifyRequest): Promise<Principal | undefined>;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | undefined;
+  }
+  interface FastifyContextConfig {
+    /** The scope a route needs. Routes without it are public. */
+    scope?: Scope;
+  }
+}
+
+/** everything:write carries the corresponding reads (spec §5.5). */
+export function hasScope(scopes: ReadonlySet<string>, needed: Scope): boolean {
+  if (scopes.has(needed)) return true;
+  const [area, access] = needed.split(':');
+  return access === 'read' && scopes.has(`${area}:write`);
+}
+
+export function challengeFor(publicUrl: string) {
+  const metadata = `resource_metadata="${publicUrl}/.well-known/oauth-protected-resource"`;
+  return (error: UnauthorizedError | ForbiddenError): string => {
+    if (error instanceof ForbiddenError) {
+      return `Bearer realm="content-api", error="insufficient_scope", scope="${error.requiredScope ?? ''}", ${metadata}`;
+    }
+    const bearer = error.bearerError
+      ? `Bearer realm="content-api", error="${error.bearerError}", ${metadata}`
+      : `Bearer realm="content-api", ${metadata}`;
+    return `${bearer}, Basic realm="content-api"`;
+  };
+}
+
+export function credentialsPresent(request: FastifyRequest): boolean {
+  return Boolean(request.headers.authorization || request.headers['x-api-id'] || request.headers['x-api-key']);
+}
+
+/**
+ * Authenticates every route that declares `config.scope`, before its body is read, so an
+ * unauthenticated upload is refused without being streamed. Methods are tried in order.
+ */
+export function installAuthentication(app: FastifyInstance, methods: readonly AuthMethod[]): void {
+  app.decorateRequest('principal', undefined);
+  app.addHook('onRequest', async (request) => {
+    const needed = request.routeOptions.config.scope;
+    if (!needed) return;
+    let principal: Principal | undefined;
+    for (const method of methods) {
+      principal = await method.authenticate(request);
+      if (principal) break;
+    }
+    if (!principal) {
+      throw request.headers.authorization?.toLowerCase().startsWith('bearer ')
+        ? new UnauthorizedError('The access token is not valid.', 'invalid_token')
+        : new UnauthorizedError(
+            'Send an OAuth access token (Authorization: Bearer) or API credentials (HTTP Basic API_ID:API_KEY, or X-Api-Id and X-Api-Key).',
+          );
+    }
+    if (!hasScope(principal.scopes, needed)) {
+      throw new ForbiddenError(`This operation needs the scope ${needed}.`, needed);
+    }
+    request.principal = principal;
+  });
+}
+
+/** The principal of an authenticated route; a route without `config.scope` has none. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Error(`route ${request.routeOptions.url} has no config.scope`);
+  return request.principal;
+}

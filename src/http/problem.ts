@@ -1,0 +1,67 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, ForbiddenError, UnauthorizedError, ValidationError } from '../errors.js';
+import { fieldErrors } from './validation.js';
+
+export const PROBLEM_TYPE_BASE = 'https://cms.example/problems/';
+
+export interface ProblemOptions {
+  /** Adds the WWW-Authenticate challenge to 401 and 403 answers. */
+  challenge(error: UnauthorizedError | ForbiddenError): string;
+  /** Extra members for a 401 body (the endpoint's reference description). */
+  unauthorizedExtra?(request: FastifyRequest): Record<string, unknown> | undefined;
+}
+
+export function sendProblem(reply: FastifyReply, error: AppError, extra: Record<string, unknown> = {}): FastifyReply {
+  return reply
+    .code(error.status)
+    .type('application/problem+json')
+    .header('cache-control', 'no-store')
+    .send({
+      type: `${PROBLEM_TYPE_BASE}${error.type}`,
+      title: error.title,
+      status: error.status,
+      detail: error.message,
+      instance: reply.request.url.split('?')[0],
+      ...error.extra,
+      ...extra,
+    });
+}
+
+/** Fastify's own errors (bad JSON, wrong content type, too large) as AppErrors. */
+function fromFastifyError(error: FastifyError): AppError | undefined {
+  if (error.validation) {
+    return new ValidationError(fieldErrors(error.validation as never, error.validationContext));
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    const titles: Record<number, string> = {
+      400: 'Bad request',
+      404: 'Not found',
+      405: 'Method not allowed',
+      406: 'Not acceptable',
+      413: 'Payload too large',
+      415: 'Unsupported media type',
+      429: 'Too many requests',
+    };
+    return new AppError(status, titles[status] ?? 'Bad request', error.message);
+  }
+  return undefined;
+}
+
+export function installProblemHandler(app: FastifyInstance, options: ProblemOptions): void {
+  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+    const appError = error instanceof AppError ? error : fromFastifyError(error);
+    if (!appError) {
+      request.log.error({ err: error }, 'unhandled error');
+      return sendProblem(reply, new AppError(500, 'Internal server error', 'The server failed to answer this request.'));
+    }
+    if (appError instanceof UnauthorizedError || appError instanceof ForbiddenError) {
+      reply.header('www-authenticate', options.challenge(appError));
+    }
+    const extra = appError instanceof UnauthorizedError ? options.unauthorizedExtra?.(request) : undefined;
+    return sendProblem(reply, appError, extra);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, new AppError(404, 'Not found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
+  );
+}

@@ -5,11 +5,12 @@ import { registerPages } from './content/pages/page.routes.js';
 import type { Db } from './db/database.js';
 import { apiKeyAuth } from './http/api-key.auth.js';
 import { type AuthMethod, challengeFor, installAuthentication } from './http/authenticate.js';
+import { installEntityTags } from './http/etag.js';
+import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
 import { installProblemHandler } from './http/problem.js';
 import { installValidators } from './http/validation.js';
-import { registerReference, referenceFor } from './reference/reference.plugin.js';
-import { registerHealth } from './http/health.routes.js';
+import { referenceFor, registerReference } from './reference/reference.plugin.js';
 
 export interface AppDeps {
   readonly config: Config;
@@ -43,8 +44,10 @@ export async function buildApp({ config, db, extraAuthMethods = [] }: AppDeps): 
       return reference ? { reference } : undefined;
     },
   });
-  installAuthentication(app, [...extraAuthMethods, apiKeyAuth(db.kysely)]);
+  // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
+  installAuthentication(app, [...extraAuthMethods, apiKeyAuth(db.kysely)]);
+  installEntityTags(app);
 
   registerHealth(app, db);
   for (const prefix of ['/api', '/webapps/api']) {

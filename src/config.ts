@@ -77,7 +77,10 @@ function databaseUrlOf(raw: string | undefined, dataDir: string): string {
  */
 function cookieSecretsOf(raw: string | undefined, dataDir: string, persist: boolean): string[] {
   if (raw) {
-    const secrets = raw.split(',').map((s) => s.trim()).filter(Boolean);
+    const secrets = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     if (secrets.some((s) => s.length < 32)) throw new ConfigError('each COOKIE_SECRETS entry needs 32 characters or more');
     return secrets;
   }
@@ -105,7 +108,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl,
     redisUrl,
-    cookieSecrets: Object.freeze(cookieSecretsOf(env.COOKIE_SECRETS, dataDir, databaseUrl.startsWith('sqlite:') && !databaseUrl.endsWith(':memory:'))),
+    cookieSecrets: Object.freeze(
+      cookieSecretsOf(env.COOKIE_SECRETS, dataDir, databaseUrl.startsWith('sqlite:') && !databaseUrl.endsWith(':memory:')),
+    ),
     logLevel,
     uploads: Object.freeze({
       maxFileBytes: integer(env, 'UPLOAD_MAX_FILE_BYTES', 10 * 1024 * 1024, 1024, 1024 ** 3),
@@ -119,7 +124,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 /** A config for tests and tools: in-memory SQLite unless a database URL is given. */
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return Object.freeze({
-    ...loadConfig({ DATA_DIR: overrides.dataDir ?? path.join(process.cwd(), 'test-output', 'data'), DATABASE_URL: 'sqlite::memory:', COOKIE_SECRETS: 'x'.repeat(32), LOG_LEVEL: 'silent', DEMO_DATA: 'false' }),
+    ...loadConfig({
+      DATA_DIR: overrides.dataDir ?? path.join(process.cwd(), 'test-output', 'data'),
+      DATABASE_URL: 'sqlite::memory:',
+      COOKIE_SECRETS: 'x'.repeat(32),
+      LOG_LEVEL: 'silent',
+      DEMO_DATA: 'false',
+    }),
     ...overrides,
   });
 }

@@ -12,7 +12,10 @@ export class AppError extends Error {
 
   /** Short, stable slug used in the problem `type` URI. */
   get type(): string {
-    return this.title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+    return this.title
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '');
   }
 }
 
@@ -22,7 +25,10 @@ export interface FieldError {
 }
 
 export class ValidationError extends AppError {
-  constructor(readonly errors: readonly FieldError[], detail = errors.map((e) => `${e.field}: ${e.message}`).join('; ')) {
+  constructor(
+    readonly errors: readonly FieldError[],
+    detail = errors.map((e) => `${e.field}: ${e.message}`).join('; '),
+  ) {
     super(400, 'Validation failed', detail, { errors });
   }
 }

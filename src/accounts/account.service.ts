@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import { now } from '../db/time.js';
-import * as repo from './account.repository.js';
+import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import type { DbHandle } from './account.repository.js';
+import * as repo from './account.repository.js';
 import { hashPassword, randomToken, sha256 } from './secrets.js';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;

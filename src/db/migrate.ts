@@ -15,9 +15,7 @@ class CodeMigrationProvider implements MigrationProvider {
   constructor(private readonly dialect: DialectName) {}
 
   async getMigrations(): Promise<Record<string, Migration>> {
-    return Object.fromEntries(
-      Object.entries(MIGRATIONS).map(([name, m]) => [name, { up: (db) => m.up(db, this.dialect) }]),
-    );
+    return Object.fromEntries(Object.entries(MIGRATIONS).map(([name, m]) => [name, { up: (db) => m.up(db, this.dialect) }]));
   }
 }
 

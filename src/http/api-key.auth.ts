@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { findCredential, touchCredential, type DbHandle } from '../accounts/account.repository.js';
+import { type DbHandle, findCredential, touchCredential } from '../accounts/account.repository.js';
 import { sameHash, sha256 } from '../accounts/secrets.js';
 import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';

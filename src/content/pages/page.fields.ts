@@ -9,7 +9,10 @@ export const PAGE_FIELDS = {
   page: { kind: 'serial', description: 'System ID of the page, unique' },
   page_usertitle: { kind: 'text', description: 'Page H1 heading' },
   page_menuname: { kind: 'text', description: 'Menu button text' },
-  page_alias: { kind: 'text', description: 'SEO filename for the page URL; generated from the title when absent, unique within the website' },
+  page_alias: {
+    kind: 'text',
+    description: 'SEO filename for the page URL; generated from the title when absent, unique within the website',
+  },
   page_parent: { kind: 'int', description: 'ID of the parent page; 0 for a top-level page' },
   page_order: { kind: 'int', description: 'Position of the page in the menu or in a list' },
   page_issubmenu: { kind: 'int', description: '0 if not a sub menu; 1 or more if a sub menu (hint of how many sub pages)' },
@@ -55,7 +58,10 @@ export const PAGE_FIELDS = {
   page_thumb_dimensions: { kind: 'text', description: 'Desired thumbnail dimensions, form WIDTHxHEIGHT (or empty)' },
   page_json_schema: { kind: 'text', description: 'Custom JSON schema for the page' },
   page_json_config: { kind: 'text', description: 'Additional configuration parameters' },
-  page_notify: { kind: 'text', description: 'Address that receives e-mail notifications from the page (e-mail format validated; or empty)' },
+  page_notify: {
+    kind: 'text',
+    description: 'Address that receives e-mail notifications from the page (e-mail format validated; or empty)',
+  },
   page_notify_subject: { kind: 'text', description: 'Subject of those notifications' },
   page_replyaddress: { kind: 'text', description: 'Overrides the website default reply address' },
   page_autorespond_subject: { kind: 'text', description: 'Optional subject of the auto-responder e-mail' },

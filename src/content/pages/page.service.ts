@@ -1,0 +1,178 @@
+import type { Db } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import { now } from '../../db/time.js';
+import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
+import { htmlToText } from '../shared/filters.js';
+import { firstFree, slugify } from '../shared/slug.js';
+import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
+import type { PageFilter, PageRow } from './page.repository.js';
+import * as repo from './page.repository.js';
+
+export type PageRecord = Omit<PageRow, 'page_crop_aspect' | 'page_crop_aspect_thumbs'> & {
+  page_crop_aspect: boolean;
+  page_crop_aspect_thumbs: boolean;
+  id: number;
+};
+
+/** A validated POST body: what the schema allows, typed loosely per field. */
+export type PageInput = { id?: number } & Partial<Record<PageField, string | number | boolean>>;
+
+/** Called with the current record before a change; throws to refuse it (If-Match). */
+export type Precondition = (current: PageRecord) => void;
+
+const BOOL_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => PAGE_FIELDS[f].kind === 'bool');
+const WRITABLE_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => !(PAGE_SYSTEM_FIELDS as readonly string[]).includes(f));
+
+export function toPageRecord(row: PageRow): PageRecord {
+  return {
+    ...row,
+    page_crop_aspect: row.page_crop_aspect === 1,
+    page_crop_aspect_thumbs: row.page_crop_aspect_thumbs === 1,
+    id: row.page,
+  };
+}
+
+function searchTextOf(
+  p: Pick<
+    PageRow,
+    'page_usertitle' | 'page_menuname' | 'page_summary' | 'page_metatitle' | 'page_keywords' | 'page_html_intro' | 'page_html_content'
+  >,
+): string {
+  return [
+    p.page_usertitle,
+    p.page_menuname,
+    p.page_metatitle,
+    p.page_summary,
+    p.page_keywords,
+    htmlToText(p.page_html_intro),
+    htmlToText(p.page_html_content),
+  ]
+    .filter(Boolean)
+    .join('\n');
+}
+
+export interface PageQuery extends PageFilter {
+  offset: number;
+  pageSize: number;
+}
+
+export async function listPages(db: Db, siteId: number, query: PageQuery) {
+  const { offset, pageSize, ...filter } = query;
+  const { rows, total } = await repo.listPages(db.kysely, db.dialect, siteId, filter, offset, pageSize);
+  return { records: rows.map(toPageRecord), total, offset, pageSize };
+}
+
+export async function getPage(db: Db, siteId: number, id: number): Promise<PageRecord> {
+  const row = await repo.findPage(db.kysely, siteId, id);
+  if (!row) throw new NotFoundError(`There is no page ${id} on this website.`);
+  return toPageRecord(row);
+}
+
+/** Field values as stored: booleans as 1/0, template letters in upper case. */
+function storedChanges(input: PageInput): Partial<Record<PageField, string | number>> {
+  const changes: Partial<Record<PageField, string | number>> = {};
+  for (const field of WRITABLE_FIELDS) {
+    const value = input[field];
+    if (value === undefined) continue;
+    if (BOOL_FIELDS.includes(field)) changes[field] = value === true || value === 1 ? 1 : 0;
+    else if (field === 'page_alttemplate') changes[field] = String(value).toUpperCase();
+    else changes[field] = value as string | number;
+  }
+  return changes;
+}
+
+async function checkParent(db: Db, siteId: number, parent: number, self: number | undefined): Promise<void> {
+  if (parent === 0) return;
+  if (parent === self) throw new ValidationError([{ field: 'page_parent', message: 'a page cannot be its own parent' }]);
+  const chain = await repo.ancestryOf(db.kysely, siteId, parent);
+  if (chain.length === 0) {
+    throw new ValidationError([{ field: 'page_parent', message: `there is no page ${parent} on this website` }]);
+  }
+  if (self !== undefined && chain.includes(self)) {
+    throw new ValidationError([{ field: 'page_parent', message: `page ${parent} is below page ${self}; this would make a cycle` }]);
+  }
+}
+
+async function uniqueAlias(db: Db, siteId: number, wanted: string): Promise<string> {
+  return firstFree(wanted, await repo.aliasesLike(db.kysely, siteId, wanted));
+}
+
+/** POST: insert without `id`, update with it. Returns the saved record. */
+export async function savePage(
+  db: Db,
+  siteId: number,
+  input: PageInput,
+  precondition?: Precondition,
+): Promise<{ record: PageRecord; created: boolean }> {
+  if (input.id !== undefined && input.page !== undefined && input.page !== input.id) {
+    throw new BadRequestError(`The body names two pages: id ${input.id} and page ${input.page}.`);
+  }
+  const changes = storedChanges(input);
+  const at = now();
+  try {
+    return await db.kysely.transaction().execute(async (trx) => {
+      const tx: Db = { ...db, kysely: trx };
+      if (input.id === undefined) return { record: await insert(tx, siteId, changes, at), created: true };
+      return { record: await update(tx, siteId, input.id, changes, at, precondition), created: false };
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) {
+      throw new ConflictError(`Another page of this website already has the alias "${changes.page_alias}".`);
+    }
+    throw error;
+  }
+}
+
+async function insert(db: Db, siteId: number, changes: Partial<Record<PageField, string | number>>, at: string) {
+  if (changes.page_parent !== undefined) await checkParent(db, siteId, Number(changes.page_parent), undefined);
+  const blank = Object.fromEntries(WRITABLE_FIELDS.map((f) => [f, PAGE_FIELDS[f].kind === 'text' ? '' : 0])) as Record<
+    PageField,
+    string | number
+  >;
+  const row = { ...blank, ...changes, page_dt_begin: at, page_lastmodified: at } as Omit<PageRow, 'page'>;
+  if (!row.page_alias) {
+    row.page_alias = await uniqueAlias(db, siteId, slugify(row.page_usertitle || row.page_menuname, 'page'));
+  }
+  const id = await repo.insertPage(db.kysely, { ...row, site_id: siteId, search_text: searchTextOf(row) });
+  return getPage(db, siteId, id);
+}
+
+async function update(
+  db: Db,
+  siteId: number,
+  id: number,
+  changes: Partial<Record<PageField, string | number>>,
+  at: string,
+  precondition?: Precondition,
+) {
+  const currentRow = await repo.findPage(db.kysely, siteId, id, db.dialect === 'postgres');
+  if (!currentRow) throw new NotFoundError(`There is no page ${id} on this website.`);
+  precondition?.(toPageRecord(currentRow));
+  if (changes.page_parent !== undefined && changes.page_parent !== currentRow.page_parent) {
+    await checkParent(db, siteId, Number(changes.page_parent), id);
+  }
+  if (changes.page_alias === '') {
+    changes.page_alias = await uniqueAlias(db, siteId, slugify(String(changes.page_usertitle ?? currentRow.page_usertitle), 'page'));
+  }
+  const merged = { ...currentRow, ...changes } as PageRow;
+  await repo.updatePage(db.kysely, siteId, id, {
+    ...(changes as repo.PageChanges),
+    page_lastmodified: at,
+    search_text: searchTextOf(merged),
+  });
+  return getPage(db, siteId, id);
+}
+
+/** DELETE: only a page without sub pages (and, once blogs exist, without blogs). */
+export async function deletePage(db: Db, siteId: number, id: number, precondition?: Precondition): Promise<void> {
+  await db.kysely.transaction().execute(async (trx) => {
+    const current = await repo.findPage(trx, siteId, id, db.dialect === 'postgres');
+    if (!current) throw new NotFoundError(`There is no page ${id} on this website.`);
+    precondition?.(toPageRecord(current));
+    const children = await repo.countChildren(trx, siteId, id);
+    if (children > 0) {
+      throw new ConflictError(`Page ${id} still has ${children} sub page(s); move or delete them first.`);
+    }
+    await repo.deletePage(trx, siteId, id);
+  });
+}

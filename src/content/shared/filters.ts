@@ -1,0 +1,76 @@
+import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
+import type { DialectName } from '../../db/database.js';
+import type { MatchType } from './schemas.js';
+
+function escapeLike(value: string): string {
+  return value.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/**
+ * The LIKE pattern for a text filter. `like` takes the client's pattern as written (% and _ are
+ * wildcards, backslash escapes them); the other match types treat the value literally.
+ */
+export function likePattern(value: string, matchType: MatchType = 'like'): string {
+  switch (matchType) {
+    case 'like':
+      return value;
+    case 'exact':
+      return escapeLike(value);
+    case 'contains':
+      return `%${escapeLike(value)}%`;
+    case 'startsWith':
+      return `${escapeLike(value)}%`;
+    case 'endsWith':
+      return `%${escapeLike(value)}`;
+  }
+}
+
+/** Case-insensitive pattern match on both databases (SQLite's LIKE already ignores ASCII case). */
+export function textMatches(dialect: DialectName, column: Expression<string>, value: string, matchType?: MatchType): RawBuilder<SqlBool> {
+  const op = dialect === 'postgres' ? sql`ilike` : sql`like`;
+  return sql<SqlBool>`${column} ${op} ${likePattern(value, matchType)} escape '\\'`;
+}
+
+/** Words of a full-text query: letters, digits and underscores, as both tokenizers split them. */
+export function searchWords(query: string): string[] {
+  return query.match(/[\p{L}\p{N}_]+/gu) ?? [];
+}
+
+/**
+ * Full-text condition: every word must occur. SQLite uses the FTS5 table `<table>_fts`, kept in step
+ * by triggers; PostgreSQL the generated `search_tsv` column with its GIN index.
+ */
+export function fullTextMatches(dialect: DialectName, table: string, key: string, query: string): RawBuilder<SqlBool> {
+  const words = searchWords(query);
+  if (words.length === 0) return sql<SqlBool>`1 = 0`;
+  if (dialect === 'postgres') {
+    return sql<SqlBool>`${sql.ref(`${table}.search_tsv`)} @@ plainto_tsquery('simple', ${words.join(' ')})`;
+  }
+  const match = words.map((w) => `"${w.replace(/"/g, '""')}"`).join(' ');
+  return sql<SqlBool>`${sql.ref(`${table}.${key}`)} in (select rowid from ${sql.table(`${table}_fts`)} where ${sql.table(`${table}_fts`)} match ${match})`;
+}
+
+/** Any of a comma-separated list matches: `a, b,c` is split and each item compared. */
+export function anyListItemMatches(
+  dialect: DialectName,
+  column: Expression<string>,
+  value: string,
+  matchType?: MatchType,
+): RawBuilder<SqlBool> {
+  // Normalise the list to ",a,b,c," (no spaces around commas) and look for ",<pattern>,".
+  const normalised = sql`',' || replace(replace(${column}, ', ', ','), ' ,', ',') || ','`;
+  const pattern = `%,${likePattern(value, matchType)},%`;
+  const op = dialect === 'postgres' ? sql`ilike` : sql`like`;
+  return sql<SqlBool>`${normalised} ${op} ${pattern} escape '\\'`;
+}
+
+/** Plain text of HTML for the search index: tags and entities out, whitespace folded. */
+export function htmlToText(html: string): string {
+  return html
+    .replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&nbsp;/gi, ' ')
+    .replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e] ?? ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+}

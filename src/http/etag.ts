@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { PreconditionFailedError } from '../errors.js';
+
+/** A strong entity tag: the hash of the exact bytes sent. */
+export function entityTag(body: string): string {
+  return `"${createHash('sha1').update(body).digest('base64url')}"`;
+}
+
+function listedTags(header: string): string[] {
+  return header.split(',').map((t) => t.trim().replace(/^W\//, ''));
+}
+
+/**
+ * Every successful GET gets a strong ETag (unless its handler set one) and answers 304 when the
+ * client's If-None-Match already names it.
+ */
+export function installEntityTags(app: FastifyInstance): void {
+  app.addHook('onSend', async (request, reply, payload) => {
+    if ((request.method !== 'GET' && request.method !== 'HEAD') || reply.statusCode !== 200) return payload;
+    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
+    let tag = reply.getHeader('etag') as string | undefined;
+    if (!tag) {
+      tag = entityTag(payload.toString());
+      reply.header('etag', tag);
+    }
+    const ifNoneMatch = request.headers['if-none-match'];
+    if (ifNoneMatch && (ifNoneMatch.trim() === '*' || listedTags(ifNoneMatch).includes(tag))) {
+      reply.code(304);
+      return '';
+    }
+    return payload;
+  });
+}
+
+/**
+ * If-Match for a write: a check the service runs on the current record inside its transaction.
+ * `*` matches any existing record; otherwise one of the listed tags must be the record's current one.
+ */
+export function ifMatchCheck<R>(request: FastifyRequest, serialize: (record: R) => string): ((current: R) => void) | undefined {
+  const header = request.headers['if-match'];
+  if (!header) return undefined;
+  if (header.trim() === '*') return () => {};
+  // A weak tag never matches under If-Match (RFC 9110 §13.1.1 uses the strong comparison).
+  const tags = header
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => !t.startsWith('W/'));
+  return (current) => {
+    if (!tags.includes(entityTag(serialize(current)))) {
+      throw new PreconditionFailedError(
+        'The record has changed since you read it (If-Match does not match its ETag). Read it again and retry.',
+      );
+    }
+  };
+}

@@ -1,0 +1,135 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import type { Config } from '../config.js';
+import { buildReference, type EndpointReference, type RouteInfo, renderMarkdown } from './reference.js';
+
+const ALIAS = /^\/webapps(?=\/api\/)/;
+
+/** The endpoint a route belongs to: its path with the /webapps alias folded into /api. */
+function endpointOf(url: string): string {
+  return url.replace(ALIAS, '');
+}
+
+/** Routes by endpoint, collected as they are registered; references are built on first use. */
+class ReferenceRegistry {
+  readonly routes = new Map<string, RouteInfo[]>();
+  private readonly built = new Map<string, EndpointReference>();
+
+  get(endpoint: string): EndpointReference | undefined {
+    const cached = this.built.get(endpoint);
+    if (cached) return cached;
+    const routes = this.routes.get(endpoint);
+    if (!routes) return undefined;
+    const reference = buildReference(endpoint, routes);
+    this.built.set(endpoint, reference);
+    return reference;
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    references: ReferenceRegistry;
+  }
+}
+
+/** The JSON reference of the endpoint a request was routed to, if it has one. */
+export function referenceFor(request: FastifyRequest): EndpointReference | undefined {
+  const url = request.routeOptions.url;
+  return url ? request.server.references?.get(endpointOf(url)) : undefined;
+}
+
+/** Whether the client asks for Markdown rather than JSON (by order of preference and q-values). */
+export function prefersMarkdown(accept: string | undefined): boolean {
+  if (!accept?.includes('text/markdown')) return false;
+  let best = '';
+  let bestQ = -1;
+  for (const part of accept.split(',')) {
+    const [type = '', ...params] = part.trim().split(';');
+    const q = Number(
+      params
+        .map((p) => p.trim())
+        .find((p) => p.startsWith('q='))
+        ?.slice(2) ?? 1,
+    );
+    if (q > bestQ && ['text/markdown', 'application/json', '*/*', 'application/*'].includes(type.trim())) {
+      best = type.trim();
+      bestQ = q;
+    }
+  }
+  return best === 'text/markdown';
+}
+
+/**
+ * Endpoint references (Markdown and JSON) and the OpenAPI document, all built from the route
+ * schemas, so they cannot disagree with what the routes validate and send.
+ */
+export async function registerReference(app: FastifyInstance, config: Config): Promise<void> {
+  const registry = new ReferenceRegistry();
+  app.decorate('references', registry);
+  const routes = registry.routes;
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const schema = route.schema as RouteInfo['schema'] | undefined;
+    if (!schema?.summary || !route.url.includes('/api/')) return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const endpoint = endpointOf(route.url);
+    const list = routes.get(endpoint) ?? [];
+    for (const method of methods) {
+      if (method === 'HEAD' || list.some((r) => r.method === method && r.url === endpoint)) continue;
+      list.push({ method, url: endpoint, schema, scope: route.config?.scope });
+    }
+    routes.set(endpoint, list);
+  });
+
+  // Runs before authentication: the Markdown reference is public.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method !== 'GET' || !prefersMarkdown(request.headers.accept)) return;
+    const reference = referenceFor(request);
+    if (!reference) return;
+    return reply.type('text/markdown; charset=utf-8').send(renderMarkdown(reference, config.publicUrl));
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Content API',
+        version: '1.4.40',
+        description:
+          'Pages and blogs of one website. Every endpoint is also served under /webapps/api/… with the same behaviour. Each endpoint answers its own reference in Markdown to `Accept: text/markdown`.',
+      },
+      servers: [{ url: config.publicUrl }],
+      components: {
+        securitySchemes: {
+          oauth2: {
+            type: 'oauth2',
+            flows: {
+              authorizationCode: {
+                authorizationUrl: `${config.publicUrl}/api/auth/authorize`,
+                tokenUrl: `${config.publicUrl}/api/auth/token`,
+                refreshUrl: `${config.publicUrl}/api/auth/token`,
+                scopes: {
+                  'everything:read': 'Read operations across the API',
+                  'everything:write': 'Write operations across the API, and the corresponding reads',
+                },
+              },
+            },
+          },
+          apiKeyBasic: { type: 'http', scheme: 'basic', description: 'Legacy credentials: API ID as user name, API Key as password' },
+          apiId: { type: 'apiKey', in: 'header', name: 'X-Api-Id' },
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+        },
+      },
+    },
+    transform: ({ schema, url, route }) => {
+      const scope = route.config?.scope;
+      if (!scope || !schema) return { schema, url };
+      return {
+        schema: { ...schema, security: [{ oauth2: [scope] }, { apiKeyBasic: [] }, { apiId: [], apiKey: [] }] } as typeof schema,
+        url,
+      };
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}

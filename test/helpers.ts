@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import type { TestContext } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { createCredential, createSite } from '../src/accounts/account.service.js';
+import { buildApp } from '../src/app.js';
+import { type Config, testConfig } from '../src/config.js';
+import { createDatabase, type Db } from '../src/db/database.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import type { AuthMethod } from '../src/http/authenticate.js';
+
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
+
+export interface TestSite {
+  siteId: number;
+  apiId: string;
+  apiKey: string;
+  /** HTTP Basic credentials of the site's API key. */
+  headers: Record<string, string>;
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  db: Db;
+  config: Config;
+  /** A website with an API credential, made for this test. */
+  site: TestSite;
+  addSite(name?: string): Promise<TestSite>;
+}
+
+/**
+ * A fresh database for one test: in-memory SQLite, or (with TEST_DATABASE_URL) a PostgreSQL
+ * schema of its own that is dropped afterwards. Migrated, empty apart from what the caller adds.
+ */
+export async function createTestDatabase(t: TestContext): Promise<Db> {
+  if (!TEST_DATABASE_URL) {
+    const db = createDatabase('sqlite::memory:');
+    await migrateToLatest(db);
+    t.after(() => db.close());
+    return db;
+  }
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  const db = createDatabase(TEST_DATABASE_URL, { schema, poolSize: 4 });
+  await migrateToLatest(db);
+  t.after(async () => {
+    await db.close();
+    await admin.query(`drop schema ${schema} cascade`);
+    await admin.end();
+  });
+  return db;
+}
+
+export async function addTestSite(db: Db, name = 'Test site'): Promise<TestSite> {
+  const site = await createSite(db.kysely, name);
+  const credential = await createCredential(db.kysely, site.id, 'test');
+  return {
+    siteId: site.id,
+    apiId: credential.apiId,
+    apiKey: credential.apiKey,
+    headers: { authorization: `Basic ${Buffer.from(`${credential.apiId}:${credential.apiKey}`).toString('base64')}` },
+  };
+}
+
+export async function buildTestApp(
+  t: TestContext,
+  options: { config?: Partial<Config>; extraAuthMethods?: AuthMethod[]; db?: Db } = {},
+): Promise<TestApp> {
+  const db = options.db ?? (await createTestDatabase(t));
+  const config = testConfig(options.config);
+  const app = await buildApp({ config, db, extraAuthMethods: options.extraAuthMethods ?? [] });
+  t.after(() => app.close());
+  const site = await addTestSite(db);
+  return { app, db, config, site, addSite: (name) => addTestSite(db, name) };
+}
+
+/** JSON body of an inject response, typed loosely for assertions. */
+// biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
+export function json(response: { body: string }): any {
+  return JSON.parse(response.body);
+}

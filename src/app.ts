@@ -36,6 +36,8 @@ export async function buildApp({ config, db, extraAuthMethods = [] }: AppDeps): 
     reply.header('x-request-id', request.id);
   });
 
+  // JSON only (multipart where a route adds it): a text/plain body is a 415, not a string to validate.
+  app.removeContentTypeParser('text/plain');
   installValidators(app);
   installProblemHandler(app, {
     challenge: challengeFor(config.publicUrl),

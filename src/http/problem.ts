@@ -2,7 +2,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { AppError, ForbiddenError, UnauthorizedError, ValidationError } from '../errors.js';
 import { fieldErrors } from './validation.js';
 
-export const PROBLEM_TYPE_BASE = 'https://cms.example/problems/';
+/** Problem types are relative URI references (RFC 9457 §3.1.1); docs/errors.md lists them. */
+export const PROBLEM_TYPE_BASE = '/problems/';
 
 export interface ProblemOptions {
   /** Adds the WWW-Authenticate challenge to 401 and 403 answers. */

@@ -14,6 +14,8 @@ export const PAGE_COLUMNS = Object.keys(PAGE_FIELDS) as PageField[];
 
 export interface PageFilter {
   id?: number;
+  /** The same as id; both may be sent, and then both must hold. */
+  page?: number;
   parent?: number;
   title?: string;
   filename?: string;
@@ -42,6 +44,7 @@ function filtered(db: Handle, dialect: DialectName, siteId: number, f: PageFilte
     .where((eb) => {
       const conditions = [];
       if (f.id !== undefined) conditions.push(eb('pages.page', '=', f.id));
+      if (f.page !== undefined) conditions.push(eb('pages.page', '=', f.page));
       if (f.parent !== undefined) conditions.push(eb('pages.page_parent', '=', f.parent));
       if (f.title !== undefined) {
         conditions.push(

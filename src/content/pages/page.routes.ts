@@ -33,8 +33,10 @@ export async function registerPages(app: FastifyInstance, { db, prefix }: { db: 
     docs: DOCS,
     list: (siteId, q) =>
       pages.listPages(db, siteId, {
-        id: q.id ?? q.page,
-        parent: q.parent ?? q.page_parent,
+        id: q.id,
+        page: q.page,
+        // parent and page_parent are synonyms; two different values can match nothing.
+        parent: q.parent !== undefined && q.page_parent !== undefined && q.parent !== q.page_parent ? -1 : (q.parent ?? q.page_parent),
         title: q.title,
         filename: q.filename,
         tags: q.tags,

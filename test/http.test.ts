@@ -1,0 +1,188 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { revokeCredential } from '../src/accounts/account.service.js';
+import { buildTestApp, json } from './helpers.js';
+
+test('requests without or with wrong credentials get 401 problem+json with a challenge', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const wrongKey = `Basic ${Buffer.from(`${site.apiId}:sk_wrong`).toString('base64')}`;
+  const cases: Array<Record<string, string>> = [
+    {},
+    { authorization: wrongKey },
+    { authorization: 'Basic bm9jb2xvbg==' },
+    { 'x-api-id': site.apiId },
+    { 'x-api-id': site.apiId, 'x-api-key': 'nope' },
+    { 'x-api-id': 'ak_unknown', 'x-api-key': site.apiKey },
+    { authorization: 'Bearer not-a-token' },
+  ];
+  for (const headers of cases) {
+    for (const [method, url] of [
+      ['GET', '/api/page'],
+      ['POST', '/webapps/api/page'],
+      ['DELETE', '/api/page/1'],
+    ] as const) {
+      const response = await app.inject({ method, url, headers, ...(method === 'POST' ? { payload: {} } : {}) });
+      assert.equal(response.statusCode, 401, `${method} ${url} ${JSON.stringify(headers)}`);
+      assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+      assert.match(
+        String(response.headers['www-authenticate']),
+        /Bearer realm="content-api".*resource_metadata="http:\/\/localhost:8080\/\.well-known\/oauth-protected-resource"/,
+      );
+      assert.match(String(response.headers['www-authenticate']), /Basic realm/);
+    }
+  }
+  const bearer = await app.inject({ url: '/api/page', headers: { authorization: 'Bearer nope' } });
+  assert.match(String(bearer.headers['www-authenticate']), /error="invalid_token"/);
+});
+
+test('API credentials work as HTTP Basic and as X-Api-Id/X-Api-Key, and stop at revocation', async (t) => {
+  const { app, site, db } = await buildTestApp(t);
+  assert.equal((await app.inject({ url: '/api/page', headers: site.headers })).statusCode, 200);
+  const headers = { 'x-api-id': site.apiId, 'x-api-key': site.apiKey };
+  assert.equal((await app.inject({ url: '/api/page', headers })).statusCode, 200);
+  await revokeCredential(db.kysely, site.apiId);
+  assert.equal((await app.inject({ url: '/api/page', headers })).statusCode, 401);
+  assert.equal((await app.inject({ url: '/api/page', headers: site.headers })).statusCode, 401);
+});
+
+test('GET answers with a strong ETag and If-None-Match gives 304', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const created = await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: 'Tagged' } });
+  const id = json(created).data[0].page;
+  for (const url of [`/api/page/${id}`, '/api/page', `/api/page?id=${id}`]) {
+    const first = await app.inject({ url, headers: site.headers });
+    const etag = String(first.headers.etag);
+    assert.match(etag, /^"[\w-]+"$/, `${url} has a strong ETag`);
+    const again = await app.inject({ url, headers: { ...site.headers, 'if-none-match': etag } });
+    assert.equal(again.statusCode, 304, url);
+    assert.equal(again.body, '');
+    const weakForm = await app.inject({ url, headers: { ...site.headers, 'if-none-match': `"x", W/${etag}` } });
+    assert.equal(weakForm.statusCode, 304, 'If-None-Match compares weakly');
+    const other = await app.inject({ url, headers: { ...site.headers, 'if-none-match': '"something-else"' } });
+    assert.equal(other.statusCode, 200);
+  }
+  const before = String((await app.inject({ url: `/api/page/${id}`, headers: site.headers })).headers.etag);
+  await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { id, page_summary: 'changed' } });
+  const after = await app.inject({ url: `/api/page/${id}`, headers: { ...site.headers, 'if-none-match': before } });
+  assert.equal(after.statusCode, 200, 'a change makes a new ETag');
+  assert.notEqual(after.headers.etag, before);
+});
+
+test('POST with id and DELETE honour If-Match; a stale value is 412 and changes nothing', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const created = await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: 'V1' } });
+  const id = json(created).data[0].page;
+  const read = await app.inject({ url: `/api/page/${id}`, headers: site.headers });
+  const etag = String(read.headers.etag);
+  assert.equal(created.headers.etag, etag, 'the POST answer carries the same ETag as a GET');
+
+  const ok = await app.inject({
+    method: 'POST',
+    url: '/api/page',
+    headers: { ...site.headers, 'if-match': etag },
+    payload: { id, page_usertitle: 'V2' },
+  });
+  assert.equal(ok.statusCode, 200);
+  const stale = await app.inject({
+    method: 'POST',
+    url: '/api/page',
+    headers: { ...site.headers, 'if-match': etag },
+    payload: { id, page_usertitle: 'V3' },
+  });
+  assert.equal(stale.statusCode, 412);
+  assert.equal(stale.headers['content-type'], 'application/problem+json; charset=utf-8');
+  const weak = await app.inject({
+    method: 'POST',
+    url: '/api/page',
+    headers: { ...site.headers, 'if-match': `W/${ok.headers.etag}` },
+    payload: { id, page_usertitle: 'V3' },
+  });
+  assert.equal(weak.statusCode, 412, 'If-Match uses the strong comparison');
+  const current = json(await app.inject({ url: `/api/page/${id}`, headers: site.headers })).data[0];
+  assert.equal(current.page_usertitle, 'V2');
+
+  const star = await app.inject({
+    method: 'POST',
+    url: '/api/page',
+    headers: { ...site.headers, 'if-match': '*' },
+    payload: { id, page_usertitle: 'V4' },
+  });
+  assert.equal(star.statusCode, 200);
+  const staleDelete = await app.inject({
+    method: 'DELETE',
+    url: `/api/page/${id}`,
+    headers: { ...site.headers, 'if-match': String(ok.headers.etag) },
+  });
+  assert.equal(staleDelete.statusCode, 412);
+  assert.equal((await app.inject({ url: `/api/page/${id}`, headers: site.headers })).statusCode, 200);
+  const freshDelete = await app.inject({
+    method: 'DELETE',
+    url: `/api/page/${id}`,
+    headers: { ...site.headers, 'if-match': String(star.headers.etag) },
+  });
+  assert.equal(freshDelete.statusCode, 204);
+});
+
+test('each endpoint answers its reference in Markdown, and in the JSON 401 body', async (t) => {
+  const { app } = await buildTestApp(t);
+  for (const url of ['/api/page', '/webapps/api/page']) {
+    const markdown = await app.inject({ url, headers: { accept: 'text/markdown' } });
+    assert.equal(markdown.statusCode, 200, url);
+    assert.equal(markdown.headers['content-type'], 'text/markdown; charset=utf-8');
+    assert.match(markdown.body, /^# \/api\/page\n/);
+    assert.match(markdown.body, /\| pageSize \| integer \\\| string \|/, 'query parameters come from the route schema');
+    assert.match(markdown.body, /## POST \/api\/page/);
+    assert.match(markdown.body, /\| page_parent \| integer \|/);
+  }
+  const byId = await app.inject({ url: '/api/page/12', headers: { accept: 'text/markdown' } });
+  assert.equal(byId.statusCode, 200);
+  assert.match(byId.body, /^# \/api\/page\/:id\n/);
+  assert.match(byId.body, /## GET \/api\/page\/:id/);
+  assert.match(byId.body, /## DELETE \/api\/page\/:id/);
+  const asJson = await app.inject({ url: '/api/page', headers: { accept: 'application/json' } });
+  assert.equal(asJson.statusCode, 401);
+  const body = json(asJson);
+  assert.equal(body.status, 401);
+  assert.equal(body.reference.endpoint, '/api/page');
+  const get = body.reference.methods.find((m: { method: string; path: string }) => m.method === 'GET' && m.path === '/api/page');
+  assert.ok(get.queryParameters.some((p: { name: string }) => p.name === 'publicContentOnly'));
+  const post = body.reference.methods.find((m: { method: string }) => m.method === 'POST');
+  assert.equal(post.scope, 'everything:write');
+  assert.ok(post.bodyFields.some((f: { name: string }) => f.name === 'page_usertitle'));
+  const preferJson = await app.inject({ url: '/api/page', headers: { accept: 'application/json, text/markdown;q=0.5' } });
+  assert.equal(preferJson.statusCode, 401, 'Markdown only when preferred');
+});
+
+test('OpenAPI 3.1 document and the docs page come from the same schemas', async (t) => {
+  const { app } = await buildTestApp(t);
+  const response = await app.inject({ url: '/api/openapi.json' });
+  assert.equal(response.statusCode, 200);
+  const doc = json(response);
+  assert.equal(doc.openapi, '3.1.0');
+  assert.equal(doc.info.version, '1.4.40');
+  assert.ok(doc.paths['/api/page'].get.parameters.some((p: { name: string }) => p.name === 'keywords'));
+  assert.ok(doc.paths['/api/page'].post.requestBody);
+  assert.deepEqual(doc.paths['/api/page/{id}'].delete.security[0], { oauth2: ['everything:write'] });
+  assert.equal(doc.paths['/webapps/api/page'], undefined, 'the alias is documented once, not twice');
+  const docs = await app.inject({ url: '/docs/' });
+  assert.equal(docs.statusCode, 200);
+  assert.match(docs.body, /<html/i);
+});
+
+test('health and readiness', async (t) => {
+  const { app, db } = await buildTestApp(t);
+  assert.deepEqual(json(await app.inject({ url: '/healthz' })), { status: 'ok' });
+  assert.deepEqual(json(await app.inject({ url: '/readyz' })), { status: 'ok' });
+  await db.close();
+  assert.equal((await app.inject({ url: '/readyz' })).statusCode, 503);
+});
+
+test('unknown routes are 404 problems and every answer carries a request id', async (t) => {
+  const { app } = await buildTestApp(t);
+  const response = await app.inject({ url: '/api/nothing' });
+  assert.equal(response.statusCode, 404);
+  assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+  assert.ok(response.headers['x-request-id']);
+  const echoed = await app.inject({ url: '/healthz', headers: { 'x-request-id': 'abc-123' } });
+  assert.equal(echoed.headers['x-request-id'], 'abc-123');
+});

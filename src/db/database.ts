@@ -8,6 +8,8 @@ export type DialectName = 'sqlite' | 'postgres';
 export interface Db {
   readonly kysely: Kysely<Database>;
   readonly dialect: DialectName;
+  /** PostgreSQL schema the tables live in (`public` unless configured); undefined on SQLite. */
+  readonly schema: string | undefined;
   /** The raw better-sqlite3 handle (SQLite only): hot read paths use prepared statements on it. */
   readonly sqlite: SQLite.Database | undefined;
   /** Round trip to the database, for /readyz. */
@@ -42,6 +44,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
     return {
       kysely,
       dialect: 'sqlite',
+      schema: undefined,
       sqlite,
       async ping() {
         sqlite.prepare('SELECT 1').get();
@@ -60,6 +63,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   return {
     kysely,
     dialect: 'postgres',
+    schema: options.schema ?? 'public',
     sqlite: undefined,
     async ping() {
       await pool.query('SELECT 1');

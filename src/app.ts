@@ -10,6 +10,7 @@ import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
 import { installProblemHandler } from './http/problem.js';
 import { installValidators } from './http/validation.js';
+import { createOAuthServer } from './oauth/oauth.plugin.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
 
 export interface AppDeps {
@@ -48,10 +49,12 @@ export async function buildApp({ config, db, extraAuthMethods = [] }: AppDeps): 
   });
   // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
-  installAuthentication(app, [...extraAuthMethods, apiKeyAuth(db.kysely)]);
+  const oauth = createOAuthServer({ config, db, log: app.log });
+  installAuthentication(app, [...extraAuthMethods, oauth.bearer, apiKeyAuth(db.kysely)]);
   installEntityTags(app);
 
   registerHealth(app, db);
+  await oauth.register(app);
   for (const prefix of ['/api', '/webapps/api']) {
     await app.register(async (scope) => registerPages(scope, { db, config, prefix }), { prefix });
   }

@@ -154,6 +154,8 @@ export function authorizeUrl(issuer: string, o: AuthorizeOptions): string {
 
 export interface Answers {
   login?: { email: string; password: string };
+  /** Reuse a browser (its session cookie) from an earlier authorization. */
+  browser?: Browser;
   /** Site id to pick when asked. */
   site?: number;
   /** Scopes to tick on the consent page (all requested ones when absent). */
@@ -192,27 +194,38 @@ export async function tokenRequest(issuer: string, form: Record<string, string>)
   return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
 }
 
-/** Authorizes with the owner's credentials and exchanges the code: the usual start of a test. */
-export async function connect(a: OAuthTestApp, answers: Answers & { scope?: string } = {}) {
+/** Authorizes with the owner's credentials: the code, its verifier and the browser that got it. */
+export async function authorizeCode(a: OAuthTestApp, answers: Answers & { scope?: string; state?: string } = {}) {
   const { verifier, challenge } = await pkcePair();
-  const browser = new Browser(a.base);
-  const step = await completeInteraction(
-    browser,
-    authorizeUrl(a.issuer, { clientId: a.clientId, scope: answers.scope, codeChallenge: challenge }),
-    {
-      login: { email: a.owner.email, password: a.owner.password },
-      site: a.site.siteId,
-      ...answers,
-    },
-  );
+  const browser = answers.browser ?? new Browser(a.base);
+  const url = authorizeUrl(a.issuer, { clientId: a.clientId, scope: answers.scope, state: answers.state, codeChallenge: challenge });
+  const step = await completeInteraction(browser, url, { login: a.owner, site: a.site.siteId, ...answers });
   const code = step.callback?.searchParams.get('code');
   if (!code) throw new Error(`no code: ${step.status} ${step.callback ?? step.html.slice(0, 500)}`);
-  const tokens = await tokenRequest(a.issuer, {
+  return { code, verifier, browser, callback: step.callback! };
+}
+
+export function exchangeCode(a: OAuthTestApp, code: string, verifier: string, extra: Record<string, string> = {}) {
+  return tokenRequest(a.issuer, {
     grant_type: 'authorization_code',
     client_id: a.clientId,
     code,
     redirect_uri: REDIRECT_URI,
     code_verifier: verifier,
+    ...extra,
   });
-  return { browser, tokens: tokens.body as { access_token: string; refresh_token: string; scope: string }, response: tokens };
+}
+
+export interface Tokens {
+  access_token: string;
+  refresh_token: string;
+  scope: string;
+}
+
+/** Authorizes and exchanges the code: the usual start of a test. */
+export async function connect(a: OAuthTestApp, answers: Answers & { scope?: string } = {}) {
+  const { code, verifier, browser } = await authorizeCode(a, answers);
+  const response = await exchangeCode(a, code, verifier);
+  if (response.status !== 200) throw new Error(`exchange failed: ${JSON.stringify(response.body)}`);
+  return { browser, tokens: response.body as unknown as Tokens, response };
 }

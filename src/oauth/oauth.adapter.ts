@@ -91,6 +91,13 @@ export class KyselyAdapter implements Adapter {
 
   async destroy(id: string): Promise<void> {
     if (this.model === 'Client') return;
+    // oidc-provider destroys a Grant only to revoke it (refresh or code replay, RFC 7009). Marking
+    // the connection here, awaited, means the token endpoint's answer comes after the status is
+    // written; the grant.revoked event would run detached.
+    if (this.model === 'Grant') {
+      await revokeGrant(this.db, id, 'revoked');
+      return;
+    }
     await this.db.deleteFrom('oauth_payloads').where('model', '=', this.model).where('id', '=', sha256(id)).execute();
   }
 

@@ -7,7 +7,7 @@ import type { Db } from '../db/database.js';
 import { SCOPES } from '../http/authenticate.js';
 import { newClientId } from './client.service.js';
 import { findConnectionByGrant } from './connection.repository.js';
-import { REFRESH_TTL_SECONDS, revokeGrant } from './connection.service.js';
+import { REFRESH_TTL_SECONDS } from './connection.service.js';
 import { KyselyAdapter } from './oauth.adapter.js';
 import { installProviderHooks } from './provider.hooks.js';
 import { assertRequestedScopes } from './scopes.js';
@@ -124,6 +124,9 @@ export function createProvider(config: Config, db: Db, log: FastifyBaseLogger): 
       const grantId = ctx.oidc.result?.consent?.grantId;
       return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
     },
+    // RFC 7009 of either token removes every token of the grant (oidc-provider does that anyway);
+    // the grant goes too, so the connection reads revoked instead of active with nothing left.
+    revokeGrantPolicy: () => true,
     expiresWithSession: () => false,
     issueRefreshToken: (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     rotateRefreshToken: true,
@@ -153,9 +156,6 @@ export function createProvider(config: Config, db: Db, log: FastifyBaseLogger): 
   provider.proxy = true;
   installProviderHooks(provider, db, issuerOf(config));
 
-  provider.on('grant.revoked', (_ctx, grantId: string) => {
-    revokeGrant(db.kysely, grantId).catch((err) => log.error({ err }, 'could not mark an OAuth connection revoked'));
-  });
   provider.on('server_error', (_ctx, err: Error) => log.error({ err }, 'OAuth server error'));
   return provider;
 }

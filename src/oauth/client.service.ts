@@ -114,14 +114,15 @@ export async function listClients(db: DbHandle) {
   }));
 }
 
-/** RFC 7591 registration, called by the provider after it validated the metadata. */
+/** RFC 7591 registration, called by the provider after it validated the metadata. Clients are public: a secret is never kept. */
 export async function insertRegisteredClient(db: DbHandle, payload: AdapterPayload): Promise<void> {
   const type: ApplicationType = payload.application_type === 'native' ? 'native' : 'web';
   const redirectUris = payload.redirect_uris ?? [];
   const problem = redirectUris.map((uri) => redirectUriProblem(uri, type)).find(Boolean);
   // RFC 7591 §3.2.2 names this error; its stock description is about authorization requests.
   if (problem) throw Object.assign(new errors.InvalidRedirectUri(), { error_description: problem });
-  const { client_id, client_name, redirect_uris, application_type, client_id_issued_at, ...rest } = payload;
+  const { client_id, client_name, redirect_uris, application_type, client_id_issued_at, client_secret, client_secret_expires_at, ...rest } =
+    payload;
   for (const key of Object.keys(FIXED_METADATA)) delete (rest as Record<string, unknown>)[key];
   await db
     .insertInto('oauth_clients')

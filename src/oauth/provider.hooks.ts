@@ -27,10 +27,20 @@ async function afterTokenIssued(ctx: KoaContextWithOIDC, db: Db): Promise<void> 
   }
 }
 
+/**
+ * oidc-provider mints a client_secret when a registration omits token_endpoint_auth_method, even
+ * though the default (and only) method is none. Every client is public; no secret is shown or kept.
+ */
+export function withoutSecret<T extends Body>(metadata: T): T {
+  const { client_secret: _secret, client_secret_expires_at: _expires, ...rest } = metadata;
+  return rest as T;
+}
+
 export function installProviderHooks(provider: Provider, db: Db, issuer: string): void {
   provider.use(async (koa, next) => {
     await next();
     const ctx = koa as KoaContextWithOIDC;
+    if (ctx.oidc?.route === 'registration' && ctx.status === 201) ctx.body = withoutSecret(ctx.body as Body);
     if (ctx.status !== 200) return;
     if (ctx.oidc?.route === 'token') await afterTokenIssued(ctx, db);
     if (ctx.oidc?.route === 'discovery') ctx.body = authorizationServerMetadata(provider, issuer, ctx.body as Body);

@@ -55,7 +55,8 @@ function renderError(ctx: KoaContextWithOIDC, out: { error: string; error_descri
   }
   const page = renderPage('error', {
     title: 'This request cannot continue',
-    message: out.error_description ?? 'The authorization request is not valid.',
+    message: `The application's request was refused: ${out.error_description ?? 'it is not a valid authorization request'}.`,
+    hint: 'Nothing was shared. If an application sent you here, let its developer know.',
     code: out.error,
   });
   ctx.set(page.headers);

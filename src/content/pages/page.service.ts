@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { now } from '../../db/time.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
+import { countBlogsOnPage } from '../blogs/blog.repository.js';
 import { htmlToText } from '../shared/filters.js';
 import { firstFree, slugify } from '../shared/slug.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
@@ -163,7 +164,7 @@ async function update(
   return getPage(db, siteId, id);
 }
 
-/** DELETE: only a page without sub pages (and, once blogs exist, without blogs). */
+/** DELETE: only a page without sub pages and without blogs. */
 export async function deletePage(db: Db, siteId: number, id: number, precondition?: Precondition): Promise<void> {
   await db.kysely.transaction().execute(async (trx) => {
     const current = await repo.findPage(trx, siteId, id, db.dialect === 'postgres');
@@ -172,6 +173,10 @@ export async function deletePage(db: Db, siteId: number, id: number, preconditio
     const children = await repo.countChildren(trx, siteId, id);
     if (children > 0) {
       throw new ConflictError(`Page ${id} still has ${children} sub page(s); move or delete them first.`);
+    }
+    const blogs = await countBlogsOnPage(trx, siteId, id);
+    if (blogs > 0) {
+      throw new ConflictError(`Page ${id} still holds ${blogs} blog(s); move or delete them first.`);
     }
     await repo.deletePage(trx, siteId, id);
   });

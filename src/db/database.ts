@@ -8,6 +8,8 @@ export type DialectName = 'sqlite' | 'postgres';
 export interface Db {
   readonly kysely: Kysely<Database>;
   readonly dialect: DialectName;
+  /** PostgreSQL schema the tables live in (`public` unless configured); undefined on SQLite. */
+  readonly schema: string | undefined;
   /** The raw better-sqlite3 handle (SQLite only): hot read paths use prepared statements on it. */
   readonly sqlite: SQLite.Database | undefined;
   /** Round trip to the database, for /readyz. */
@@ -35,13 +37,36 @@ function openSqlite(file: string): SQLite.Database {
   return sqlite;
 }
 
+/**
+ * Kysely prepares every query afresh; on better-sqlite3 preparing costs about as much as running a
+ * by-id SELECT. Statements are reused by SQL text (queries take their values as parameters, so
+ * the set of texts is small; the cache is bounded all the same). Nothing here streams rows, which
+ * is the one case where a statement cannot be shared.
+ */
+function withStatementCache(sqlite: SQLite.Database, limit = 1000) {
+  const statements = new Map<string, SQLite.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string) {
+      let statement = statements.get(sql);
+      if (!statement) {
+        statement = sqlite.prepare(sql);
+        if (statements.size >= limit) statements.clear();
+        statements.set(sql, statement);
+      }
+      return statement;
+    },
+  };
+}
+
 export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   if (url.startsWith('sqlite:')) {
     const sqlite = openSqlite(url.slice('sqlite:'.length));
-    const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     return {
       kysely,
       dialect: 'sqlite',
+      schema: undefined,
       sqlite,
       async ping() {
         sqlite.prepare('SELECT 1').get();
@@ -60,6 +85,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   return {
     kysely,
     dialect: 'postgres',
+    schema: options.schema ?? 'public',
     sqlite: undefined,
     async ping() {
       await pool.query('SELECT 1');

@@ -23,7 +23,13 @@ class CodeMigrationProvider implements MigrationProvider {
 
 /** Applies pending migrations; safe to run from several processes at once (Kysely takes a lock). */
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db: db.kysely, provider: new CodeMigrationProvider(db.dialect) });
+  const migrator = new Migrator({
+    db: db.kysely,
+    provider: new CodeMigrationProvider(db.dialect),
+    // Named explicitly: Kysely looks for its tables across all schemas otherwise, and another
+    // schema's bookkeeping (a second deployment, a test) would be taken for ours.
+    ...(db.schema ? { migrationTableSchema: db.schema } : {}),
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

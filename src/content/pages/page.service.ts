@@ -94,7 +94,13 @@ async function checkParent(db: Db, siteId: number, parent: number, self: number 
   }
 }
 
+/**
+ * The first free alias from `wanted`. Inside the write transaction it holds the website's alias
+ * lock (PostgreSQL; SQLite writes are serial anyway), so two nodes inserting the same title at
+ * once get -2 and -3 instead of a unique-index error.
+ */
 async function uniqueAlias(db: Db, siteId: number, wanted: string): Promise<string> {
+  await repo.lockAliases(db.kysely, db.dialect, siteId);
   return firstFree(wanted, await repo.aliasesLike(db.kysely, siteId, wanted));
 }
 

@@ -189,3 +189,14 @@ test('DELETE removes a page, refuses one with sub pages, and 404s an unknown one
     404,
   );
 });
+
+test('concurrent inserts with one title all succeed with distinct aliases', async (t) => {
+  const app = await buildTestApp(t);
+  const responses = await Promise.all(Array.from({ length: 6 }, () => post(app, { page_usertitle: 'Same title' })));
+  assert.deepEqual(
+    responses.map((r) => r.statusCode),
+    Array(6).fill(201),
+  );
+  const aliases = responses.map((r) => json(r).data[0].page_alias).sort();
+  assert.deepEqual(aliases, ['same-title', 'same-title-2', 'same-title-3', 'same-title-4', 'same-title-5', 'same-title-6']);
+});

@@ -178,3 +178,29 @@ test('the blog endpoint answers its reference and is in the OpenAPI document wit
   assert.ok(doc.paths['/api/blog'].get.parameters.some((p: { name: string }) => p.name === 'tags'));
   assert.equal(doc.paths['/webapps/api/blog'], undefined);
 });
+
+test('a page deleted while blogs are being added to it: either the page stays with its blogs, or neither', async (t) => {
+  const app = await buildBlogApp(t);
+  for (let round = 0; round < 5; round++) {
+    const pageId = json(
+      await app.app.inject({ method: 'POST', url: '/api/page', headers: app.site.headers, payload: { page_usertitle: `Race ${round}` } }),
+    ).data[0].page;
+    const [deleted, ...inserts] = await Promise.all([
+      app.app.inject({ method: 'DELETE', url: `/api/page/${pageId}`, headers: app.site.headers }),
+      ...[1, 2, 3].map((n) =>
+        app.app.inject({
+          method: 'POST',
+          url: '/api/blog',
+          headers: app.site.headers,
+          payload: { page: pageId, info_title: `R${round}-${n}` },
+        }),
+      ),
+    ]);
+    const saved = inserts.filter((r) => r.statusCode === 201).length;
+    for (const r of inserts) assert.ok([201, 400].includes(r.statusCode), r.body);
+    if (deleted.statusCode === 204) assert.equal(saved, 0, 'no blog on a deleted page');
+    else assert.equal(deleted.statusCode, 409, deleted.body);
+    const onPage = json(await app.app.inject({ url: `/api/blog?page=${pageId}`, headers: app.site.headers })).meta.total;
+    assert.equal(onPage, saved);
+  }
+});

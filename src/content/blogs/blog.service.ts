@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
 import { now } from '../../db/time.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
@@ -191,6 +191,10 @@ export async function saveBlog(
     await Promise.all(committed.map((name) => deps.images.remove(name).catch(() => {})));
     if (isUniqueViolation(error)) {
       throw new ConflictError(`Another blog of this website already has the filename "${input.info_filename}".`);
+    }
+    if (isForeignKeyViolation(error)) {
+      // The page passed the check but was deleted before this write committed.
+      throw new ValidationError([{ field: 'page', message: `there is no page ${input.page} on this website` }]);
     }
     throw error;
   } finally {

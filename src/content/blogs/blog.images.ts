@@ -9,7 +9,8 @@
  *   and only grows: body paths not yet listed, and uploads whose original (file name and SHA-256)
  *   this blog has not seen.
  * - always: the primary image is never listed in info_more_images, neither by path nor as an
- *   upload of the same original; re-uploading an original the blog already shows reuses its file.
+ *   upload of the same original; a primary upload of an original the blog already shows reuses
+ *   that file rather than storing a copy.
  */
 import type { ImageMime, StagedImage } from '../../storage/image-storage.js';
 import type { BlogImageRow } from './blog.repository.js';

@@ -21,6 +21,8 @@ const { values: args } = parseArgs({
     pages: { type: 'string', default: '20000' },
     // Extra node flags for the app child only, e.g. --app-flags=--max-semi-space-size=4
     'app-flags': { type: 'string', default: '' },
+    // Comma-separated scenario keys to run (getById,list200,list999); all when absent.
+    only: { type: 'string' },
   },
 });
 const DURATION = Number(args.duration ?? (args.quick ? 3 : 10));
@@ -169,11 +171,13 @@ async function main() {
   // Random full pages of the list, as a client paging through the site would ask for them.
   const listPage = (size: number) => () =>
     `/api/page?pageSize=${size}&offset=${Math.floor(Math.random() * Math.floor(PAGES / size)) * size}`;
-  const scenarios = [
+  const allScenarios = [
     { key: 'getById', title: 'GET /api/page/:id (random id)', path: () => `/api/page/${randomId()}`, minRatio: 0.8 },
     { key: 'list200', title: 'GET /api/page?pageSize=200', path: listPage(200), minRatio: 1.0 },
     { key: 'list999', title: 'GET /api/page?pageSize=999', path: listPage(999), minRatio: 1.0 },
   ];
+  const only = args.only?.split(',');
+  const scenarios = only ? allScenarios.filter((s) => only.includes(s.key)) : allScenarios;
   const profileDir = path.join(benchDir, 'profiles');
   if (args.profile) mkdirSync(profileDir, { recursive: true });
 

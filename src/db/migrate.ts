@@ -1,6 +1,7 @@
 import { type Migration, type MigrationProvider, Migrator } from 'kysely';
 import type { Db, DialectName } from './database.js';
 import * as m0001 from './migrations/0001_core.js';
+import * as m0002 from './migrations/0002_blogs.js';
 import * as m0003 from './migrations/0003_oauth.js';
 
 interface DialectMigration {
@@ -10,6 +11,7 @@ interface DialectMigration {
 /** In order; names never change once released. */
 const MIGRATIONS: Record<string, DialectMigration> = {
   '0001_core': m0001,
+  '0002_blogs': m0002,
   '0003_oauth': m0003,
 };
 

@@ -1,6 +1,6 @@
 import type Provider from 'oidc-provider';
 import type { DbHandle } from '../accounts/account.repository.js';
-import { formatTimestamp } from '../db/time.js';
+import { formatTimestamp, parseTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import type { AuthMethod, Principal } from '../http/authenticate.js';
 import { findLiveConnectionByGrant, touchConnection } from './connection.repository.js';
@@ -26,11 +26,12 @@ export function bearerAuth(provider: Provider, db: DbHandle, resource: string): 
       if (!header || !/^bearer /i.test(header)) return undefined;
       const value = header.slice(7).trim();
       const token = value ? await provider.AccessToken.find(value) : undefined;
-      if (!token?.grantId || token.isExpired || token.aud !== resource) throw invalid();
+      // find() has checked the expiry already.
+      if (!token?.grantId || token.aud !== resource) throw invalid();
       const now = new Date();
       const connection = await findLiveConnectionByGrant(db, token.grantId, formatTimestamp(now));
       if (!connection) throw invalid();
-      const last = connection.last_used_at ? Date.parse(`${connection.last_used_at.replace(' ', 'T')}Z`) : 0;
+      const last = connection.last_used_at ? parseTimestamp(connection.last_used_at) : 0;
       if (now.getTime() - last > TOUCH_EVERY_MS) await touchConnection(db, token.grantId, { last_used_at: formatTimestamp(now) });
       return {
         siteId: connection.site_id,

@@ -1,16 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { DbHandle } from '../accounts/account.repository.js';
-import { formatTimestamp, now } from '../db/time.js';
+import { now, secondsFromNow } from '../db/time.js';
 import { NotFoundError } from '../errors.js';
 import * as repo from './connection.repository.js';
 import type { ConnectionStatus } from './oauth.tables.js';
 
 /** Refresh tokens live 90 days, and every refresh starts the 90 days again (spec §5.3). */
 export const REFRESH_TTL_SECONDS = 90 * 24 * 60 * 60;
-
-export function secondsFromNow(seconds: number): string {
-  return formatTimestamp(new Date(Date.now() + seconds * 1000));
-}
 
 export interface NewConnection {
   grantId: string;

@@ -2,7 +2,7 @@ import { findUser, findUserByEmail, sitesOfUser } from '../accounts/account.repo
 import { hashPassword, randomToken, verifyPassword } from '../accounts/secrets.js';
 import { SCOPES } from '../http/authenticate.js';
 import { createConnection } from './connection.service.js';
-import { formValue, formValues, type StepContext } from './interaction.routes.js';
+import { formValue, formValues, type StepContext } from './interaction.context.js';
 import { SCOPE_TITLES } from './scopes.js';
 
 /** Failed sign-ins allowed per e-mail address and IP address in one window (counted in the database or Redis). */
@@ -81,22 +81,21 @@ async function chosenSite(step: StepContext) {
   return sites.find((site) => site.id === siteId);
 }
 
-async function consentPage(step: StepContext, status: number, error?: string) {
+async function consentPage(step: StepContext) {
   const site = await chosenSite(step);
   if (!site) return step.finish({ error: 'access_denied', error_description: 'the website is not available to this account' }, false);
   const user = await findUser(step.db.kysely, accountOf(step));
   const redirect = URL.parse(String(step.interaction.params.redirect_uri));
-  return step.page(status, 'consent', {
+  return step.page(200, 'consent', {
     siteName: site.name,
     email: user?.email ?? '',
     redirectHost: redirect?.host || redirect?.protocol || '',
     scopes: requestedScopes(step).map((name) => ({ name, title: SCOPE_TITLES[name] ?? name })),
-    error,
   });
 }
 
 export const consentStep = {
-  show: (step: StepContext) => consentPage(step, 200),
+  show: consentPage,
 
   async submit(step: StepContext) {
     const site = await chosenSite(step);

@@ -2,16 +2,12 @@ import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { DbHandle } from '../accounts/account.repository.js';
 import { sha256 } from '../accounts/secrets.js';
-import { formatTimestamp } from '../db/time.js';
+import { formatTimestamp, parseTimestamp, secondsFromNow } from '../db/time.js';
 import { findClientMetadata, insertRegisteredClient } from './client.service.js';
 import { revokeGrant } from './connection.service.js';
 
 /** Models whose second use is an attack: losing the race to consume one revokes its grant (RFC 9700 §4.14.2). */
 const SINGLE_USE = new Set(['AuthorizationCode', 'RefreshToken']);
-
-function at(secondsFromNow: number): string {
-  return formatTimestamp(new Date(Date.now() + secondsFromNow * 1000));
-}
 
 /**
  * oidc-provider's storage over Kysely: one table for every model, keyed by SHA-256 of the id
@@ -35,7 +31,7 @@ export class KyselyAdapter implements Adapter {
       payload: JSON.stringify(rest),
       grant_id: payload.grantId ?? null,
       uid: payload.uid ?? null,
-      expires_at: expiresIn ? at(expiresIn) : null,
+      expires_at: expiresIn ? secondsFromNow(expiresIn) : null,
     };
     await this.db
       .insertInto('oauth_payloads')
@@ -116,7 +112,7 @@ export class KyselyAdapter implements Adapter {
   private toPayload(row: { payload: string; consumed_at: string | null }, id: string | undefined): AdapterPayload {
     const payload = JSON.parse(row.payload) as AdapterPayload;
     if (id !== undefined) payload.jti = id;
-    if (row.consumed_at) payload.consumed = Math.floor(Date.parse(`${row.consumed_at.replace(' ', 'T')}Z`) / 1000);
+    if (row.consumed_at) payload.consumed = Math.floor(parseTimestamp(row.consumed_at) / 1000);
     return payload;
   }
 }

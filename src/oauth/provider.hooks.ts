@@ -1,9 +1,8 @@
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { Db } from '../db/database.js';
-import { now } from '../db/time.js';
+import { now, secondsFromNow } from '../db/time.js';
 import { touchConnection } from './connection.repository.js';
-import { secondsFromNow } from './connection.service.js';
 import { authorizationServerMetadata } from './metadata.js';
 
 type Body = Record<string, unknown>;

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import type { DbHandle } from '../accounts/account.repository.js';
 import { sha256 } from '../accounts/secrets.js';
-import { formatTimestamp } from '../db/time.js';
+import { formatTimestamp, parseTimestamp } from '../db/time.js';
 
 export interface Hit {
   /** Attempts in the current window, this one included. */
@@ -40,7 +40,7 @@ export function databaseRateLimits(db: DbHandle): RateLimitStore {
         )
         .returning(['count', 'reset_at'])
         .executeTakeFirstOrThrow();
-      const ends = Date.parse(`${row.reset_at.replace(' ', 'T')}Z`);
+      const ends = parseTimestamp(row.reset_at);
       return { count: Number(row.count), retryAfter: Math.max(1, Math.ceil((ends - now.getTime()) / 1000)) };
     },
     async reset(key) {

@@ -119,6 +119,38 @@ test('the code is bound to its client and redirect URI', async (t) => {
   assert.equal(unknown.body.error, 'invalid_client');
 });
 
+test('the exchange may name only the granted resource, and the verifier must have the RFC 7636 form', async (t) => {
+  const a = await startOAuthApp(t);
+  const first = await authorizeCode(a);
+  const other = await exchangeCode(a, first.code, first.verifier, { resource: 'https://other.example' });
+  assert.equal(other.status, 400);
+  assert.equal(other.body.error, 'invalid_target');
+  for (const bad of ['short', '!'.repeat(43), 'a'.repeat(129)]) {
+    const { code } = await authorizeCode(a);
+    const response = await exchangeCode(a, code, bad);
+    assert.equal(response.status, 400, bad);
+    assert.match(String(response.body.error), /^invalid_(grant|request)$/, bad);
+  }
+  const { code, verifier } = await authorizeCode(a);
+  const named = await exchangeCode(a, code, verifier, { resource: a.base });
+  assert.equal(named.status, 200, JSON.stringify(named.body));
+});
+
+test('a refresh token works only for its own client', async (t) => {
+  const a = await startOAuthApp(t);
+  const { createClient } = await import('./client.service.js');
+  const other = await createClient(a.db.kysely, { name: 'Other', redirectUris: [REDIRECT_URI] });
+  const { tokens } = await connect(a);
+  const stolen = await tokenRequest(a.issuer, {
+    grant_type: 'refresh_token',
+    client_id: other.clientId,
+    refresh_token: tokens.refresh_token,
+  });
+  assert.equal(stolen.status, 400);
+  assert.equal(stolen.body.error, 'invalid_grant');
+  assert.equal((await refresh(a, tokens.refresh_token)).status, 200, 'the owner client still can');
+});
+
 test('a code expires after 60 seconds', async (t) => {
   const a = await startOAuthApp(t);
   const { code, verifier } = await authorizeCode(a);

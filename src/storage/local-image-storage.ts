@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -41,6 +42,9 @@ export class LocalImageStorage implements ImageStorage {
     try {
       await pipeline(Readable.from(chunks), out);
     } catch (error) {
+      // pipeline rejects as soon as the source fails, while the file may still be opening: wait
+      // for the stream to close, or the unlink can run first and the file appear after it.
+      if (!out.closed) await once(out, 'close').catch(() => {});
       await unlink(file).catch(() => {});
       throw error;
     }

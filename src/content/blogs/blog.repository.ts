@@ -103,25 +103,6 @@ export async function countBlogsOnPage(db: Handle, siteId: number, page: number)
   return Number(row.n);
 }
 
-/** Arbitrary class id for pg_advisory_xact_lock(class, site) around choosing an info_filename. */
-const FILENAME_LOCK_CLASS = 7302;
-
-export async function lockFilenames(db: Handle, dialect: DialectName, siteId: number): Promise<void> {
-  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(${FILENAME_LOCK_CLASS}, ${siteId})`.execute(db);
-}
-
-/** Filenames in use that equal `base` or extend it with a -N suffix. */
-export async function filenamesLike(db: Handle, siteId: number, base: string): Promise<string[]> {
-  const pattern = `${base.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`;
-  const rows = await db
-    .selectFrom('blogs')
-    .select('info_filename')
-    .where('site_id', '=', siteId)
-    .where((eb) => eb.or([eb('info_filename', '=', base), sql<SqlBool>`info_filename like ${pattern} escape '\\'`]))
-    .execute();
-  return rows.map((r) => r.info_filename);
-}
-
 export async function listBlogImages(db: Handle, siteId: number, id: number): Promise<BlogImageRow[]> {
   return db.selectFrom('blog_images').selectAll().where('site_id', '=', siteId).where('info_id', '=', id).execute();
 }

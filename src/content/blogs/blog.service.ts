@@ -5,7 +5,8 @@ import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../pages/page.repository.js';
 import { htmlToText } from '../shared/filters.js';
-import { firstFree, slugify } from '../shared/slug.js';
+import { slugify } from '../shared/slug.js';
+import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
 import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
 import { type ImageMetadata, type ImagePlan, planImages, type ReceivedImage } from './blog.images.js';
 import type { BlogFilter, BlogRow } from './blog.repository.js';
@@ -131,10 +132,8 @@ async function checkPage(db: Db, siteId: number, page: number): Promise<void> {
   }
 }
 
-/** The first free filename from `wanted`, under the website's filename lock (see page aliases). */
-async function uniqueFilename(db: Db, siteId: number, wanted: string): Promise<string> {
-  await repo.lockFilenames(db.kysely, db.dialect, siteId);
-  return firstFree(wanted, await repo.filenamesLike(db.kysely, siteId, wanted));
+function uniqueFilename(db: Db, siteId: number, wanted: string): Promise<string> {
+  return uniqueName(db, BLOG_FILENAME, siteId, wanted);
 }
 
 function imageColumns(plan: ImagePlan): Stored {

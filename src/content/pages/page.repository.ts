@@ -140,22 +140,3 @@ export async function countChildren(db: Handle, siteId: number, id: number): Pro
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
-
-/** Arbitrary class id for the pg_advisory_xact_lock(class, site) of page aliases. */
-const ALIAS_LOCK_CLASS = 7301;
-
-export async function lockAliases(db: Handle, dialect: DialectName, siteId: number): Promise<void> {
-  if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(${ALIAS_LOCK_CLASS}, ${siteId})`.execute(db);
-}
-
-/** Aliases in use that equal `base` or extend it with a -N suffix. */
-export async function aliasesLike(db: Handle, siteId: number, base: string): Promise<string[]> {
-  const pattern = `${base.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`;
-  const rows = await db
-    .selectFrom('pages')
-    .select('page_alias')
-    .where('site_id', '=', siteId)
-    .where((eb) => eb.or([eb('page_alias', '=', base), sql<SqlBool>`page_alias like ${pattern} escape '\\'`]))
-    .execute();
-  return rows.map((r) => r.page_alias);
-}

@@ -4,7 +4,8 @@ import { now } from '../../db/time.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { countBlogsOnPage } from '../blogs/blog.repository.js';
 import { htmlToText } from '../shared/filters.js';
-import { firstFree, slugify } from '../shared/slug.js';
+import { slugify } from '../shared/slug.js';
+import { PAGE_ALIAS, uniqueName } from '../shared/unique-name.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
 import type { PageFilter, PageRow } from './page.repository.js';
 import * as repo from './page.repository.js';
@@ -94,14 +95,8 @@ async function checkParent(db: Db, siteId: number, parent: number, self: number 
   }
 }
 
-/**
- * The first free alias from `wanted`. Inside the write transaction it holds the website's alias
- * lock (PostgreSQL; SQLite writes are serial anyway), so two nodes inserting the same title at
- * once get -2 and -3 instead of a unique-index error.
- */
-async function uniqueAlias(db: Db, siteId: number, wanted: string): Promise<string> {
-  await repo.lockAliases(db.kysely, db.dialect, siteId);
-  return firstFree(wanted, await repo.aliasesLike(db.kysely, siteId, wanted));
+function uniqueAlias(db: Db, siteId: number, wanted: string): Promise<string> {
+  return uniqueName(db, PAGE_ALIAS, siteId, wanted);
 }
 
 /** POST: insert without `id`, update with it. Returns the saved record. */

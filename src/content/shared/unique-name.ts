@@ -1,0 +1,32 @@
+import { type SqlBool, sql } from 'kysely';
+import type { Db } from '../../db/database.js';
+import { firstFree } from './slug.js';
+
+/** A website-unique SEO name column: page aliases, blog filenames. */
+export interface NameColumn {
+  readonly table: 'pages' | 'blogs';
+  readonly column: 'page_alias' | 'info_filename';
+  /** Class id of the pg_advisory_xact_lock(class, site) that serialises choosing a name. */
+  readonly lockClass: number;
+}
+
+export const PAGE_ALIAS: NameColumn = { table: 'pages', column: 'page_alias', lockClass: 7301 };
+export const BLOG_FILENAME: NameColumn = { table: 'blogs', column: 'info_filename', lockClass: 7302 };
+
+/**
+ * The first free name from `wanted` (`wanted`, `wanted-2`, …). Call it inside the write
+ * transaction: on PostgreSQL it holds the website's lock for that column until commit, so two
+ * nodes inserting the same title at once get -2 and -3 instead of a unique-index error (SQLite
+ * writes are serial anyway).
+ */
+export async function uniqueName(db: Db, target: NameColumn, siteId: number, wanted: string): Promise<string> {
+  if (db.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${target.lockClass}, ${siteId})`.execute(db.kysely);
+  const pattern = `${wanted.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`;
+  const column = sql.ref(target.column);
+  const rows = await sql<{ name: string }>`select ${column} as name from ${sql.table(target.table)}
+    where site_id = ${siteId} and (${column} = ${wanted} or ${sql<SqlBool>`${column} like ${pattern} escape '\\'`})`.execute(db.kysely);
+  return firstFree(
+    wanted,
+    rows.rows.map((r) => r.name),
+  );
+}

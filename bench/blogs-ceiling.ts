@@ -5,16 +5,10 @@
  * `DATABASE_FILE=… SITE_ID=… node dist/bench/blogs-ceiling.js`, reports its port over IPC.
  */
 import http from 'node:http';
-import SQLite from 'better-sqlite3';
 import { BLOG_FIELDS, type BlogField } from '../src/content/blogs/blog.fields.js';
+import { openFromEnv, pageSizeOf, serve } from './ceiling-kit.js';
 
-const file = process.env.DATABASE_FILE;
-const siteId = Number(process.env.SITE_ID);
-if (!file || !Number.isInteger(siteId)) throw new Error('DATABASE_FILE and SITE_ID are required');
-
-const sqlite = new SQLite(file);
-sqlite.pragma('journal_mode = WAL');
-sqlite.pragma('busy_timeout = 5000');
+const { sqlite, siteId } = openFromEnv();
 
 const fields = Object.keys(BLOG_FIELDS) as BlogField[];
 // The app's SQL text as Kysely compiles listBlogs without filters (`and 1 = 1` included).
@@ -31,11 +25,6 @@ function record(row: Row): Row {
   row.info_blog_comments_on = row.info_blog_comments_on === 1;
   row.id = row.info_id;
   return row;
-}
-
-function pageSizeOf(raw: string | null): number {
-  const n = raw !== null && /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  return n >= 1 && n <= 999 ? n : 200;
 }
 
 const server = http.createServer((req, res) => {
@@ -55,13 +44,4 @@ const server = http.createServer((req, res) => {
   res.end(body);
 });
 
-server.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  process.send?.({ port: typeof address === 'object' && address ? address.port : 0 });
-});
-const stop = () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-};
-process.on('message', stop);
-process.on('disconnect', stop);
+serve(server);

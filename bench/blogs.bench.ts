@@ -5,19 +5,29 @@
  * streamed to disk, never held whole). 127.0.0.1 only; a measurement, not a test: exits 0 unless
  * it crashed. `npm run build && node dist/bench/blogs.bench.js [--quick] [--blogs=5000]`.
  */
-import { type ChildProcess, fork } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { isDeepStrictEqual, parseArgs } from 'node:util';
-import autocannon, { type Request as CannonRequest } from 'autocannon';
+import { parseArgs } from 'node:util';
+import type { Request as CannonRequest } from 'autocannon';
 import SQLite from 'better-sqlite3';
 import sharp from 'sharp';
 import { BLOG_FIELDS, type BlogField } from '../src/content/blogs/blog.fields.js';
 import { htmlToText } from '../src/content/shared/filters.js';
 import { formatTimestamp } from '../src/db/time.js';
-import { seedDatabase } from './seed.js';
+import {
+  appEnv,
+  benchDir,
+  limitRun,
+  loadAverage,
+  type Measured,
+  measure,
+  printTable,
+  sameAnswers,
+  startServer,
+  timing,
+} from './harness.js';
+import { prng, seedDatabase } from './seed.js';
 
 // autocannon.d.ts (bench/, the page bench's) lists what that bench uses; uploads also send a body.
 declare module 'autocannon' {
@@ -34,36 +44,13 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '16' },
   },
 });
-const DURATION = Number(args.duration ?? (args.quick ? 3 : 10));
-const WARM_UP = args.quick ? 1 : 3;
+const time = timing(args);
+const [DURATION, WARM_UP] = [time.seconds, time.warmUp];
 const LIST_CONNECTIONS = Number(args.connections);
 const UPLOAD_CONNECTIONS = 4;
 const BLOGS = Number(args.blogs);
-const here = path.dirname(fileURLToPath(import.meta.url));
-const benchDir = path.resolve(here, '../../bench');
 
-const children = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of children) child.kill('SIGKILL');
-});
-setTimeout(
-  () => {
-    console.error('blogs bench: over its time limit, stopping');
-    process.exit(1);
-  },
-  (6 * (DURATION + WARM_UP) * 2 + 300) * 1000,
-).unref();
-
-/** mulberry32, as in seed.ts: the same data every run. */
-function prng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+limitRun('blogs bench', 6 * (DURATION + WARM_UP) * 2 + 300);
 
 const WORDS = 'bread starter flour oven crust crumb recipe season market coffee butter honey garden autumn winter village bakery morning'
   .split(' ')
@@ -140,67 +127,6 @@ async function noisyJpeg(bytes: number, seed: number): Promise<Buffer> {
   }
 }
 
-async function startServer(script: string, env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const child = fork(path.join(here, script), [], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.add(child);
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (m) => resolve((m as { port: number }).port));
-    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before listening`)));
-  });
-  return { url: `http://127.0.0.1:${port}`, child };
-}
-
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.send('stop');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-  children.delete(child);
-}
-
-function rssMB(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : 0;
-}
-
-interface Measured {
-  reqPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-  idleRssMB: number;
-  maxRssMB: number;
-  requests: number;
-  non2xx: number;
-  errors: number;
-}
-
-async function load(
-  server: { url: string; child: ChildProcess },
-  connections: number,
-  seconds: number,
-  request: CannonRequest,
-  headers: Record<string, string>,
-): Promise<Omit<Measured, 'idleRssMB'>> {
-  const pid = server.child.pid!;
-  let max = rssMB(pid);
-  const timer = setInterval(() => {
-    max = Math.max(max, rssMB(pid));
-  }, 100);
-  const result = await autocannon({ url: server.url, connections, duration: seconds, timeout: 30, headers, requests: [request] });
-  clearInterval(timer);
-  return {
-    reqPerSec: result.requests.average,
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    maxRssMB: Math.max(max, rssMB(pid)),
-    requests: result.requests.total,
-    non2xx: result.non2xx,
-    errors: result.errors,
-  };
-}
-
 const BOUNDARY = '----blogbench7d1c';
 
 /** The file parts of a form, encoded once; each request adds its own data part in front. */
@@ -231,16 +157,9 @@ function uploadRequest(pageId: number, files: Buffer, label: string): CannonRequ
   };
 }
 
-const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(9);
-
 function print(title: string, rows: Array<[string, Measured]>) {
   console.log(`\n${title}`);
-  console.log('  server          req/s   p50 ms   p99 ms   RSS MB  (at rest)   requests  non-2xx');
-  for (const [name, m] of rows) {
-    console.log(
-      `  ${name.padEnd(10)}${fmt(m.reqPerSec, 1)}${fmt(m.p50Ms, 1)}${fmt(m.p99Ms, 1)}${fmt(m.maxRssMB)}${`(${m.idleRssMB.toFixed(0)})`.padStart(11)}${fmt(m.requests).padStart(11)}${fmt(m.non2xx + m.errors)}`,
-    );
-  }
+  printTable(rows, 10, 1);
 }
 
 async function main() {
@@ -255,43 +174,29 @@ async function main() {
       `lists at ${LIST_CONNECTIONS} connections, uploads at ${UPLOAD_CONNECTIONS}; ${WARM_UP} s warm-up + ${DURATION} s per run`,
   );
   const auth = { authorization: `Basic ${Buffer.from(`${seeded.apiId}:${seeded.apiKey}`).toString('base64')}` };
-  const appEnv = {
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'silent',
-    DEMO_DATA: 'false',
-    PORT: '0',
-    HOST: '127.0.0.1',
-    PUBLIC_URL: 'http://127.0.0.1',
-  };
+  const env = appEnv(dataDir);
   const report: Record<string, unknown> = {};
 
   for (const size of [200, 999]) {
     const pathOf = () => `/api/blog?pageSize=${size}&offset=${Math.floor(Math.random() * Math.floor(BLOGS / size)) * size}`;
-    const app = await startServer('app-server.js', appEnv);
+    const app = await startServer('app-server.js', env);
     const ceiling = await startServer('blogs-ceiling.js', { DATABASE_FILE: file, SITE_ID: String(seeded.siteId) });
-    const sample = pathOf();
-    const [a, c] = await Promise.all([fetch(app.url + sample, { headers: auth }), fetch(ceiling.url + sample)]);
-    const [aText, cText] = await Promise.all([a.text(), c.text()]);
-    const same = aText === cText ? 'byte for byte' : isDeepStrictEqual(JSON.parse(aText), JSON.parse(cText)) ? 'same JSON' : undefined;
-    if (a.status !== 200 || !same) throw new Error(`list ${size}: the ceiling's answer differs from the app's (${a.status})`);
+    const answer = await sameAnswers(app, ceiling, pathOf(), auth);
+    const same = answer.same === 'bytes' ? 'byte for byte' : 'same JSON';
     const measured: Array<[string, Measured]> = [];
     for (const [name, server] of [
       ['app', app],
       ['ceiling', ceiling],
     ] as const) {
-      const idleRssMB = rssMB(server.child.pid!);
-      const request: CannonRequest = { method: 'GET', setupRequest: (r) => ({ ...r, path: pathOf() }) };
-      await load(server, LIST_CONNECTIONS, WARM_UP, request, auth);
-      measured.push([name, { idleRssMB, ...(await load(server, LIST_CONNECTIONS, DURATION, request, auth)) }]);
-      await stopServer(server.child);
+      measured.push([name, await measure(server, { connections: LIST_CONNECTIONS, makePath: pathOf, headers: auth }, time)]);
     }
     const ratio = measured[0]![1].reqPerSec / measured[1]![1].reqPerSec;
     print(
-      `GET /api/blog?pageSize=${size}, ${(Buffer.byteLength(aText) / 1e6).toFixed(1)} MB per answer (answers identical: ${same})`,
+      `GET /api/blog?pageSize=${size}, ${(Buffer.byteLength(answer.body) / 1e6).toFixed(1)} MB per answer (answers identical: ${same})`,
       measured,
     );
     console.log(`  app/ceiling ${ratio.toFixed(2)}×`);
-    report[`list${size}`] = { bytesPerAnswer: Buffer.byteLength(aText), app: measured[0]![1], ceiling: measured[1]![1], ratio };
+    report[`list${size}`] = { bytesPerAnswer: Buffer.byteLength(answer.body), app: measured[0]![1], ceiling: measured[1]![1], ratio };
   }
 
   const uploads: Array<[string, Measured]> = [];
@@ -301,7 +206,7 @@ async function main() {
   ] as const) {
     const images = await Promise.all([1, 2, 3].map((seed) => noisyJpeg(bytes, seed)));
     const files = fileParts(images);
-    const app = await startServer('app-server.js', appEnv);
+    const app = await startServer('app-server.js', env);
     const headers = { ...auth, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
     const probe = await fetch(`${app.url}/api/blog`, {
       method: 'POST',
@@ -314,11 +219,7 @@ async function main() {
       ]),
     });
     if (probe.status !== 201) throw new Error(`upload ${label}: ${probe.status} ${await probe.text()}`);
-    const idleRssMB = rssMB(app.child.pid!);
-    const request = uploadRequest(pageId, files, label);
-    await load(app, UPLOAD_CONNECTIONS, WARM_UP, request, headers);
-    const m = { idleRssMB, ...(await load(app, UPLOAD_CONNECTIONS, DURATION, request, headers)) };
-    await stopServer(app.child);
+    const m = await measure(app, { connections: UPLOAD_CONNECTIONS, requests: [uploadRequest(pageId, files, label)], headers }, time);
     uploads.push([`${label} (${(files.length / 1e6).toFixed(1)} MB)`, m]);
     report[`upload ${label}`] = { requestBytes: files.length, imageBytes: images.map((i) => i.length), app: m };
   }
@@ -335,7 +236,7 @@ async function main() {
     `${JSON.stringify(
       {
         date: new Date().toISOString(),
-        machine: { nproc: os.availableParallelism(), node: process.version, loadAverage: os.loadavg().map((l) => Number(l.toFixed(2))) },
+        machine: { nproc: os.availableParallelism(), node: process.version, loadAverage: loadAverage() },
         settings: {
           blogs: BLOGS,
           averageHtmlBytes,

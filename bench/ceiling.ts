@@ -5,16 +5,10 @@
  * `DATABASE_FILE=… SITE_ID=… node dist/bench/ceiling.js`, reports its port over IPC.
  */
 import http from 'node:http';
-import SQLite from 'better-sqlite3';
 import { PAGE_FIELDS, type PageField } from '../src/content/pages/page.fields.js';
+import { openFromEnv, pageSizeOf, serve } from './ceiling-kit.js';
 
-const file = process.env.DATABASE_FILE;
-const siteId = Number(process.env.SITE_ID);
-if (!file || !Number.isInteger(siteId)) throw new Error('DATABASE_FILE and SITE_ID are required');
-
-const sqlite = new SQLite(file);
-sqlite.pragma('journal_mode = WAL');
-sqlite.pragma('busy_timeout = 5000');
+const { sqlite, siteId } = openFromEnv();
 
 const fields = Object.keys(PAGE_FIELDS) as PageField[];
 const booleans = fields.filter((f) => PAGE_FIELDS[f].kind === 'bool');
@@ -40,12 +34,6 @@ function send(res: http.ServerResponse, status: number, body: string) {
   res.end(body);
 }
 
-/** The app's rule: 1–999 as sent, anything else 200. */
-function pageSizeOf(raw: string | null): number {
-  const n = raw !== null && /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  return n >= 1 && n <= 999 ? n : 200;
-}
-
 const server = http.createServer((req, res) => {
   const url = req.url ?? '/';
   const q = url.indexOf('?');
@@ -66,14 +54,4 @@ const server = http.createServer((req, res) => {
   send(res, 404, '{"status":404}');
 });
 
-server.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  process.send?.({ port: typeof address === 'object' && address ? address.port : 0 });
-});
-// Stops with its parent: on a message, or when the IPC channel goes away.
-const stop = () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-};
-process.on('message', stop);
-process.on('disconnect', stop);
+serve(server);

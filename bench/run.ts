@@ -3,13 +3,24 @@
  * SQLite file of 20,000 pages, 127.0.0.1 only. `npm run bench [-- --quick] [-- --profile]`.
  * Prints a table, PASS/MISS per target, writes bench/results.json; exits 0 unless it crashed.
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { isDeepStrictEqual, parseArgs } from 'node:util';
-import autocannon from 'autocannon';
+import { parseArgs } from 'node:util';
+import {
+  appEnv,
+  benchDir,
+  limitRun,
+  loadAverage,
+  type Measured,
+  machine,
+  measure,
+  printTable,
+  type Server,
+  sameAnswers,
+  startServer,
+  timing,
+} from './harness.js';
 import { summariseProfile } from './profile-summary.js';
 import { seedDatabase } from './seed.js';
 
@@ -25,135 +36,14 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
   },
 });
-const DURATION = Number(args.duration ?? (args.quick ? 3 : 10));
-const WARM_UP = args.quick ? 1 : 3;
+const time = timing(args);
+const [DURATION, WARM_UP] = [time.seconds, time.warmUp];
 const CONNECTIONS = 32;
 const PAGES = Number(args.pages);
-const here = path.dirname(fileURLToPath(import.meta.url)); // dist/bench
-const benchDir = path.resolve(here, '../../bench');
 
 type Kind = 'app' | 'ceiling';
-interface Server {
-  kind: Kind;
-  url: string;
-  child: ChildProcess;
-}
-interface Measured {
-  /** Before any load: what the server costs at rest. */
-  idleRssMB: number;
-  reqPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxRssMB: number;
-  requests: number;
-  non2xx: number;
-  errors: number;
-}
-
-const children = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of children) child.kill('SIGKILL');
-});
 // Bounded: whatever happens, the run ends (generous: twice the planned load time plus set-up).
-const deadline = setTimeout(
-  () => {
-    console.error('bench: over its time limit, stopping');
-    process.exit(1);
-  },
-  (3 * 2 * (DURATION + WARM_UP) * 2 + 180) * 1000,
-);
-deadline.unref();
-
-async function startServer(kind: Kind, env: Record<string, string>, execArgv: string[] = []): Promise<Server> {
-  const child = fork(path.join(here, kind === 'app' ? 'app-server.js' : 'ceiling.js'), [], {
-    env: { ...process.env, ...env },
-    execArgv,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  children.add(child);
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('message', (m) => resolve((m as { port: number }).port));
-    child.once('exit', (code) => reject(new Error(`${kind} server exited (${code}) before listening`)));
-  });
-  return { kind, url: `http://127.0.0.1:${port}`, child };
-}
-
-async function stopServer({ child }: Server): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.send('stop');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
-  children.delete(child);
-}
-
-function rssMB(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : 0;
-}
-
-/** Peak VmRSS of a process, sampled every 100 ms until the returned function is called. */
-function watchRss(pid: number): () => number {
-  let max = rssMB(pid);
-  const timer = setInterval(() => {
-    max = Math.max(max, rssMB(pid));
-  }, 100);
-  return () => {
-    clearInterval(timer);
-    return Math.max(max, rssMB(pid));
-  };
-}
-
-async function load(
-  server: Server,
-  makePath: () => string,
-  headers: Record<string, string>,
-  seconds: number,
-): Promise<Omit<Measured, 'idleRssMB'>> {
-  const stopRss = watchRss(server.child.pid!);
-  const result = await autocannon({
-    url: server.url,
-    connections: CONNECTIONS,
-    duration: seconds,
-    // Lists of 999 at 32 connections queue for seconds; a request is counted, not dropped, up to 30 s.
-    timeout: 30,
-    headers,
-    // A fresh path per request: random ids and offsets, not one hot row.
-    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: makePath() }) }],
-  });
-  return {
-    reqPerSec: result.requests.average,
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    maxRssMB: stopRss(),
-    requests: result.requests.total,
-    non2xx: result.non2xx,
-    errors: result.errors,
-  };
-}
-
-/** The ceiling must answer exactly what the app answers, or the comparison means nothing. */
-async function sameAnswers(app: Server, ceiling: Server, samplePath: string, headers: Record<string, string>): Promise<'bytes' | 'json'> {
-  const [a, c] = await Promise.all([fetch(app.url + samplePath, { headers }), fetch(ceiling.url + samplePath)]);
-  const [aText, cText] = await Promise.all([a.text(), c.text()]);
-  if (a.status !== 200 || c.status !== 200) throw new Error(`${samplePath}: app ${a.status}, ceiling ${c.status}`);
-  if (aText === cText) return 'bytes';
-  if (isDeepStrictEqual(JSON.parse(aText), JSON.parse(cText))) return 'json';
-  throw new Error(`${samplePath}: the ceiling's body differs from the app's`);
-}
-
-function machine() {
-  return {
-    nproc: os.availableParallelism(),
-    cpu: /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model ?? 'unknown',
-    ramGB: Math.round(os.totalmem() / 1024 ** 3),
-    node: process.version,
-    loadAverageAtStart: os.loadavg().map((l) => Number(l.toFixed(2))),
-  };
-}
-
-const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(9);
+limitRun('bench', 3 * 2 * (DURATION + WARM_UP) * 2 + 180);
 
 async function main() {
   const host = machine();
@@ -186,31 +76,26 @@ async function main() {
     const appFlags = args['app-flags'].split(' ').filter(Boolean);
     const profiling = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${scenario.key}.cpuprofile`] : [];
     // A fresh pair of servers per scenario: each one's RSS and profile belong to that scenario alone.
-    const app = await startServer(
-      'app',
-      { DATA_DIR: dataDir, LOG_LEVEL: 'silent', DEMO_DATA: 'false', PORT: '0', HOST: '127.0.0.1', PUBLIC_URL: 'http://127.0.0.1' },
-      [...appFlags, ...profiling],
-    );
-    const ceiling = await startServer('ceiling', { DATABASE_FILE: file, SITE_ID: String(seeded.siteId) });
-    const same = await sameAnswers(app, ceiling, scenario.path(), headers);
+    const app = await startServer('app-server.js', appEnv(dataDir), [...appFlags, ...profiling]);
+    const ceiling = await startServer('ceiling.js', { DATABASE_FILE: file, SITE_ID: String(seeded.siteId) });
+    const { same } = await sameAnswers(app, ceiling, scenario.path(), headers);
     const measured: Partial<Record<Kind, Measured>> = {};
-    for (const server of [app, ceiling]) {
-      const idleRssMB = rssMB(server.child.pid!);
-      await load(server, scenario.path, headers, WARM_UP);
-      measured[server.kind] = { idleRssMB, ...(await load(server, scenario.path, headers, DURATION)) };
-      // Stopped at once: a backlog of slow list requests must not eat into the other's run.
-      await stopServer(server);
+    for (const [kind, server] of [
+      ['app', app],
+      ['ceiling', ceiling],
+    ] as Array<[Kind, Server]>) {
+      measured[kind] = await measure(server, { connections: CONNECTIONS, makePath: scenario.path, headers }, time);
     }
     const ratio = measured.app!.reqPerSec / measured.ceiling!.reqPerSec;
     results[scenario.key] = { title: scenario.title, app: measured.app!, ceiling: measured.ceiling!, ratio, sameAnswers: same };
     console.log(`\n${scenario.title}   (answers identical: ${same === 'bytes' ? 'byte for byte' : 'same JSON'})`);
-    console.log('  server        req/s   p50 ms   p99 ms   RSS MB  (at rest)   requests  non-2xx');
-    for (const kind of ['app', 'ceiling'] as const) {
-      const m = measured[kind]!;
-      console.log(
-        `  ${kind.padEnd(8)}${fmt(m.reqPerSec)}${fmt(m.p50Ms, 1)}${fmt(m.p99Ms, 1)}${fmt(m.maxRssMB)}${`(${m.idleRssMB.toFixed(0)})`.padStart(11)}${fmt(m.requests).padStart(11)}${fmt(m.non2xx + m.errors)}`,
-      );
-    }
+    printTable(
+      [
+        ['app', measured.app!],
+        ['ceiling', measured.ceiling!],
+      ],
+      8,
+    );
     console.log(`  app/ceiling ${ratio.toFixed(2)}×`);
   }
 
@@ -242,7 +127,7 @@ async function main() {
   }
   const report = {
     date: new Date().toISOString(),
-    machine: { ...host, loadAverageAtEnd: os.loadavg().map((l) => Number(l.toFixed(2))) },
+    machine: { ...host, loadAverageAtEnd: loadAverage() },
     settings: {
       pages: PAGES,
       connections: CONNECTIONS,

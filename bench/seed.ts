@@ -21,7 +21,7 @@ export interface Seeded {
 }
 
 /** mulberry32: small, fast and reproducible. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed;
   return () => {
     a = (a + 0x6d2b79f5) | 0;

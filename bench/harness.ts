@@ -1,0 +1,185 @@
+/**
+ * What every benchmark here shares: servers in child processes (so RSS and the event loop are
+ * theirs alone), VmRSS sampling, autocannon runs, the check that two servers answer alike, the
+ * machine description, and a time limit that ends the run and its children whatever happens.
+ * Importing this module runs nothing.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
+import autocannon, { type Request as CannonRequest } from 'autocannon';
+
+export const here = path.dirname(fileURLToPath(import.meta.url)); // dist/bench
+/** The source folder bench/, where results are written. */
+export const benchDir = path.resolve(here, '../../bench');
+
+export interface Server {
+  url: string;
+  child: ChildProcess;
+}
+
+export interface Measured {
+  /** Before any load: what the server costs at rest. */
+  idleRssMB: number;
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxRssMB: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+}
+export type Loaded = Omit<Measured, 'idleRssMB'>;
+
+const children = new Set<ChildProcess>();
+
+/** Ends the process after `seconds` with exit code 1, and kills every child server on any exit. */
+export function limitRun(label: string, seconds: number): void {
+  process.on('exit', () => {
+    for (const child of children) child.kill('SIGKILL');
+  });
+  setTimeout(() => {
+    console.error(`${label}: over its time limit, stopping`);
+    process.exit(1);
+  }, seconds * 1000).unref();
+}
+
+/** Forks dist/bench/<script>, which listens on 127.0.0.1 and reports its port over IPC. */
+export async function startServer(script: string, env: Record<string, string>, execArgv: string[] = []): Promise<Server> {
+  const child = fork(path.join(here, script), [], {
+    env: { ...process.env, ...env },
+    execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  children.add(child);
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (m) => resolve((m as { port: number }).port));
+    child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before listening`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+export async function stopServer({ child }: Server): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.send('stop');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+  children.delete(child);
+}
+
+export function rssMB(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) / 1024 : 0;
+}
+
+/** Peak VmRSS of a process, sampled every 100 ms until the returned function is called. */
+export function watchRss(pid: number): () => number {
+  let max = rssMB(pid);
+  const timer = setInterval(() => {
+    max = Math.max(max, rssMB(pid));
+  }, 100);
+  return () => {
+    clearInterval(timer);
+    return Math.max(max, rssMB(pid));
+  };
+}
+
+export interface LoadOptions {
+  connections: number;
+  seconds: number;
+  headers?: Record<string, string>;
+  /** A fresh GET path per request (random ids and offsets, not one hot row); or `requests`. */
+  makePath?: () => string;
+  requests?: CannonRequest[];
+}
+
+/** autocannon from this process, with the server's peak RSS sampled meanwhile. */
+export async function load(server: Server, options: LoadOptions): Promise<Loaded> {
+  const { makePath } = options;
+  const requests = makePath ? [{ method: 'GET', setupRequest: (r: CannonRequest) => ({ ...r, path: makePath() }) }] : options.requests;
+  const stopRss = watchRss(server.child.pid!);
+  const result = await autocannon({
+    url: server.url,
+    connections: options.connections,
+    duration: options.seconds,
+    // Lists of 999 at 32 connections queue for seconds; a request is counted, not dropped, up to 30 s.
+    timeout: 30,
+    headers: options.headers ?? {},
+    requests: requests ?? [{ method: 'GET' }],
+  });
+  return {
+    reqPerSec: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    maxRssMB: stopRss(),
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+export interface Timing {
+  warmUp: number;
+  seconds: number;
+}
+
+/** `--quick`: 1 s warm-up and 3 s measured; otherwise 3 s and 10 s; `--duration=<s>` sets the measured run. */
+export function timing(args: { quick?: boolean; duration?: string | undefined }): Timing {
+  return { warmUp: args.quick ? 1 : 3, seconds: Number(args.duration ?? (args.quick ? 3 : 10)) };
+}
+
+/**
+ * RSS at rest, a warm-up, the measured run; then the server is stopped at once, so a backlog of
+ * slow requests cannot eat into the next server's run.
+ */
+export async function measure(server: Server, options: Omit<LoadOptions, 'seconds'>, time: Timing): Promise<Measured> {
+  const idleRssMB = rssMB(server.child.pid!);
+  await load(server, { ...options, seconds: time.warmUp });
+  const measured = { idleRssMB, ...(await load(server, { ...options, seconds: time.seconds })) };
+  await stopServer(server);
+  return measured;
+}
+
+/** A ceiling must answer exactly what the app answers, or the comparison means nothing. */
+export async function sameAnswers(app: Server, ceiling: Server, samplePath: string, headers: Record<string, string>) {
+  const [a, c] = await Promise.all([fetch(app.url + samplePath, { headers }), fetch(ceiling.url + samplePath)]);
+  const [aText, cText] = await Promise.all([a.text(), c.text()]);
+  if (a.status !== 200 || c.status !== 200) throw new Error(`${samplePath}: app ${a.status}, ceiling ${c.status}`);
+  if (aText === cText) return { same: 'bytes', body: aText } as const;
+  if (isDeepStrictEqual(JSON.parse(aText), JSON.parse(cText))) return { same: 'json', body: aText } as const;
+  throw new Error(`${samplePath}: the ceiling's body differs from the app's`);
+}
+
+export const loadAverage = () => os.loadavg().map((l) => Number(l.toFixed(2)));
+
+export function machine() {
+  return {
+    nproc: os.availableParallelism(),
+    cpu: /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? os.cpus()[0]?.model ?? 'unknown',
+    ramGB: Math.round(os.totalmem() / 1024 ** 3),
+    node: process.version,
+    loadAverageAtStart: loadAverage(),
+  };
+}
+
+export const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(9);
+
+/** The table every bench prints, one row a server; `nameWidth` is its first column's. */
+export function printTable(rows: Array<[string, Measured]>, nameWidth: number, rateDigits = 0): void {
+  console.log(`  ${'server'.padEnd(nameWidth + 6)}req/s   p50 ms   p99 ms   RSS MB  (at rest)   requests  non-2xx`);
+  for (const [name, m] of rows) {
+    console.log(
+      `  ${name.padEnd(nameWidth)}${fmt(m.reqPerSec, rateDigits)}${fmt(m.p50Ms, 1)}${fmt(m.p99Ms, 1)}${fmt(m.maxRssMB)}${`(${m.idleRssMB.toFixed(0)})`.padStart(11)}${fmt(m.requests).padStart(11)}${fmt(m.non2xx + m.errors)}`,
+    );
+  }
+}
+
+/** The app's environment: the service's own configuration, silent, on a free loopback port. */
+export function appEnv(dataDir: string, publicUrl = 'http://127.0.0.1'): Record<string, string> {
+  return { DATA_DIR: dataDir, LOG_LEVEL: 'silent', DEMO_DATA: 'false', PORT: '0', HOST: '127.0.0.1', PUBLIC_URL: publicUrl };
+}

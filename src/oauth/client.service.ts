@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AdapterPayload } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { DbHandle } from '../accounts/account.repository.js';
+import type { Db } from '../db/database.js';
 import { isUniqueViolation } from '../db/errors.js';
 import { now } from '../db/time.js';
 import { BadRequestError } from '../errors.js';
@@ -40,8 +41,23 @@ const FIXED_METADATA = {
   response_types: ['code'],
 } as const;
 
+function clientQuery(db: DbHandle, clientId: string) {
+  return db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId);
+}
+
+type ClientRow = Awaited<ReturnType<ReturnType<typeof clientQuery>['executeTakeFirstOrThrow']>>;
+
+/** Every token and authorization request reads its client: a prepared statement on SQLite. */
+export async function readClientMetadata(db: Db, clientId: string): Promise<AdapterPayload | undefined> {
+  const statement = db.hotStatement('oauth.clients.byId', () => clientQuery(db.kysely, ''));
+  return statement ? toMetadata(statement.get(clientId) as ClientRow | undefined) : findClientMetadata(db.kysely, clientId);
+}
+
 export async function findClientMetadata(db: DbHandle, clientId: string): Promise<AdapterPayload | undefined> {
-  const row = await db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+  return toMetadata(await clientQuery(db, clientId).executeTakeFirst());
+}
+
+function toMetadata(row: ClientRow | undefined): AdapterPayload | undefined {
   if (!row) return undefined;
   return {
     ...(JSON.parse(row.metadata) as AdapterPayload),

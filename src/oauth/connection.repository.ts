@@ -1,5 +1,6 @@
 import type { DbHandle } from '../accounts/account.repository.js';
 import { sha256 } from '../accounts/secrets.js';
+import type { Db } from '../db/database.js';
 import type { ConnectionStatus, OAuthConnectionsTable } from './oauth.tables.js';
 
 export type ConnectionRow = OAuthConnectionsTable;
@@ -8,27 +9,45 @@ export async function insertConnection(db: DbHandle, row: ConnectionRow): Promis
   await db.insertInto('oauth_connections').values(row).execute();
 }
 
-export async function findConnectionByGrant(db: DbHandle, grantId: string) {
-  return db.selectFrom('oauth_connections').selectAll().where('grant_id', '=', grantId).executeTakeFirst();
+function siteByGrantQuery(db: DbHandle, grantId: string) {
+  return db.selectFrom('oauth_connections').select('site_id').where('grant_id', '=', grantId);
+}
+
+/** The website of a grant's connection; read for every access token issued (a prepared statement on SQLite). */
+export async function readConnectionSite(db: Db, grantId: string): Promise<number | undefined> {
+  const statement = db.hotStatement('oauth.connections.siteByGrant', () => siteByGrantQuery(db.kysely, ''));
+  const row = statement
+    ? (statement.get(grantId) as { site_id: number } | undefined)
+    : await siteByGrantQuery(db.kysely, grantId).executeTakeFirst();
+  return row?.site_id;
 }
 
 export async function findConnection(db: DbHandle, id: string) {
   return db.selectFrom('oauth_connections').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/**
- * The connection behind a token, only while it is active and its provider Grant still exists:
- * a grant revoked by reuse detection or RFC 7009 is gone before its status is written.
- */
-export async function findLiveConnectionByGrant(db: DbHandle, grantId: string, now: string) {
+function liveByGrantQuery(db: DbHandle, grantId: string, hashedGrantId: string, now: string) {
   return db
     .selectFrom('oauth_connections')
-    .innerJoin('oauth_payloads', (join) => join.on('oauth_payloads.model', '=', 'Grant').on('oauth_payloads.id', '=', sha256(grantId)))
+    .innerJoin('oauth_payloads', (join) => join.on('oauth_payloads.model', '=', 'Grant').on('oauth_payloads.id', '=', hashedGrantId))
     .select(['oauth_connections.id', 'oauth_connections.site_id', 'oauth_connections.last_used_at'])
     .where('oauth_connections.grant_id', '=', grantId)
     .where('oauth_connections.status', '=', 'active')
-    .where('oauth_connections.expires_at', '>', now)
-    .executeTakeFirst();
+    .where('oauth_connections.expires_at', '>', now);
+}
+
+export type LiveConnection = Awaited<ReturnType<ReturnType<typeof liveByGrantQuery>['executeTakeFirstOrThrow']>>;
+
+/**
+ * The connection behind a token, only while it is active and its provider Grant still exists:
+ * a grant revoked by reuse detection or RFC 7009 is gone before its status is written. Runs on
+ * every Bearer request: a prepared statement on SQLite, Kysely elsewhere.
+ */
+export async function readLiveConnectionByGrant(db: Db, grantId: string, now: string): Promise<LiveConnection | undefined> {
+  const statement = db.hotStatement('oauth.connections.liveByGrant', () => liveByGrantQuery(db.kysely, '', '', ''));
+  // The placeholders in the order of the SQL text: the join's model and id, then the where clause.
+  if (statement) return statement.get('Grant', sha256(grantId), grantId, 'active', now) as LiveConnection | undefined;
+  return liveByGrantQuery(db.kysely, grantId, sha256(grantId), now).executeTakeFirst();
 }
 
 export async function touchConnection(db: DbHandle, grantId: string, set: { last_used_at: string; expires_at?: string }) {

@@ -2,12 +2,35 @@ import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { DbHandle } from '../accounts/account.repository.js';
 import { sha256 } from '../accounts/secrets.js';
+import type { Db } from '../db/database.js';
 import { formatTimestamp, parseTimestamp, secondsFromNow } from '../db/time.js';
-import { findClientMetadata, insertRegisteredClient } from './client.service.js';
+import { insertRegisteredClient, readClientMetadata } from './client.service.js';
 import { revokeGrant } from './connection.service.js';
 
 /** Models whose second use is an attack: losing the race to consume one revokes its grant (RFC 9700 §4.14.2). */
 const SINGLE_USE = new Set(['AuthorizationCode', 'RefreshToken']);
+
+function liveQuery(db: DbHandle, model: string, now: string) {
+  return db
+    .selectFrom('oauth_payloads')
+    .select(['payload', 'consumed_at'])
+    .where('model', '=', model)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]));
+}
+
+type PayloadRow = { payload: string; consumed_at: string | null };
+
+/**
+ * A live payload by the SHA-256 of its id. Every Bearer request (AccessToken) and every token
+ * request (RefreshToken, Grant) reads one: a prepared statement on SQLite, Kysely elsewhere.
+ */
+async function readLive(db: Db, model: string, hashedId: string): Promise<PayloadRow | undefined> {
+  const now = formatTimestamp(new Date());
+  const statement = db.hotStatement('oauth.payloads.liveById', () => liveQuery(db.kysely, '', '').where('id', '=', ''));
+  // The placeholders in the order of the SQL text: model, expires_at > now, id.
+  if (statement) return statement.get(model, now, hashedId) as PayloadRow | undefined;
+  return liveQuery(db.kysely, model, now).where('id', '=', hashedId).executeTakeFirst();
+}
 
 /**
  * oidc-provider's storage over Kysely: one table for every model, keyed by SHA-256 of the id
@@ -15,10 +38,14 @@ const SINGLE_USE = new Set(['AuthorizationCode', 'RefreshToken']);
  * oauth_clients table instead.
  */
 export class KyselyAdapter implements Adapter {
+  private readonly db: DbHandle;
+
   constructor(
-    private readonly db: DbHandle,
+    private readonly database: Db,
     private readonly model: string,
-  ) {}
+  ) {
+    this.db = database.kysely;
+  }
 
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
     if (this.model === 'Client') {
@@ -41,8 +68,8 @@ export class KyselyAdapter implements Adapter {
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
-    if (this.model === 'Client') return findClientMetadata(this.db, id);
-    const row = await this.live().where('id', '=', sha256(id)).executeTakeFirst();
+    if (this.model === 'Client') return readClientMetadata(this.database, id);
+    const row = await readLive(this.database, this.model, sha256(id));
     return row ? this.toPayload(row, id) : undefined;
   }
 
@@ -51,7 +78,7 @@ export class KyselyAdapter implements Adapter {
    * back without it; oidc-provider 9 reads such a session (accountId) and never saves it.
    */
   async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-    const row = await this.live().where('uid', '=', uid).executeTakeFirst();
+    const row = await liveQuery(this.db, this.model, formatTimestamp(new Date())).where('uid', '=', uid).executeTakeFirst();
     return row ? this.toPayload(row, undefined) : undefined;
   }
 
@@ -101,15 +128,7 @@ export class KyselyAdapter implements Adapter {
     await this.db.deleteFrom('oauth_payloads').where('model', '=', this.model).where('grant_id', '=', grantId).execute();
   }
 
-  private live() {
-    return this.db
-      .selectFrom('oauth_payloads')
-      .select(['payload', 'consumed_at'])
-      .where('model', '=', this.model)
-      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', formatTimestamp(new Date()))]));
-  }
-
-  private toPayload(row: { payload: string; consumed_at: string | null }, id: string | undefined): AdapterPayload {
+  private toPayload(row: PayloadRow, id: string | undefined): AdapterPayload {
     const payload = JSON.parse(row.payload) as AdapterPayload;
     if (id !== undefined) payload.jti = id;
     if (row.consumed_at) payload.consumed = Math.floor(parseTimestamp(row.consumed_at) / 1000);

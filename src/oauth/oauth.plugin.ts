@@ -98,5 +98,5 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: Db;
     });
   }
 
-  return { provider, bearer: bearerAuth(provider, db.kysely, config.publicUrl), register };
+  return { provider, bearer: bearerAuth(provider, db, config.publicUrl), register };
 }

@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { SCOPES } from '../http/authenticate.js';
 import { newClientId } from './client.service.js';
-import { findConnectionByGrant } from './connection.repository.js';
+import { readConnectionSite } from './connection.repository.js';
 import { REFRESH_TTL_SECONDS } from './connection.service.js';
 import { KyselyAdapter } from './oauth.adapter.js';
 import { installProviderHooks } from './provider.hooks.js';
@@ -66,7 +66,7 @@ function renderError(ctx: KoaContextWithOIDC, out: { error: string; error_descri
 export function createProvider(config: Config, db: Db, log: FastifyBaseLogger): Provider {
   const publicUrl = config.publicUrl;
   const configuration: Configuration = {
-    adapter: (name: string) => new KyselyAdapter(db.kysely, name),
+    adapter: (name: string) => new KyselyAdapter(db, name),
     clientAuthMethods: ['none'],
     clientDefaults: {
       grant_types: ['authorization_code', 'refresh_token'],
@@ -117,8 +117,8 @@ export function createProvider(config: Config, db: Db, log: FastifyBaseLogger): 
     // The website is not part of the Grant; the connection row keyed by grant id holds it.
     extraTokenClaims: async (_ctx, token) => {
       const grantId = 'grantId' in token ? token.grantId : undefined;
-      const connection = grantId ? await findConnectionByGrant(db.kysely, grantId) : undefined;
-      return connection ? { site_id: connection.site_id } : undefined;
+      const siteId = grantId ? await readConnectionSite(db, grantId) : undefined;
+      return siteId === undefined ? undefined : { site_id: siteId };
     },
     // Each authorization gets its own grant: the session's earlier one may be for another website.
     loadExistingGrant: async (ctx) => {

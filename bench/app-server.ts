@@ -1,5 +1,5 @@
 /**
- * The real app as production runs it (buildApp + listen), in a child process of run.ts so its RSS
+ * The real app as production runs it (buildApp + listen), in a child process of a bench so its RSS
  * and event loop are its own. Configured by the environment like the service (DATA_DIR,
  * LOG_LEVEL=silent…); listens on 127.0.0.1 on a free port and reports it over IPC. A message or
  * the parent going away closes it cleanly, which also lets --cpu-prof write its profile.
@@ -10,6 +10,10 @@ import { createDatabase } from '../src/db/database.js';
 
 const config = loadConfig(process.env);
 const db = createDatabase(config.databaseUrl);
+// Measurement only (oauth.bench --synchronous=NORMAL): what the service's synchronous=FULL costs.
+// The service itself has no such switch.
+const synchronous = process.env.BENCH_SQLITE_SYNCHRONOUS;
+if (synchronous && db.sqlite) db.sqlite.pragma(`synchronous = ${synchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`);
 const app = await buildApp({ config, db });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const address = app.server.address();

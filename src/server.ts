@@ -1,11 +1,10 @@
-import { realpathSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
 import { type DemoCredentials, demoBanner, demoCredentialsFile, readDemoCredentials, seedDemo } from './demo/seed.js';
+import { isEntryPoint } from './entry-point.js';
 
 export interface StartOptions {
   /** Owner password of a newly seeded demo website (DEMO_PASSWORD); random when absent. */
@@ -108,12 +107,7 @@ export function startupFailure(error: unknown): string {
   return `Cannot start: ${(error as Error)?.stack ?? String(error)}`;
 }
 
-function isEntryPoint(): boolean {
-  const script = process.argv[1];
-  return script !== undefined && import.meta.url === pathToFileURL(realpathSync(script)).href;
-}
-
-if (isEntryPoint()) {
+if (isEntryPoint(import.meta.url)) {
   runServer().catch((error: unknown) => {
     process.stderr.write(`${startupFailure(error)}\n`);
     process.exit(1);

@@ -2,7 +2,6 @@ import { findSite, listCredentials, listSites } from '../accounts/account.reposi
 import { createCredential, createSite, createUser, revokeCredential } from '../accounts/account.service.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { NotFoundError } from '../errors.js';
-import { runServer } from '../server.js';
 import { type Command, optionalOption, requiredOption, siteIdOption, UsageError } from './command.js';
 import { table } from './output.js';
 
@@ -10,6 +9,8 @@ const serve: Command = {
   name: 'serve',
   summary: 'Start the HTTP service (the same as npm start, without the build)',
   async run(ctx) {
+    // Loaded here: the HTTP stack takes most of the start-up time the other commands don't need.
+    const { runServer } = await import('../server.js');
     await runServer(process.env, { json: ctx.json });
     return undefined;
   },

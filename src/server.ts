@@ -1,9 +1,10 @@
+import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createDatabase, type Db } from './db/database.js';
 import { migrateToLatest } from './db/migrate.js';
-import { type DemoCredentials, demoBanner, demoCredentialsFile, readDemoCredentials, seedDemo } from './demo/seed.js';
+import { type DemoCredentials, demoBanner, demoCredentialsFile, seedDemo } from './demo/seed.js';
 import { isEntryPoint } from './entry-point.js';
 
 export interface StartOptions {
@@ -60,7 +61,7 @@ const SHUTDOWN_GRACE_MS = 20_000;
 export async function runServer(env: NodeJS.ProcessEnv = process.env, { json = false } = {}): Promise<RunningServer> {
   const config = loadConfig(env);
   const server = await startServer(config, { demoPassword: env.DEMO_PASSWORD || undefined });
-  await announceDemo(config, server.demoCreated, json);
+  announceDemo(config, server.demoCreated, json);
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
@@ -84,11 +85,12 @@ export async function runServer(env: NodeJS.ProcessEnv = process.env, { json = f
   return server;
 }
 
-async function announceDemo(config: Config, created: DemoCredentials | undefined, json: boolean): Promise<void> {
+/** Synchronous, so the print comes before the first request is served (scripts wait for it). */
+function announceDemo(config: Config, created: DemoCredentials | undefined, json: boolean): void {
   const file = demoCredentialsFile(config);
   if (created) {
     process.stdout.write(json ? `${JSON.stringify({ demo: created, credentialsFile: file })}\n` : demoBanner(created, file));
-  } else if (config.demo && (await readDemoCredentials(config))) {
+  } else if (config.demo && existsSync(file)) {
     process.stdout.write(
       json
         ? `${JSON.stringify({ demo: 'exists', credentialsFile: file })}\n`

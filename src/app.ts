@@ -48,7 +48,7 @@ export async function buildApp({ config, db, extraAuthMethods = [] }: AppDeps): 
   });
   // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
-  installAuthentication(app, [...extraAuthMethods, apiKeyAuth(db.kysely)]);
+  installAuthentication(app, [...extraAuthMethods, apiKeyAuth(db)]);
   installEntityTags(app);
 
   registerHealth(app, db);

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 
 export type DbHandle = Kysely<Database>;
@@ -59,12 +60,23 @@ export async function insertCredential(
   await db.insertInto('api_credentials').values(credential).execute();
 }
 
-export async function findCredential(db: DbHandle, apiId: string) {
+function credentialQuery(db: DbHandle, apiId: string) {
   return db
     .selectFrom('api_credentials')
     .select(['api_id', 'site_id', 'key_hash', 'revoked_at', 'last_used_at'])
-    .where('api_id', '=', apiId)
-    .executeTakeFirst();
+    .where('api_id', '=', apiId);
+}
+
+export type CredentialRow = Awaited<ReturnType<ReturnType<typeof credentialQuery>['executeTakeFirstOrThrow']>>;
+
+export async function findCredential(db: DbHandle, apiId: string): Promise<CredentialRow | undefined> {
+  return credentialQuery(db, apiId).executeTakeFirst();
+}
+
+/** Runs on every API-key request: a prepared statement on SQLite. */
+export async function readCredential(db: Db, apiId: string): Promise<CredentialRow | undefined> {
+  const statement = db.hotStatement('credentials.byId', () => credentialQuery(db.kysely, ''));
+  return statement ? (statement.get(apiId) as CredentialRow | undefined) : findCredential(db.kysely, apiId);
 }
 
 export async function listCredentials(db: DbHandle, siteId: number) {

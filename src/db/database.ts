@@ -1,6 +1,7 @@
+import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
-import pg from 'pg';
+import { type Compilable, Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import type PG from 'pg';
 import type { Database } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -12,6 +13,13 @@ export interface Db {
   readonly schema: string | undefined;
   /** The raw better-sqlite3 handle (SQLite only): hot read paths use prepared statements on it. */
   readonly sqlite: SQLite.Database | undefined;
+  /**
+   * A hot read as a prepared statement, compiled once from `build` (whose values are placeholders;
+   * pass the real ones, in the same order, to the statement). SQLite only, and only outside a
+   * transaction: there the one connection may hold another request's uncommitted writes, which
+   * Kysely's connection lock keeps out of sight. Undefined means: run the Kysely query instead.
+   */
+  hotStatement(key: string, build: () => Compilable): SQLite.Statement | undefined;
   /** Round trip to the database, for /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -23,8 +31,13 @@ export interface DatabaseOptions {
   readonly poolSize?: number;
 }
 
-// COUNT(*) and BIGINT come back from pg as strings; every number this service stores fits in a double.
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+/** pg (7 MB resident) is loaded only when a PostgreSQL URL is configured. */
+function loadPg(): typeof PG {
+  const pg = createRequire(import.meta.url)('pg') as typeof PG;
+  // COUNT(*) and BIGINT come back as strings; every number this service stores fits in a double.
+  pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+  return pg;
+}
 
 function openSqlite(file: string): SQLite.Database {
   const sqlite = new SQLite(file);
@@ -63,7 +76,17 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   if (url.startsWith('sqlite:')) {
     const sqlite = openSqlite(url.slice('sqlite:'.length));
     const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const hot = new Map<string, SQLite.Statement>();
     return {
+      hotStatement(key, build) {
+        if (sqlite.inTransaction) return undefined;
+        let statement = hot.get(key);
+        if (!statement) {
+          statement = sqlite.prepare(build().compile().sql);
+          hot.set(key, statement);
+        }
+        return statement;
+      },
       kysely,
       dialect: 'sqlite',
       schema: undefined,
@@ -76,6 +99,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
       },
     };
   }
+  const pg = loadPg();
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
@@ -87,6 +111,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
     dialect: 'postgres',
     schema: options.schema ?? 'public',
     sqlite: undefined,
+    hotStatement: () => undefined,
     async ping() {
       await pool.query('SELECT 1');
     },

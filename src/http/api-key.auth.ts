@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import { type DbHandle, findCredential, touchCredential } from '../accounts/account.repository.js';
+import { readCredential, touchCredential } from '../accounts/account.repository.js';
 import { sameHash, sha256 } from '../accounts/secrets.js';
+import type { Db } from '../db/database.js';
 import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import type { AuthMethod, Principal } from './authenticate.js';
@@ -28,19 +29,19 @@ function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string
   return { apiId, apiKey };
 }
 
-export function apiKeyAuth(db: DbHandle): AuthMethod {
+export function apiKeyAuth(db: Db): AuthMethod {
   return {
     name: 'api-key',
     async authenticate(request): Promise<Principal | undefined> {
       const sent = credentialsOf(request);
       if (!sent) return undefined;
-      const credential = await findCredential(db, sent.apiId);
+      const credential = await readCredential(db, sent.apiId);
       if (!credential || credential.revoked_at || !sameHash(credential.key_hash, sha256(sent.apiKey))) {
         throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
       }
       const now = new Date();
       const last = credential.last_used_at ? Date.parse(`${credential.last_used_at.replace(' ', 'T')}Z`) : 0;
-      if (now.getTime() - last > TOUCH_EVERY_MS) await touchCredential(db, credential.api_id, formatTimestamp(now));
+      if (now.getTime() - last > TOUCH_EVERY_MS) await touchCredential(db.kysely, credential.api_id, formatTimestamp(now));
       return { siteId: credential.site_id, scopes: LEGACY_SCOPES, method: 'api-key', subject: credential.api_id };
     },
   };

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { PreconditionFailedError } from '../errors.js';
 
 /** A strong entity tag: the hash of the exact bytes sent. */
-export function entityTag(body: string): string {
+export function entityTag(body: string | Buffer): string {
   return `"${createHash('sha1').update(body).digest('base64url')}"`;
 }
 
@@ -21,7 +21,7 @@ export function installEntityTags(app: FastifyInstance): void {
     if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
     let tag = reply.getHeader('etag') as string | undefined;
     if (!tag) {
-      tag = entityTag(payload.toString());
+      tag = entityTag(payload);
       reply.header('etag', tag);
     }
     const ifNoneMatch = request.headers['if-none-match'];

@@ -1,5 +1,5 @@
 import { type Insertable, type Kysely, type Selectable, type SqlBool, sql, type Updateable } from 'kysely';
-import type { DialectName } from '../../db/database.js';
+import type { Db, DialectName } from '../../db/database.js';
 import type { Database, PagesTable } from '../../db/schema.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
@@ -85,9 +85,19 @@ export async function listPages(
   return { rows: rows as PageRow[], total: Number(count.total) };
 }
 
+function byIdQuery(db: Handle, siteId: number, id: number) {
+  return db.selectFrom('pages').select(PAGE_COLUMNS).where('site_id', '=', siteId).where('page', '=', id);
+}
+
+/** One page by id, outside a transaction: the hottest read, a prepared statement on SQLite. */
+export async function readPage(db: Db, siteId: number, id: number): Promise<PageRow | undefined> {
+  const statement = db.hotStatement('pages.byId', () => byIdQuery(db.kysely, 0, 0));
+  return statement ? (statement.get(siteId, id) as PageRow | undefined) : byIdQuery(db.kysely, siteId, id).executeTakeFirst();
+}
+
 /** `lock` takes a row lock (PostgreSQL) so a check and the write after it see the same row. */
 export async function findPage(db: Handle, siteId: number, id: number, lock = false): Promise<PageRow | undefined> {
-  const query = db.selectFrom('pages').select(PAGE_COLUMNS).where('site_id', '=', siteId).where('page', '=', id);
+  const query = byIdQuery(db, siteId, id);
   return (lock ? query.forUpdate() : query).executeTakeFirst();
 }
 

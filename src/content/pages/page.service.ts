@@ -24,13 +24,13 @@ export type Precondition = (current: PageRecord) => void;
 const BOOL_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => PAGE_FIELDS[f].kind === 'bool');
 const WRITABLE_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => !(PAGE_SYSTEM_FIELDS as readonly string[]).includes(f));
 
+/** Rows arrive as fresh objects, so they are turned into records in place (lists of 999 stay cheap). */
 export function toPageRecord(row: PageRow): PageRecord {
-  return {
-    ...row,
-    page_crop_aspect: row.page_crop_aspect === 1,
-    page_crop_aspect_thumbs: row.page_crop_aspect_thumbs === 1,
-    id: row.page,
-  };
+  const record = row as unknown as PageRecord;
+  record.page_crop_aspect = row.page_crop_aspect === 1;
+  record.page_crop_aspect_thumbs = row.page_crop_aspect_thumbs === 1;
+  record.id = row.page;
+  return record;
 }
 
 function searchTextOf(
@@ -64,7 +64,7 @@ export async function listPages(db: Db, siteId: number, query: PageQuery) {
 }
 
 export async function getPage(db: Db, siteId: number, id: number): Promise<PageRecord> {
-  const row = await repo.findPage(db.kysely, siteId, id);
+  const row = await repo.readPage(db, siteId, id);
   if (!row) throw new NotFoundError(`There is no page ${id} on this website.`);
   return toPageRecord(row);
 }
@@ -153,7 +153,7 @@ async function update(
 ) {
   const currentRow = await repo.findPage(db.kysely, siteId, id, db.dialect === 'postgres');
   if (!currentRow) throw new NotFoundError(`There is no page ${id} on this website.`);
-  precondition?.(toPageRecord(currentRow));
+  precondition?.(toPageRecord({ ...currentRow }));
   if (changes.page_parent !== undefined && changes.page_parent !== currentRow.page_parent) {
     await checkParent(db, siteId, Number(changes.page_parent), id);
   }

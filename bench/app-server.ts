@@ -1,0 +1,27 @@
+/**
+ * The real app as production runs it (buildApp + listen), in a child process of run.ts so its RSS
+ * and event loop are its own. Configured by the environment like the service (DATA_DIR,
+ * LOG_LEVEL=silent…); listens on 127.0.0.1 on a free port and reports it over IPC. A message or
+ * the parent going away closes it cleanly, which also lets --cpu-prof write its profile.
+ */
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { createDatabase } from '../src/db/database.js';
+
+const config = loadConfig(process.env);
+const db = createDatabase(config.databaseUrl);
+const app = await buildApp({ config, db });
+await app.listen({ host: '127.0.0.1', port: 0 });
+const address = app.server.address();
+process.send?.({ port: typeof address === 'object' && address ? address.port : 0 });
+
+let stopping = false;
+async function stop() {
+  if (stopping) return;
+  stopping = true;
+  await app.close();
+  await db.close();
+  process.exit(0);
+}
+process.on('message', stop);
+process.on('disconnect', stop);

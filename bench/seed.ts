@@ -1,0 +1,127 @@
+/**
+ * A benchmark database: one website with an API credential and N pages of realistic size (1–3 KB
+ * of HTML each, a tree of parents), loaded in one transaction straight through better-sqlite3 so
+ * 20,000 pages take seconds. Content is generated from a seeded PRNG: every run gets the same data.
+ */
+import { createCredential, createSite } from '../src/accounts/account.service.js';
+import { PAGE_FIELDS, type PageField } from '../src/content/pages/page.fields.js';
+import { htmlToText } from '../src/content/shared/filters.js';
+import { createDatabase } from '../src/db/database.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { formatTimestamp } from '../src/db/time.js';
+
+export interface Seeded {
+  siteId: number;
+  apiId: string;
+  apiKey: string;
+  /** Page ids are contiguous on a fresh database: firstId … lastId. */
+  firstId: number;
+  lastId: number;
+  averageHtmlBytes: number;
+}
+
+/** mulberry32: small, fast and reproducible. */
+function prng(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = `content website page service customer product design quality team support delivery local
+  garden kitchen summer winter price offer booking contact opening hours family history menu event
+  gallery news update project client order return policy shipping simple modern classic natural fresh
+  handmade studio workshop course lesson booking friendly award experience welcome village city coast
+  mountain river market season recipe coffee bakery bicycle repair rental cottage holiday guide`
+  .split(/\s+/)
+  .filter(Boolean);
+
+export async function seedDatabase(file: string, pages: number): Promise<Seeded> {
+  const db = createDatabase(`sqlite:${file}`);
+  await migrateToLatest(db);
+  const site = await createSite(db.kysely, 'Benchmark site');
+  const credential = await createCredential(db.kysely, site.id, 'bench');
+
+  const random = prng(20_000);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const words = (n: number) => Array.from({ length: n }, () => pick(WORDS)).join(' ');
+  const title = () => {
+    const t = words(2 + Math.floor(random() * 4));
+    return t[0]!.toUpperCase() + t.slice(1);
+  };
+  const paragraph = () =>
+    `<p>${words(10)} <strong>${words(2)}</strong> ${words(8 + Math.floor(random() * 20))}. <a href="/${pick(WORDS)}">${words(2)}</a> ${words(6)}.</p>`;
+  const html = () => {
+    const parts = [`<h2>${title()}</h2>`];
+    const paragraphs = 2 + Math.floor(random() * 7);
+    for (let i = 0; i < paragraphs; i++) parts.push(paragraph());
+    if (random() < 0.5) parts.push(`<ul>${Array.from({ length: 3 }, () => `<li>${words(4)}</li>`).join('')}</ul>`);
+    return parts.join('\n');
+  };
+
+  const columns = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => f !== 'page');
+  const insert = db.sqlite!.prepare(
+    `insert into pages (site_id, search_text, ${columns.join(', ')}) values (@site_id, @search_text, ${columns.map((c) => `@${c}`).join(', ')})`,
+  );
+  const blank = Object.fromEntries(columns.map((c) => [c, PAGE_FIELDS[c].kind === 'text' || PAGE_FIELDS[c].kind === 'timestamp' ? '' : 0]));
+  const ids: number[] = [];
+  const siblings = new Map<number, number>();
+  let htmlBytes = 0;
+  const start = Date.parse('2024-01-01T00:00:00Z');
+
+  db.sqlite!.transaction(() => {
+    for (let i = 0; i < pages; i++) {
+      // The first pages are the top menu; later ones hang below earlier ones, more often below
+      // early (higher) pages, which gives a broad, moderately deep tree.
+      const parent = i < 20 ? 0 : ids[Math.floor(random() ** 2 * ids.length)]!;
+      const order = siblings.get(parent) ?? 0;
+      siblings.set(parent, order + 1);
+      const heading = title();
+      const content = html();
+      const intro = `<p>${words(15 + Math.floor(random() * 20))}</p>`;
+      htmlBytes += content.length + intro.length;
+      const at = formatTimestamp(new Date(start + i * 60_000));
+      const row: Record<string, string | number> = {
+        ...blank,
+        page_usertitle: heading,
+        page_menuname: heading.split(' ').slice(0, 2).join(' '),
+        page_alias: `${heading.toLowerCase().replace(/\s+/g, '-')}-${i + 1}`,
+        page_parent: parent,
+        page_order: order,
+        page_html_content: content,
+        page_html_intro: intro,
+        page_summary: words(20),
+        page_metatitle: `${heading} | Benchmark site`,
+        page_keywords: Array.from({ length: 3 }, () => pick(WORDS)).join(', '),
+        page_dt_begin: at,
+        page_lastmodified: at,
+        wgt_id: Math.floor(random() * 5),
+        page_privacy: random() < 0.05 ? 1 : 0,
+        page_windowsize: 10,
+        page_crop_width: 1200,
+        page_crop_height: 800,
+        page_crop_aspect: random() < 0.5 ? 1 : 0,
+        page_crop_aspect_thumbs: random() < 0.5 ? 1 : 0,
+        page_thumb_dimensions: '300x200',
+        site_id: site.id,
+      };
+      row.search_text = [row.page_usertitle, row.page_menuname, row.page_metatitle, row.page_summary, row.page_keywords]
+        .concat([htmlToText(intro), htmlToText(content)])
+        .join('\n');
+      ids.push(Number(insert.run(row).lastInsertRowid));
+    }
+  })();
+  db.sqlite!.pragma('wal_checkpoint(TRUNCATE)');
+  await db.close();
+  return {
+    siteId: site.id,
+    apiId: credential.apiId,
+    apiKey: credential.apiKey,
+    firstId: ids[0]!,
+    lastId: ids[ids.length - 1]!,
+    averageHtmlBytes: Math.round(htmlBytes / pages),
+  };
+}

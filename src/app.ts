@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
+import { registerBlogs } from './content/blogs/blog.routes.js';
 import { registerPages } from './content/pages/page.routes.js';
 import type { Db } from './db/database.js';
 import { apiKeyAuth } from './http/api-key.auth.js';
@@ -11,16 +13,21 @@ import { loggerOptions } from './http/logging.js';
 import { installProblemHandler } from './http/problem.js';
 import { installValidators } from './http/validation.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
+import { registerImageFiles } from './storage/image.routes.js';
+import type { ImageStorage } from './storage/image-storage.js';
+import { LocalImageStorage } from './storage/local-image-storage.js';
 
 export interface AppDeps {
   readonly config: Config;
   readonly db: Db;
   /** Added in front of the legacy API key method (the OAuth bearer method). */
   readonly extraAuthMethods?: readonly AuthMethod[];
+  /** Where uploaded images are kept; a folder under DATA_DIR/images by default. */
+  readonly images?: ImageStorage;
 }
 
 /** The whole wiring, in order. server.ts only listens; tests call this and use app.inject. */
-export async function buildApp({ config, db, extraAuthMethods = [] }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ config, db, extraAuthMethods = [], images }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config.logLevel),
     genReqId: (req) => {
@@ -52,8 +59,11 @@ export async function buildApp({ config, db, extraAuthMethods = [] }: AppDeps): 
   installEntityTags(app);
 
   registerHealth(app, db);
+  const imageStorage = images ?? new LocalImageStorage(path.join(config.dataDir, 'images'));
+  registerImageFiles(app, imageStorage);
   for (const prefix of ['/api', '/webapps/api']) {
     await app.register(async (scope) => registerPages(scope, { db, config, prefix }), { prefix });
+    await app.register(async (scope) => registerBlogs(scope, { db, config, prefix, images: imageStorage }), { prefix });
   }
   return app;
 }

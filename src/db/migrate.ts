@@ -1,6 +1,7 @@
 import { type Migration, type MigrationProvider, Migrator } from 'kysely';
 import type { Db, DialectName } from './database.js';
 import * as m0001 from './migrations/0001_core.js';
+import * as m0002 from './migrations/0002_blogs.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -9,6 +10,7 @@ interface DialectMigration {
 /** In order; names never change once released. */
 const MIGRATIONS: Record<string, DialectMigration> = {
   '0001_core': m0001,
+  '0002_blogs': m0002,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

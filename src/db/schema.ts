@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { BlogImagesTable, BlogsTable } from '../content/blogs/blog.table.js';
 import type { PAGE_FIELDS } from '../content/pages/page.fields.js';
 import type { RowOf } from '../content/shared/fields.js';
 
@@ -50,4 +51,6 @@ export interface Database {
   site_users: SiteUsersTable;
   api_credentials: ApiCredentialsTable;
   pages: PagesTable;
+  blogs: BlogsTable;
+  blog_images: BlogImagesTable;
 }

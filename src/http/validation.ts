@@ -20,7 +20,10 @@ const common: Options = {
 export function installValidators(app: FastifyInstance): void {
   const lenient = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
   const strict = addFormats(new Ajv({ ...common, coerceTypes: false }));
-  app.setValidatorCompiler(({ schema, httpPart }) => {
+  app.setValidatorCompiler(({ schema, httpPart, contentType }) => {
+    // A multipart body is streamed by its route, which validates what it reads (files are never
+    // buffered to be validated here); its schema only documents the form.
+    if (httpPart === 'body' && contentType === 'multipart/form-data') return () => true;
     const ajv = httpPart === 'body' ? strict : lenient;
     return ajv.compile(schema);
   });

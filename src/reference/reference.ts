@@ -24,7 +24,8 @@ export interface RouteInfo {
     description?: string;
     querystring?: JsonSchemaLike;
     params?: JsonSchemaLike;
-    body?: JsonSchemaLike;
+    /** A schema, or one per media type (`content`), as Fastify accepts. */
+    body?: JsonSchemaLike & { content?: Record<string, { schema: JsonSchemaLike }> };
     response?: Record<string, JsonSchemaLike>;
   };
 }
@@ -45,6 +46,8 @@ export interface MethodReference {
   pathParameters: ParameterReference[];
   queryParameters: ParameterReference[];
   bodyFields: ParameterReference[];
+  /** Fields of a multipart/form-data body, when the method also takes one. */
+  formFields: ParameterReference[];
   responseFields: ParameterReference[];
   responses: string[];
 }
@@ -96,7 +99,8 @@ export function buildReference(endpoint: string, routes: readonly RouteInfo[]): 
       scope: r.scope,
       pathParameters: parametersOf(r.schema.params),
       queryParameters: parametersOf(r.schema.querystring),
-      bodyFields: parametersOf(r.schema.body),
+      bodyFields: parametersOf(r.schema.body?.content ? r.schema.body.content['application/json']?.schema : r.schema.body),
+      formFields: parametersOf(r.schema.body?.content?.['multipart/form-data']?.schema),
       responseFields: recordFieldsOf(r.schema.response),
       responses: Object.keys(r.schema.response ?? {}),
     })),
@@ -134,6 +138,7 @@ export function renderMarkdown(reference: EndpointReference, baseUrl: string): s
     out.push(...table('Path parameters', m.pathParameters, true));
     out.push(...table('Query parameters', m.queryParameters, false));
     out.push(...table('Body fields (JSON)', m.bodyFields, false));
+    out.push(...table('Form fields (multipart/form-data)', m.formFields, false));
     out.push(...table('Record fields in the response', m.responseFields, false));
     if (m.responses.length) out.push(`Success status: ${m.responses.join(', ')}.`, '');
   }

@@ -3,6 +3,7 @@ import { isUniqueViolation } from '../../db/errors.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
+import { countBlogsOnPage } from '../blogs/blog.repository.js';
 import { htmlToText } from '../shared/filters.js';
 import { firstFree, slugify } from '../shared/slug.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
@@ -169,7 +170,7 @@ async function update(
   return getPage(db, siteId, id);
 }
 
-/** DELETE: only a page without sub pages (and, once blogs exist, without blogs). */
+/** DELETE: only a page without sub pages and without blogs. */
 export async function deletePage(db: Db, siteId: number, id: number, precondition?: Precondition): Promise<void> {
   await inTransaction(db, async ({ kysely: trx }) => {
     const current = await repo.findPage(trx, siteId, id, db.dialect === 'postgres');
@@ -178,6 +179,10 @@ export async function deletePage(db: Db, siteId: number, id: number, preconditio
     const children = await repo.countChildren(trx, siteId, id);
     if (children > 0) {
       throw new ConflictError(`Page ${id} still has ${children} sub page(s); move or delete them first.`);
+    }
+    const blogs = await countBlogsOnPage(trx, siteId, id);
+    if (blogs > 0) {
+      throw new ConflictError(`Page ${id} still holds ${blogs} blog(s); move or delete them first.`);
     }
     await repo.deletePage(trx, siteId, id);
   });

@@ -24,6 +24,13 @@ export interface ResourceDefinition<R, Q> {
     readonly written: TSchema;
     readonly query: TSchema;
     readonly write: TSchema;
+    /** Query string of POST (e.g. blog migrateMode); absent: none is declared. */
+    readonly writeQuery?: TSchema;
+    /**
+     * A multipart/form-data POST form, besides JSON. It documents the form (references, OpenAPI);
+     * the resource's `save` streams and validates it, since files are never buffered for validation.
+     */
+    readonly form?: TSchema;
   };
   readonly docs: {
     readonly list: string;
@@ -115,7 +122,15 @@ export function registerResourceRoutes<R, Q extends { pageSize?: number | string
         description: def.docs.post,
         tags,
         hide,
-        body: def.schemas.write,
+        ...(def.schemas.writeQuery ? { querystring: def.schemas.writeQuery } : {}),
+        body: def.schemas.form
+          ? {
+              content: {
+                'application/json': { schema: def.schemas.write },
+                'multipart/form-data': { schema: def.schemas.form },
+              },
+            }
+          : def.schemas.write,
         response: { 200: def.schemas.written, 201: def.schemas.written },
       },
       config: { scope: 'everything:write' },

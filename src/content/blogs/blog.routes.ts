@@ -1,0 +1,89 @@
+import multipart from '@fastify/multipart';
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import type { Config } from '../../config.js';
+import type { Db } from '../../db/database.js';
+import { ValidationError } from '../../errors.js';
+import { fieldErrors } from '../../http/validation.js';
+import type { ImageStorage } from '../../storage/image-storage.js';
+import { registerResourceRoutes } from '../shared/resource.routes.js';
+import { queryBoolean } from '../shared/schemas.js';
+import { BlogForm, BlogList, BlogQuery, BlogRecord, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
+import * as blogs from './blog.service.js';
+import { readBlogForm } from './blog.uploads.js';
+
+const DOCS = {
+  list: [
+    'Lists the blogs of the website: by info_order, then info_date newest first, then info_id. All filters combine (AND).',
+    'Text filters (title, filename, tags) are case-insensitive patterns: `%` matches any text, `_` one character, `\\` escapes them; without a wildcard the whole value must match. `matchType` changes the comparison. `tags` matches any one of a blog’s comma-separated tags.',
+    '`keywords` is a full-text search over title, SEO title, summary, tags and the text of the HTML; every word must occur.',
+    '`publicContentOnly=true` keeps blogs that are visible (info_show Y), whose info_hideuntil date has come (or is empty), whose info_date is not in the future, and whose page is public (dates in UTC).',
+  ].join('\n\n'),
+  get: 'Returns one blog in the list envelope. The same as `?id=<id>`, except that an unknown id is 404. The ETag header can be sent back as If-Match on POST and DELETE.',
+  post: [
+    'Without `id`: inserts a blog (201, Location header); `page` is required. With `id`: updates that blog; fields absent from the body stay as they are (200). An update that changes nothing leaves info_timestamp as it was.',
+    'Content type application/json, or multipart/form-data with the blog JSON in the field `data` and image files in uploadPrimaryImage, uploadAdditionalImage, uploadAdditionalImages (or the older primaryImage, additionalImage, additionalImages). Files must be JPEG, PNG, GIF, WebP or AVIF by their content (415 otherwise) and within the size and count limits (413). They are stored under generated names and served at /images/<name>; info_img and info_more_images get those paths, info_img_json the primary image’s width, height, bytes and type. If the record is refused, no file is kept.',
+    'System fields (info_id, info_timestamp, info_img_json, info_comment_count, info_blogcnt, cid, site_search_keywords_updated) may be sent back unchanged and are ignored. An unknown field is a 400 that names it. `page` must be a page of the same website. `info_filename` is generated from the title when absent and kept unique within the website.',
+    '`migrateMode` (query or body, true or 1) makes repeated migrations safe: images already on the blog are kept; only originals not seen before are added; the primary image never appears in info_more_images.',
+    'Send `If-Match: <ETag>` to update only if nobody changed the blog since you read it (412 otherwise).',
+  ].join('\n\n'),
+  delete: 'Deletes a blog, and then its image files that no other record uses. Honours If-Match.',
+};
+
+export async function registerBlogs(
+  app: FastifyInstance,
+  { db, config, prefix, images }: { db: Db; config: Config; prefix: string; images: ImageStorage },
+) {
+  await app.register(multipart);
+  const deps: blogs.BlogDeps = { db, images, warn: (message, error) => app.log.warn({ err: error }, message) };
+  // The data field of a form is held to exactly the JSON body's schema, by the app's own validator.
+  const compile = app.validatorCompiler;
+  if (!compile) throw new Error('installValidators must run before blog routes are registered');
+  const validateData = compile({ schema: BlogWrite, method: 'POST', url: `${prefix}/blog`, httpPart: 'body' });
+  const checkData = (data: unknown) => {
+    const result = validateData(data);
+    if (result === true) return;
+    const errors = (validateData as unknown as { errors?: Parameters<typeof fieldErrors>[0] }).errors ?? [];
+    throw new ValidationError(fieldErrors(errors, 'data'));
+  };
+
+  registerResourceRoutes<blogs.BlogRecord, Static<typeof BlogQuery>>(app, prefix, {
+    path: '/blog',
+    noun: 'blog',
+    tag: 'blogs',
+    schemas: {
+      record: BlogRecord,
+      list: BlogList,
+      written: BlogWritten,
+      query: BlogQuery,
+      write: BlogWrite,
+      writeQuery: BlogWriteQuery,
+      form: BlogForm,
+    },
+    docs: DOCS,
+    list: (siteId, q) =>
+      blogs.listBlogs(db, siteId, {
+        id: q.id,
+        page: q.page,
+        title: q.title,
+        filename: q.filename,
+        tags: q.tags,
+        keywords: q.keywords,
+        matchType: q.matchType,
+        publicContentOnly: queryBoolean(q.publicContentOnly),
+        offset: q.offset,
+        pageSize: q.pageSize,
+      }),
+    get: (siteId, id) => blogs.getBlog(db, siteId, id),
+    save: async (siteId, request, precondition) => {
+      const migrate = queryBoolean((request.query as Static<typeof BlogWriteQuery>).migrateMode);
+      if (!request.isMultipart()) {
+        return blogs.saveBlog(deps, siteId, request.body as blogs.BlogInput, { migrate, precondition });
+      }
+      const form = await readBlogForm(request, images, config.uploads, checkData);
+      return blogs.saveBlog(deps, siteId, form.data as blogs.BlogInput, { migrate, precondition, uploads: form.uploads });
+    },
+    remove: (siteId, id, precondition) => blogs.deleteBlog(deps, siteId, id, precondition),
+    idOf: (record) => record.info_id,
+  });
+}

@@ -1,0 +1,101 @@
+import { Type } from 'typebox';
+import {
+  BodyBoolean,
+  envelopeSchema,
+  listQueryProperties,
+  QueryBoolean,
+  recordSchema,
+  writeSchema,
+  writtenSchema,
+} from '../shared/schemas.js';
+import { BLOG_FIELDS } from './blog.fields.js';
+
+const d = (field: keyof typeof BLOG_FIELDS) => BLOG_FIELDS[field].description;
+const INT32_MAX = 2147483647;
+const nonNegative = (field: keyof typeof BLOG_FIELDS) => Type.Integer({ minimum: 0, maximum: INT32_MAX, description: d(field) });
+/** YYYY-MM-DD that names a real day (ajv-formats checks month lengths and leap years), or empty. */
+const dateOrEmpty = (field: keyof typeof BLOG_FIELDS) =>
+  Type.Union([Type.Literal(''), Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$' })], { description: d(field) });
+
+export const ImageMetadata = Type.Object(
+  {
+    width: Type.Integer({ description: 'Width in pixels' }),
+    height: Type.Integer({ description: 'Height in pixels' }),
+    bytes: Type.Integer({ description: 'File size in bytes' }),
+    type: Type.String({ description: 'MIME type, e.g. image/jpeg' }),
+  },
+  { additionalProperties: false },
+);
+
+export const BlogRecord = recordSchema('BlogRecord', BLOG_FIELDS, {
+  info_show: Type.Union([Type.Literal('Y'), Type.Literal('N')], { description: d('info_show') }),
+  info_img_json: Type.Union([ImageMetadata, Type.Null()], { description: d('info_img_json') }),
+  info_more_images: Type.Array(Type.String(), { description: d('info_more_images') }),
+  id: Type.Integer({ description: 'The same as info_id' }),
+});
+
+export const MIGRATE_MODE_DESCRIPTION =
+  'Repeatable migration: a primary image or additional images already on the blog are kept, not replaced; additional images only add originals not seen before (same file name and content); the primary image is never listed in info_more_images. true or 1.';
+
+export const BlogWrite = writeSchema(
+  BLOG_FIELDS,
+  {
+    page: Type.Integer({ minimum: 1, maximum: INT32_MAX, description: d('page') }),
+    info_filename: Type.String({ maxLength: 200, pattern: '^[^/?#\\s]*$', description: d('info_filename') }),
+    info_show: Type.Union([Type.Boolean(), Type.Integer({ minimum: 0, maximum: 1 }), Type.Literal('Y'), Type.Literal('N')], {
+      description: d('info_show'),
+    }),
+    info_hideuntil: dateOrEmpty('info_hideuntil'),
+    info_date: dateOrEmpty('info_date'),
+    info_order: nonNegative('info_order'),
+    info_more_images: Type.Array(Type.String({ maxLength: 2000 }), { maxItems: 1000, description: d('info_more_images') }),
+    info_img: Type.String({ maxLength: 2000, description: d('info_img') }),
+    // System field: sent back as read (object or null), ignored.
+    info_img_json: Type.Union([Type.Object({}), Type.Null()], { description: d('info_img_json') }),
+    info_authorid: nonNegative('info_authorid'),
+    info_duplicationid: nonNegative('info_duplicationid'),
+    info_category1: nonNegative('info_category1'),
+    info_category2: nonNegative('info_category2'),
+    info_category3: nonNegative('info_category3'),
+    info_groupid: nonNegative('info_groupid'),
+    info_email: Type.Union([Type.Literal(''), Type.String({ format: 'email' })], { description: d('info_email') }),
+  },
+  { migrateMode: { ...BodyBoolean, description: MIGRATE_MODE_DESCRIPTION } },
+);
+
+/** POST query string: migrateMode may come here instead of in the body. */
+export const BlogWriteQuery = Type.Object(
+  { migrateMode: Type.Optional({ ...QueryBoolean, description: MIGRATE_MODE_DESCRIPTION }) },
+  { additionalProperties: false },
+);
+
+const imageFile = (description: string) => Type.String({ format: 'binary', description });
+const imageFiles = (description: string) => Type.Array(Type.String({ format: 'binary' }), { description });
+
+/** The multipart form (spec §4.5), for the references and OpenAPI; the route streams and checks it. */
+export const BlogForm = Type.Object(
+  {
+    data: Type.String({ description: 'The blog JSON object as text: the same fields and rules as the JSON body' }),
+    uploadPrimaryImage: Type.Optional(imageFile('One primary image (JPEG, PNG, GIF, WebP or AVIF); sets info_img and info_img_json')),
+    uploadAdditionalImage: Type.Optional(imageFiles('Additional image; may be repeated; added to info_more_images')),
+    uploadAdditionalImages: Type.Optional(imageFiles('Additional image; may be repeated; added to info_more_images')),
+    primaryImage: Type.Optional(imageFile('Older name of uploadPrimaryImage')),
+    additionalImage: Type.Optional(imageFiles('Older name of uploadAdditionalImage')),
+    additionalImages: Type.Optional(imageFiles('Older name of uploadAdditionalImages')),
+  },
+  { description: 'multipart/form-data' },
+);
+
+export const BlogList = envelopeSchema(BlogRecord);
+export const BlogWritten = writtenSchema(BlogRecord);
+
+export const BlogQuery = Type.Object(
+  {
+    ...listQueryProperties,
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: INT32_MAX, description: 'Blogs on this page (the page ID)' })),
+    title: Type.Optional(Type.String({ description: 'Filter by title (info_title); a pattern' })),
+    tags: Type.Optional(Type.String({ description: 'Any of the comma-separated info_tags matches; a pattern' })),
+    filename: Type.Optional(Type.String({ description: 'Filter by filename (info_filename); a pattern' })),
+  },
+  { additionalProperties: false },
+);

@@ -1,0 +1,297 @@
+import type { Db } from '../../db/database.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
+import { now } from '../../db/time.js';
+import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
+import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
+import { pageExists } from '../pages/page.repository.js';
+import { htmlToText } from '../shared/filters.js';
+import { firstFree, slugify } from '../shared/slug.js';
+import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
+import { type ImageMetadata, type ImagePlan, planImages, type ReceivedImage } from './blog.images.js';
+import type { BlogFilter, BlogRow } from './blog.repository.js';
+import * as repo from './blog.repository.js';
+
+export type BlogRecord = Omit<BlogRow, 'info_show' | 'info_img_json' | 'info_more_images' | 'info_blog_comments_on'> & {
+  info_show: 'Y' | 'N';
+  info_img_json: ImageMetadata | null;
+  info_more_images: string[];
+  info_blog_comments_on: boolean;
+  id: number;
+};
+
+/** A validated POST body (JSON, or the data field of a multipart form). */
+export type BlogInput = {
+  id?: number;
+  info_more_images?: string[];
+  info_show?: boolean | number | 'Y' | 'N';
+  info_img_json?: unknown;
+  migrateMode?: boolean | number;
+} & Partial<Record<Exclude<BlogField, 'info_more_images' | 'info_show' | 'info_img_json'>, string | number | boolean>>;
+
+/** Called with the current record before a change; throws to refuse it (If-Match). */
+export type Precondition = (current: BlogRecord) => void;
+
+export interface BlogDeps {
+  readonly db: Db;
+  readonly images: ImageStorage;
+  /** Reports a file that could not be removed after a successful write (the write stands). */
+  readonly warn?: (message: string, error: unknown) => void;
+}
+
+export interface SaveOptions {
+  readonly uploads?: readonly ReceivedImage[];
+  readonly migrate?: boolean;
+  readonly precondition?: Precondition | undefined;
+}
+
+type Stored = Record<string, string | number>;
+
+/** Image fields are decided by planImages; the rest of the writable fields are copied (converted). */
+const IMAGE_FIELDS: readonly BlogField[] = ['info_img', 'info_img_json', 'info_more_images'];
+const COPIED_FIELDS = (Object.keys(BLOG_FIELDS) as BlogField[]).filter(
+  (f) => !(BLOG_SYSTEM_FIELDS as readonly string[]).includes(f) && !IMAGE_FIELDS.includes(f),
+);
+
+function parseMetadata(text: string): ImageMetadata | null {
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as ImageMetadata;
+  } catch {
+    return null;
+  }
+}
+
+function parsePaths(text: string): string[] {
+  try {
+    const value: unknown = JSON.parse(text || '[]');
+    return Array.isArray(value) ? value.filter((p): p is string => typeof p === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+export function toBlogRecord(row: BlogRow): BlogRecord {
+  return {
+    ...row,
+    info_show: row.info_show === 'N' ? 'N' : 'Y',
+    info_img_json: parseMetadata(row.info_img_json),
+    info_more_images: parsePaths(row.info_more_images),
+    info_blog_comments_on: row.info_blog_comments_on === 1,
+    id: row.info_id,
+  };
+}
+
+function searchTextOf(b: Pick<BlogRow, 'info_title' | 'info_metatitle' | 'info_summary' | 'info_tags' | 'info_fulltext'>): string {
+  return [b.info_title, b.info_metatitle, b.info_summary, b.info_tags, htmlToText(b.info_fulltext)].filter(Boolean).join('\n');
+}
+
+const today = () => now().slice(0, 10);
+
+export interface BlogQuery extends Omit<BlogFilter, 'publicOn'> {
+  publicContentOnly?: boolean;
+  offset: number;
+  pageSize: number;
+}
+
+export async function listBlogs(db: Db, siteId: number, query: BlogQuery) {
+  const { offset, pageSize, publicContentOnly, ...filter } = query;
+  const { rows, total } = await repo.listBlogs(
+    db.kysely,
+    db.dialect,
+    siteId,
+    { ...filter, ...(publicContentOnly ? { publicOn: today() } : {}) },
+    offset,
+    pageSize,
+  );
+  return { records: rows.map(toBlogRecord), total, offset, pageSize };
+}
+
+export async function getBlog(db: Db, siteId: number, id: number): Promise<BlogRecord> {
+  const row = await repo.findBlog(db.kysely, siteId, id);
+  if (!row) throw new NotFoundError(`There is no blog ${id} on this website.`);
+  return toBlogRecord(row);
+}
+
+/** Field values as stored: info_show as Y/N, booleans as 1/0. */
+function storedChanges(input: BlogInput): Stored {
+  const changes: Stored = {};
+  for (const field of COPIED_FIELDS) {
+    const value = input[field as keyof BlogInput];
+    if (value === undefined) continue;
+    if (field === 'info_show') changes[field] = value === true || value === 1 || value === 'Y' ? 'Y' : 'N';
+    else if (BLOG_FIELDS[field].kind === 'bool') changes[field] = value === true || value === 1 ? 1 : 0;
+    else changes[field] = value as string | number;
+  }
+  return changes;
+}
+
+async function checkPage(db: Db, siteId: number, page: number): Promise<void> {
+  if (!(await pageExists(db.kysely, siteId, page))) {
+    throw new ValidationError([{ field: 'page', message: `there is no page ${page} on this website` }]);
+  }
+}
+
+/** The first free filename from `wanted`, under the website's filename lock (see page aliases). */
+async function uniqueFilename(db: Db, siteId: number, wanted: string): Promise<string> {
+  await repo.lockFilenames(db.kysely, db.dialect, siteId);
+  return firstFree(wanted, await repo.filenamesLike(db.kysely, siteId, wanted));
+}
+
+function imageColumns(plan: ImagePlan): Stored {
+  return {
+    info_img: plan.info_img,
+    info_img_json: plan.info_img_json ? JSON.stringify(plan.info_img_json) : '',
+    info_more_images: JSON.stringify(plan.info_more_images),
+  };
+}
+
+/**
+ * POST: insert without `id`, update with it. The record and its uploaded files succeed or fail
+ * together: files are committed (renamed to their public names) as the last step inside the
+ * transaction, removed again if the transaction fails, and staged files not used are discarded.
+ * Files the blog stopped showing are removed after the commit when nothing else refers to them.
+ */
+export async function saveBlog(
+  deps: BlogDeps,
+  siteId: number,
+  input: BlogInput,
+  options: SaveOptions = {},
+): Promise<{ record: BlogRecord; created: boolean }> {
+  const uploads = options.uploads ?? [];
+  const committed: string[] = [];
+  let outcome: { record: BlogRecord; created: boolean; dropped: string[] } | undefined;
+  try {
+    if (input.id !== undefined && input.info_id !== undefined && input.info_id !== input.id) {
+      throw new BadRequestError(`The body names two blogs: id ${input.id} and info_id ${input.info_id}.`);
+    }
+    const changes = storedChanges(input);
+    const migrate = Boolean(options.migrate || input.migrateMode === true || input.migrateMode === 1);
+    outcome = await deps.db.kysely.transaction().execute(async (trx) => {
+      const db: Db = { ...deps.db, kysely: trx };
+      const known = input.info_img && input.info_img !== '' ? await repo.findImageByPath(trx, siteId, String(input.info_img)) : undefined;
+      const imageRequest = {
+        uploads,
+        migrate,
+        known,
+        ...(input.info_img !== undefined ? { info_img: String(input.info_img) } : {}),
+        ...(input.info_more_images !== undefined ? { info_more_images: input.info_more_images } : {}),
+      };
+      const result =
+        input.id === undefined
+          ? await insert(db, siteId, changes, imageRequest)
+          : await update(db, siteId, input.id, changes, imageRequest, options.precondition);
+      // Last step before COMMIT: the files get their public names.
+      for (const upload of result.plan.commit) {
+        await deps.images.commit(upload.staged, upload.name);
+        committed.push(upload.name);
+      }
+      return { record: result.record, created: input.id === undefined, dropped: result.plan.dropped };
+    });
+  } catch (error) {
+    await Promise.all(committed.map((name) => deps.images.remove(name).catch(() => {})));
+    if (isUniqueViolation(error)) {
+      throw new ConflictError(`Another blog of this website already has the filename "${input.info_filename}".`);
+    }
+    if (isForeignKeyViolation(error)) {
+      // The page passed the check but was deleted before this write committed.
+      throw new ValidationError([{ field: 'page', message: `there is no page ${input.page} on this website` }]);
+    }
+    throw error;
+  } finally {
+    const used = new Set(committed);
+    await Promise.all(uploads.filter((u) => !used.has(u.name)).map((u) => deps.images.discard(u.staged)));
+  }
+  await removeUnused(deps, outcome.dropped);
+  return { record: outcome.record, created: outcome.created };
+}
+
+type ImageRequestOf = Parameters<typeof planImages>[1];
+
+async function insert(db: Db, siteId: number, changes: Stored, images: ImageRequestOf) {
+  if (changes.page === undefined) throw new ValidationError([{ field: 'page', message: 'is required: the page that holds the blog' }]);
+  await checkPage(db, siteId, Number(changes.page));
+  const plan = planImages({ info_img: '', info_img_json: null, info_more_images: [], rows: [] }, images);
+  const at = now();
+  const blank = Object.fromEntries(COPIED_FIELDS.map((f) => [f, BLOG_FIELDS[f].kind === 'text' ? '' : 0]));
+  const row = {
+    ...blank,
+    info_show: 'Y',
+    info_date: today(),
+    ...changes,
+    ...imageColumns(plan),
+    info_timestamp: at,
+    info_comment_count: 0,
+    info_blogcnt: 0,
+    cid: siteId,
+    site_search_keywords_updated: changes.site_search_keywords ? at : '',
+  } as Omit<BlogRow, 'info_id'>;
+  if (!row.info_filename) row.info_filename = await uniqueFilename(db, siteId, slugify(row.info_title, 'blog'));
+  const id = await repo.insertBlog(db.kysely, { ...row, site_id: siteId, search_text: searchTextOf(row) });
+  await repo.replaceBlogImages(
+    db.kysely,
+    siteId,
+    id,
+    plan.rows.map((r) => ({ ...r, site_id: siteId, info_id: id })),
+  );
+  return { record: await getBlog(db, siteId, id), plan };
+}
+
+async function update(db: Db, siteId: number, id: number, changes: Stored, images: ImageRequestOf, precondition?: Precondition) {
+  const currentRow = await repo.findBlog(db.kysely, siteId, id, db.dialect === 'postgres');
+  if (!currentRow) throw new NotFoundError(`There is no blog ${id} on this website.`);
+  const current = toBlogRecord(currentRow);
+  precondition?.(current);
+  if (changes.page !== undefined && changes.page !== currentRow.page) await checkPage(db, siteId, Number(changes.page));
+  if (changes.info_filename === '') {
+    changes.info_filename = await uniqueFilename(db, siteId, slugify(String(changes.info_title ?? currentRow.info_title), 'blog'));
+  }
+  const rows = await repo.listBlogImages(db.kysely, siteId, id);
+  const plan = planImages({ ...current, rows }, images);
+  const wanted: Stored = { ...changes, ...imageColumns(plan) };
+  // Only what really changes is written: a repeated request leaves the record, info_timestamp included, as it was.
+  const diff: Stored = {};
+  for (const [field, value] of Object.entries(wanted)) {
+    if (currentRow[field as BlogField] !== value) diff[field] = value;
+  }
+  if (Object.keys(diff).length === 0) return { record: current, plan };
+  const at = now();
+  if (diff.site_search_keywords !== undefined) diff.site_search_keywords_updated = at;
+  const merged = { ...currentRow, ...diff } as BlogRow;
+  await repo.updateBlog(db.kysely, siteId, id, { ...diff, info_timestamp: at, search_text: searchTextOf(merged) });
+  if (diff.info_img !== undefined || diff.info_more_images !== undefined) {
+    await repo.replaceBlogImages(
+      db.kysely,
+      siteId,
+      id,
+      plan.rows.map((r) => ({ ...r, site_id: siteId, info_id: id })),
+    );
+  }
+  return { record: await getBlog(db, siteId, id), plan };
+}
+
+/** Removes files this service stored that no record refers to any more. Best effort: the write stands. */
+async function removeUnused(deps: BlogDeps, paths: readonly string[]): Promise<void> {
+  for (const path of paths) {
+    const name = imageNameOf(path);
+    if (!name) continue;
+    try {
+      if (!(await repo.imagePathInUse(deps.db.kysely, path))) await deps.images.remove(name);
+    } catch (error) {
+      deps.warn?.(`could not remove image ${name}`, error);
+    }
+  }
+}
+
+/** DELETE: the blog, its image rows, and then its files that nothing else uses. */
+export async function deleteBlog(deps: BlogDeps, siteId: number, id: number, precondition?: Precondition): Promise<void> {
+  const removed = await deps.db.kysely.transaction().execute(async (trx) => {
+    const row = await repo.findBlog(trx, siteId, id, deps.db.dialect === 'postgres');
+    if (!row) throw new NotFoundError(`There is no blog ${id} on this website.`);
+    const record = toBlogRecord(row);
+    precondition?.(record);
+    const rows = await repo.listBlogImages(trx, siteId, id);
+    await repo.deleteBlog(trx, siteId, id);
+    return [record.info_img, ...record.info_more_images, ...rows.map((r) => r.path)].filter((p) => p !== '');
+  });
+  await removeUnused(deps, [...new Set(removed)]);
+}

@@ -1,0 +1,36 @@
+import type { Generated } from 'kysely';
+import type { RowOf } from '../shared/fields.js';
+import type { BLOG_FIELDS } from './blog.fields.js';
+
+/**
+ * A blog row. info_show is 'Y'/'N'; info_img_json is JSON text ('' for none); info_more_images is
+ * a JSON array of paths.
+ */
+export type BlogsTable = Omit<RowOf<typeof BLOG_FIELDS>, 'info_id'> & {
+  info_id: Generated<number>;
+  site_id: number;
+  /** Plain text the full-text index is built from (title, summary, tags, SEO title, HTML without tags). */
+  search_text: string;
+};
+
+export type ImageRole = 'primary' | 'additional';
+
+/**
+ * The images a blog currently shows that came in as uploads, with what migrateMode needs to
+ * recognise an original it has already seen: the client's file name and the content hash.
+ */
+export interface BlogImagesTable {
+  site_id: number;
+  info_id: number;
+  role: ImageRole;
+  /** Public path, /images/<name>. */
+  path: string;
+  original_name: string;
+  /** Hex SHA-256 of the bytes. */
+  sha256: string;
+  bytes: number;
+  width: number;
+  height: number;
+  /** MIME type, e.g. image/jpeg. */
+  type: string;
+}

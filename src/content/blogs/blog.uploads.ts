@@ -1,0 +1,189 @@
+/**
+ * The multipart form of POST /api/blog (spec §4.5): the `data` field and the image files. Files
+ * are streamed to staged storage while they arrive (never held whole in memory), checked by their
+ * bytes, hashed and measured on the way. Whatever fails, nothing staged is left behind.
+ */
+import { createHash } from 'node:crypto';
+import type { Multipart, MultipartFile } from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import { fileTypeFromBuffer } from 'file-type';
+import { imageSize } from 'image-size';
+import type { Config } from '../../config.js';
+import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from '../../errors.js';
+import { IMAGE_PATH_PREFIX, IMAGE_TYPES, type ImageMime, type ImageStorage, newImageName } from '../../storage/image-storage.js';
+import type { ReceivedImage } from './blog.images.js';
+import type { ImageRole } from './blog.table.js';
+
+/** Form fields for files, newer names first; the older names are accepted the same (spec §4.5). */
+export const FILE_FIELDS: Readonly<Record<string, ImageRole>> = {
+  uploadPrimaryImage: 'primary',
+  uploadAdditionalImage: 'additional',
+  uploadAdditionalImages: 'additional',
+  primaryImage: 'primary',
+  additionalImage: 'additional',
+  additionalImages: 'additional',
+};
+
+/** file-type decides from the first 4100 bytes. */
+const SNIFF_BYTES = 4100;
+/** image-size reads dimensions from the start of a file; 512 KB is what its own file reader uses. */
+const HEAD_BYTES = 512 * 1024;
+/** The `data` field may carry long HTML, like a JSON body. */
+const DATA_FIELD_BYTES = 5 * 1024 * 1024;
+
+const ACCEPTED = 'Only JPEG, PNG, GIF, WebP and AVIF images are accepted';
+
+interface Inspection {
+  sha256: string;
+  bytes: number;
+  mime: ImageMime;
+  head: Buffer;
+}
+
+/**
+ * Passes the bytes through once the first ones show an accepted image type, and records what the
+ * upload needs: the hash, the size, the type and the head (for the dimensions).
+ */
+async function* inspected(source: AsyncIterable<Buffer>, label: string, result: Partial<Inspection>): AsyncGenerator<Buffer> {
+  const hash = createHash('sha256');
+  const head: Buffer[] = [];
+  let headBytes = 0;
+  let bytes = 0;
+  let held: Buffer[] | undefined = [];
+  const check = async () => {
+    const type = await fileTypeFromBuffer(Buffer.concat(head));
+    if (!type || !(type.mime in IMAGE_TYPES)) {
+      throw new UnsupportedMediaTypeError(`${label}: ${ACCEPTED}; this file is ${type ? type.mime : 'not a recognised image'}.`);
+    }
+    result.mime = type.mime as ImageMime;
+  };
+  for await (const chunk of source) {
+    hash.update(chunk);
+    bytes += chunk.length;
+    if (headBytes < HEAD_BYTES) {
+      head.push(chunk.subarray(0, HEAD_BYTES - headBytes));
+      headBytes += Math.min(chunk.length, HEAD_BYTES - headBytes);
+    }
+    if (!held) {
+      yield chunk;
+      continue;
+    }
+    held.push(chunk);
+    if (headBytes >= SNIFF_BYTES) {
+      await check();
+      yield* held;
+      held = undefined;
+    }
+  }
+  if (held) {
+    await check();
+    yield* held;
+  }
+  result.sha256 = hash.digest('hex');
+  result.bytes = bytes;
+  result.head = Buffer.concat(head);
+}
+
+async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageStorage, maxBytes: number): Promise<ReceivedImage> {
+  const label = `${part.fieldname} "${part.filename}"`;
+  const found: Partial<Inspection> = {};
+  const staged = await storage.stage(inspected(part.file, label, found));
+  try {
+    // Busboy stops at the size limit and marks the stream truncated instead of failing it.
+    if (part.file.truncated) throw new PayloadTooLargeError(`${label} is larger than ${maxBytes} bytes.`);
+    const { sha256, bytes, mime, head } = found as Inspection;
+    let size: { width: number; height: number };
+    try {
+      size = imageSize(head);
+    } catch {
+      throw new UnsupportedMediaTypeError(`${label}: the ${mime} image cannot be read (${ACCEPTED}).`);
+    }
+    const name = newImageName(mime);
+    return {
+      role,
+      staged,
+      name,
+      path: `${IMAGE_PATH_PREFIX}${name}`,
+      originalName: part.filename,
+      sha256,
+      bytes,
+      width: size.width,
+      height: size.height,
+      type: mime,
+    };
+  } catch (error) {
+    await storage.discard(staged);
+    throw error;
+  }
+}
+
+function dataOf(part: Extract<Multipart, { type: 'field' }>): unknown {
+  if (part.valueTruncated) throw new PayloadTooLargeError(`The data field is larger than ${DATA_FIELD_BYTES} bytes.`);
+  if (typeof part.value !== 'string') return part.value; // sent as application/json: already parsed
+  try {
+    return JSON.parse(part.value);
+  } catch {
+    throw new ValidationError([{ field: 'data', message: 'must be a JSON object' }]);
+  }
+}
+
+export interface BlogForm {
+  data: unknown;
+  uploads: ReceivedImage[];
+}
+
+/**
+ * Reads the whole form. `validate` runs on `data` as soon as it arrives, so a form whose data
+ * comes first is refused before any file is streamed. On any error every staged file is discarded.
+ */
+export async function readBlogForm(
+  request: FastifyRequest,
+  storage: ImageStorage,
+  limits: Config['uploads'],
+  validate: (data: unknown) => void,
+): Promise<BlogForm> {
+  const uploads: ReceivedImage[] = [];
+  let data: unknown;
+  let sawData = false;
+  try {
+    const parts = request.parts({
+      limits: {
+        fileSize: limits.maxFileBytes,
+        files: limits.maxFiles,
+        fields: 5,
+        parts: limits.maxFiles + 5,
+        fieldSize: DATA_FIELD_BYTES,
+      },
+    });
+    for await (const part of parts) {
+      if (part.type === 'field') {
+        if (part.fieldname !== 'data') throw new ValidationError([{ field: part.fieldname, message: 'is not a known form field' }]);
+        if (sawData) throw new BadRequestError('The form has more than one data field.');
+        sawData = true;
+        data = dataOf(part);
+        validate(data);
+        continue;
+      }
+      const role = FILE_FIELDS[part.fieldname];
+      if (!role) {
+        throw new ValidationError([
+          { field: part.fieldname, message: `is not a known form field (files: ${Object.keys(FILE_FIELDS).join(', ')})` },
+        ]);
+      }
+      if (part.filename === '') {
+        // A browser form with an empty file input sends an empty part without a name: nothing chosen.
+        part.file.resume();
+        continue;
+      }
+      if (role === 'primary' && uploads.some((u) => u.role === 'primary')) {
+        throw new BadRequestError('Send one primary image (uploadPrimaryImage or primaryImage), not several.');
+      }
+      uploads.push(await receiveFile(part, role, storage, limits.maxFileBytes));
+    }
+    if (!sawData) throw new ValidationError([{ field: 'data', message: 'is required: the blog JSON object as text' }]);
+    return { data, uploads };
+  } catch (error) {
+    await Promise.all(uploads.map((u) => storage.discard(u.staged)));
+    throw error;
+  }
+}

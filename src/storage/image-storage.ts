@@ -1,0 +1,62 @@
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+
+/** The image types the service accepts, by their sniffed MIME type, with the extension they are stored under. */
+export const IMAGE_TYPES = {
+  'image/jpeg': 'jpg',
+  'image/png': 'png',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+  'image/avif': 'avif',
+} as const;
+
+export type ImageMime = keyof typeof IMAGE_TYPES;
+
+/** Public URL path prefix under which stored images are served. */
+export const IMAGE_PATH_PREFIX = '/images/';
+
+/** Generated names: 32 hex characters and a known extension. Nothing else is ever stored or served. */
+const NAME = /^[0-9a-f]{32}\.(jpg|png|gif|webp|avif)$/;
+
+export function isImageName(name: string): boolean {
+  return NAME.test(name);
+}
+
+export function newImageName(mime: ImageMime): string {
+  return `${randomBytes(16).toString('hex')}.${IMAGE_TYPES[mime]}`;
+}
+
+/** `/images/<name>` → `<name>`, for paths this service generated; anything else → undefined. */
+export function imageNameOf(path: string): string | undefined {
+  if (!path.startsWith(IMAGE_PATH_PREFIX)) return undefined;
+  const name = path.slice(IMAGE_PATH_PREFIX.length);
+  return isImageName(name) ? name : undefined;
+}
+
+/** A file written under a temporary name: not visible under any public name until committed. */
+export interface StagedImage {
+  readonly token: string;
+  readonly bytes: number;
+}
+
+export interface StoredImage {
+  readonly stream: Readable;
+  readonly bytes: number;
+  readonly modified: Date;
+}
+
+/**
+ * Where uploaded images live. Writes are two-phase so a record and its files succeed or fail
+ * together: `stage` streams the bytes to a temporary object, `commit` gives it its public name once
+ * the record is saved, `discard` drops it otherwise. Names are generated (see newImageName).
+ */
+export interface ImageStorage {
+  stage(chunks: AsyncIterable<Uint8Array>): Promise<StagedImage>;
+  commit(staged: StagedImage, name: string): Promise<void>;
+  /** Never throws: a staged object that is already gone is fine. */
+  discard(staged: StagedImage): Promise<void>;
+  /** Removes a committed image; a missing one is not an error. */
+  remove(name: string): Promise<void>;
+  exists(name: string): Promise<boolean>;
+  open(name: string): Promise<StoredImage | undefined>;
+}

@@ -90,6 +90,10 @@ test('npm start: demo data on first start, pages over HTTP, clean SIGTERM, nothi
     ['Home', 'About us', 'Members', 'Blog'],
   );
 
+  const blogs = await fetch(`${first.base}/api/blog`, { headers: { authorization: basic(credentials) } });
+  assert.equal(blogs.status, 200);
+  assert.ok(((await blogs.json()) as { meta: { total: number } }).meta.total >= 3, 'the demo has articles');
+
   // A request the server has started on is answered before it exits.
   const inFlight = fetch(`${first.base}/api/page`, { headers: { authorization: basic(credentials), 'x-request-id': 'in-flight' } });
   const seen = Date.now() + 10_000;

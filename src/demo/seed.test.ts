@@ -42,6 +42,10 @@ test('seedDemo creates the demo website, its page tree, an owner and a key, once
     'the member-only branch is hidden from public lists',
   );
 
+  const blogs = await db.kysely.selectFrom('blogs').select(['page', 'site_id']).execute();
+  assert.ok(blogs.length >= 3, 'the demo has articles');
+  assert.ok(blogs.every((b) => b.page === byTitle.get('Blog')!.page && b.site_id === created.siteId));
+
   const owner = await findUserByEmail(db.kysely, DEMO_OWNER_EMAIL);
   assert.ok(owner && (await verifyPassword(created.owner.password, owner.password_hash)));
   assert.ok(created.owner.password.length >= 16, 'a generated password is long enough to be safe');
@@ -83,5 +87,6 @@ test('a demo password the account rules refuse undoes the whole seed', async (t)
   const config = testConfig({ dataDir: await tempDataDir(t) });
   await assert.rejects(seedDemo(db, config, { password: 'short' }), /at least 8 characters/);
   assert.equal((await listSites(db.kysely)).length, 0, 'no half-made demo website is left');
+  assert.equal((await db.kysely.selectFrom('blogs').select('page').execute()).length, 0, 'nor its articles');
   assert.equal(await readDemoCredentials(config), undefined);
 });

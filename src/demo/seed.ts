@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import { savePage } from '../content/pages/page.service.js';
 import type { Db } from '../db/database.js';
 import { inTransaction } from '../db/transaction.js';
+import { seedDemoBlogs } from './blogs.seed.js';
 import { DEMO_PAGES, DEMO_SITE_NAME, type DemoPage } from './demo.content.js';
 
 export const DEMO_OWNER_EMAIL = 'owner@demo.example';
@@ -48,6 +49,7 @@ export async function seedDemo(db: Db, config: Config, options: SeedOptions = {}
 
     const site = await createSite(tx.kysely, DEMO_SITE_NAME);
     const pageIds = await createPages(tx, site.id, DEMO_PAGES, 0);
+    // Articles on the Blog page, through the blog service, in this same transaction.
     await seedDemoBlogs(tx, site.id, pageIds.get('blog')!);
 
     const password = options.password ?? randomToken(12);
@@ -86,12 +88,6 @@ async function createPages(db: Db, siteId: number, tree: readonly DemoPage[], pa
   }
   return ids;
 }
-
-/**
- * Call site for the demo articles: the blog engineer replaces this body with the blog seeder
- * (articles on the Blog page, written through the blog service, in the seed's transaction).
- */
-async function seedDemoBlogs(_db: Db, _siteId: number, _blogPage: number): Promise<void> {}
 
 async function writeCredentialsFile(config: Config, credentials: DemoCredentials): Promise<void> {
   const file = demoCredentialsFile(config);

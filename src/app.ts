@@ -12,6 +12,7 @@ import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
 import { installProblemHandler } from './http/problem.js';
 import { installValidators } from './http/validation.js';
+import { createOAuthServer } from './oauth/oauth.plugin.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
 import { registerImageFiles } from './storage/image.routes.js';
 import type { ImageStorage } from './storage/image-storage.js';
@@ -55,10 +56,12 @@ export async function buildApp({ config, db, extraAuthMethods = [], images }: Ap
   });
   // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
-  installAuthentication(app, [...extraAuthMethods, apiKeyAuth(db)]);
+  const oauth = createOAuthServer({ config, db, log: app.log });
+  installAuthentication(app, [...extraAuthMethods, oauth.bearer, apiKeyAuth(db)]);
   installEntityTags(app);
 
   registerHealth(app, db);
+  await oauth.register(app);
   const imageStorage = images ?? new LocalImageStorage(path.join(config.dataDir, 'images'));
   registerImageFiles(app, imageStorage);
   for (const prefix of ['/api', '/webapps/api']) {

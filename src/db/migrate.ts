@@ -2,6 +2,7 @@ import { type Migration, type MigrationProvider, Migrator } from 'kysely';
 import type { Db, DialectName } from './database.js';
 import * as m0001 from './migrations/0001_core.js';
 import * as m0002 from './migrations/0002_blogs.js';
+import * as m0003 from './migrations/0003_oauth.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -11,6 +12,7 @@ interface DialectMigration {
 const MIGRATIONS: Record<string, DialectMigration> = {
   '0001_core': m0001,
   '0002_blogs': m0002,
+  '0003_oauth': m0003,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

@@ -2,6 +2,7 @@ import type { Generated } from 'kysely';
 import type { BlogImagesTable, BlogsTable } from '../content/blogs/blog.table.js';
 import type { PAGE_FIELDS } from '../content/pages/page.fields.js';
 import type { RowOf } from '../content/shared/fields.js';
+import type { OAuthTables } from '../oauth/oauth.tables.js';
 
 /** Timestamps are stored as text `YYYY-MM-DD HH:MM:SS` (UTC) on both databases. */
 export type Timestamp = string;
@@ -45,7 +46,7 @@ export type PagesTable = Omit<RowOf<typeof PAGE_FIELDS>, 'page'> & {
   search_text: string;
 };
 
-export interface Database {
+export interface Database extends OAuthTables {
   sites: SitesTable;
   users: UsersTable;
   site_users: SiteUsersTable;

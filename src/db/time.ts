@@ -6,3 +6,13 @@ export function formatTimestamp(date: Date): string {
 export function now(): string {
   return formatTimestamp(new Date());
 }
+
+/** Milliseconds since the epoch of a stored `YYYY-MM-DD HH:MM:SS` (UTC) timestamp. */
+export function parseTimestamp(timestamp: string): number {
+  return Date.parse(`${timestamp.replace(' ', 'T')}Z`);
+}
+
+/** The stored form of the moment `seconds` from now. */
+export function secondsFromNow(seconds: number): string {
+  return formatTimestamp(new Date(Date.now() + seconds * 1000));
+}

@@ -1,0 +1,44 @@
+import type Provider from 'oidc-provider';
+import type { DbHandle } from '../accounts/account.repository.js';
+import { formatTimestamp, parseTimestamp } from '../db/time.js';
+import { UnauthorizedError } from '../errors.js';
+import type { AuthMethod, Principal } from '../http/authenticate.js';
+import { findLiveConnectionByGrant, touchConnection } from './connection.repository.js';
+
+/** Writing last_used_at on every request would turn each read into a write; once per 10 minutes is enough. */
+const TOUCH_EVERY_MS = 10 * 60 * 1000;
+
+function invalid(): UnauthorizedError {
+  return new UnauthorizedError('The access token is not valid: unknown, expired or revoked.', 'invalid_token');
+}
+
+/**
+ * OAuth access tokens, from the Authorization header only (RFC 6750 §2.1; OAuth 2.1 forbids the
+ * query string, so ?access_token= is never read). Tokens are opaque and stored: each request
+ * checks the token, and that its connection is active and its grant still exists, so a revoked
+ * connection fails on the very next request. The website comes from the connection.
+ */
+export function bearerAuth(provider: Provider, db: DbHandle, resource: string): AuthMethod {
+  return {
+    name: 'bearer',
+    async authenticate(request): Promise<Principal | undefined> {
+      const header = request.headers.authorization;
+      if (!header || !/^bearer /i.test(header)) return undefined;
+      const value = header.slice(7).trim();
+      const token = value ? await provider.AccessToken.find(value) : undefined;
+      // find() has checked the expiry already.
+      if (!token?.grantId || token.aud !== resource) throw invalid();
+      const now = new Date();
+      const connection = await findLiveConnectionByGrant(db, token.grantId, formatTimestamp(now));
+      if (!connection) throw invalid();
+      const last = connection.last_used_at ? parseTimestamp(connection.last_used_at) : 0;
+      if (now.getTime() - last > TOUCH_EVERY_MS) await touchConnection(db, token.grantId, { last_used_at: formatTimestamp(now) });
+      return {
+        siteId: connection.site_id,
+        scopes: new Set((token.scope ?? '').split(' ').filter(Boolean)),
+        method: 'bearer',
+        subject: connection.id,
+      };
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { json } from '../../test/helpers.js';
+import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
+
+function bearer(token: string) {
+  return { authorization: `Bearer ${token}` };
+}
+
+test("a token reads its own website only: another website's page is 404", async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens } = await connect(a, { site: a.site.siteId });
+  const other = await a.app.inject({ method: 'POST', url: '/api/page', headers: a.site2.headers, payload: { page_usertitle: 'B' } });
+  const mine = await a.app.inject({ method: 'POST', url: '/api/page', headers: a.site.headers, payload: { page_usertitle: 'A' } });
+  const otherId = json(other).data[0].page;
+  const mineId = json(mine).data[0].page;
+  assert.equal((await a.app.inject({ url: `/api/page/${otherId}`, headers: bearer(tokens.access_token) })).statusCode, 404);
+  assert.equal((await a.app.inject({ url: `/webapps/api/page?id=${otherId}`, headers: bearer(tokens.access_token) })).json().meta.total, 0);
+  assert.equal((await a.app.inject({ url: `/api/page/${mineId}`, headers: bearer(tokens.access_token) })).statusCode, 200);
+  const list = await a.app.inject({ url: '/api/page', headers: bearer(tokens.access_token) });
+  assert.deepEqual(
+    json(list).data.map((p: { page: number }) => p.page),
+    [mineId],
+  );
+});
+
+test('a read-only token cannot write: 403 insufficient_scope; a write token can', async (t) => {
+  const a = await startOAuthApp(t);
+  const reader = (await connect(a, { scope: 'everything:read' })).tokens.access_token;
+  const denied = await a.app.inject({ method: 'POST', url: '/api/page', headers: bearer(reader), payload: { page_usertitle: 'x' } });
+  assert.equal(denied.statusCode, 403);
+  assert.match(String(denied.headers['www-authenticate']), /error="insufficient_scope", scope="everything:write"/);
+  const writer = (await connect(a, { scope: 'everything:write' })).tokens.access_token;
+  const created = await a.app.inject({ method: 'POST', url: '/api/page', headers: bearer(writer), payload: { page_usertitle: 'x' } });
+  assert.equal(created.statusCode, 201);
+  assert.equal((await a.app.inject({ url: '/api/page', headers: bearer(writer) })).statusCode, 200, 'write implies read');
+  const products = (await connect(a, { scope: 'product:read product:write' })).tokens.access_token;
+  assert.equal((await a.app.inject({ url: '/api/page', headers: bearer(products) })).statusCode, 403);
+});
+
+test('a token in the query string is ignored; unknown and malformed tokens are invalid_token', async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens } = await connect(a);
+  const query = await a.app.inject({ url: `/api/page?access_token=${tokens.access_token}` });
+  assert.equal(query.statusCode, 401);
+  assert.doesNotMatch(String(query.headers['www-authenticate']), /invalid_token/, 'as if no credentials were sent');
+  for (const authorization of ['Bearer nope', 'Bearer ', `Bearer ${tokens.refresh_token}`, `bearer ${tokens.access_token}x`]) {
+    const response = await a.app.inject({ url: '/api/page', headers: { authorization } });
+    assert.equal(response.statusCode, 401, authorization);
+    assert.match(String(response.headers['www-authenticate']), /error="invalid_token"/, authorization);
+  }
+  assert.equal((await a.app.inject({ url: '/api/page', headers: { authorization: `bearer ${tokens.access_token}` } })).statusCode, 200);
+});
+
+test("using a token records the connection's last use", async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens } = await connect(a);
+  await a.db.kysely.updateTable('oauth_connections').set({ last_used_at: null }).execute();
+  await a.app.inject({ url: '/api/page', headers: bearer(tokens.access_token) });
+  const row = await a.db.kysely.selectFrom('oauth_connections').select('last_used_at').executeTakeFirstOrThrow();
+  assert.match(String(row.last_used_at), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+});

@@ -1,0 +1,143 @@
+import { randomBytes } from 'node:crypto';
+import type { AdapterPayload } from 'oidc-provider';
+import { errors } from 'oidc-provider';
+import type { DbHandle } from '../accounts/account.repository.js';
+import { isUniqueViolation } from '../db/errors.js';
+import { now } from '../db/time.js';
+import { BadRequestError } from '../errors.js';
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'file:', 'vbscript:', 'about:', 'blob:']);
+
+export type ApplicationType = 'web' | 'native';
+
+/**
+ * Why a redirect URI is not acceptable, or undefined. Web clients: https, or http on a loopback
+ * host for development. Native clients (RFC 8252): http loopback, claimed https, or a private-use
+ * scheme in reverse-domain form. Never a fragment or a wildcard (RFC 9700 §4.1.3: exact match).
+ */
+export function redirectUriProblem(uri: string, type: ApplicationType): string | undefined {
+  const url = URL.parse(uri);
+  if (!url) return `"${uri}" is not an absolute URI`;
+  if (uri.includes('#')) return `"${uri}" must not have a fragment`;
+  if (uri.includes('*')) return `"${uri}" must not contain a wildcard`;
+  if (url.username || url.password) return `"${uri}" must not carry user information`;
+  if (url.protocol === 'https:') return type === 'native' && LOOPBACK.has(url.hostname) ? `"${uri}": use http for loopback` : undefined;
+  if (url.protocol === 'http:') return LOOPBACK.has(url.hostname) ? undefined : `"${uri}" must use https (http only for localhost)`;
+  if (type === 'web') return `"${uri}" must use https`;
+  if (FORBIDDEN_SCHEMES.has(url.protocol)) return `"${uri}" uses a forbidden scheme`;
+  return url.protocol.slice(0, -1).includes('.') ? undefined : `"${uri}": a private-use scheme must be a reverse domain name`;
+}
+
+export function newClientId(): string {
+  return `cl_${randomBytes(16).toString('base64url')}`;
+}
+
+/** What every client is, whatever it registered: public, code + PKCE, refresh tokens. */
+const FIXED_METADATA = {
+  token_endpoint_auth_method: 'none',
+  grant_types: ['authorization_code', 'refresh_token'],
+  response_types: ['code'],
+} as const;
+
+export async function findClientMetadata(db: DbHandle, clientId: string): Promise<AdapterPayload | undefined> {
+  const row = await db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+  if (!row) return undefined;
+  return {
+    ...(JSON.parse(row.metadata) as AdapterPayload),
+    client_id: row.client_id,
+    client_name: row.name,
+    redirect_uris: JSON.parse(row.redirect_uris) as string[],
+    application_type: row.application_type,
+    ...FIXED_METADATA,
+  };
+}
+
+export interface NewClient {
+  name: string;
+  redirectUris: readonly string[];
+  /** Fixed id (the demo client); generated otherwise. */
+  clientId?: string;
+}
+
+export async function createClient(db: DbHandle, input: NewClient): Promise<{ clientId: string; name: string; redirectUris: string[] }> {
+  const name = input.name.trim();
+  if (!name) throw new BadRequestError('A client needs a name.');
+  if (!input.redirectUris.length) throw new BadRequestError('A client needs at least one redirect URI.');
+  const problems = input.redirectUris.map((uri) => redirectUriProblem(uri, 'web')).filter(Boolean);
+  if (problems.length) throw new BadRequestError(`Redirect URI ${problems.join('; ')}.`);
+  const clientId = input.clientId ?? newClientId();
+  const redirectUris = [...new Set(input.redirectUris)];
+  await db
+    .insertInto('oauth_clients')
+    .values({
+      client_id: clientId,
+      name,
+      redirect_uris: JSON.stringify(redirectUris),
+      application_type: 'web',
+      source: 'cli',
+      metadata: '{}',
+      created_at: now(),
+    })
+    .execute();
+  return { clientId, name, redirectUris };
+}
+
+export const DEMO_CLIENT_ID = 'demo-client';
+/** A local script's callback and Postman's, so the demo can be tried without writing a client. */
+export const DEMO_REDIRECT_URIS = ['http://127.0.0.1:8976/callback', 'https://oauth.pstmn.io/v1/callback'];
+
+/** For the demo seeder: the demo client, created once (calling it again changes nothing). */
+export async function createDemoClient(
+  db: DbHandle,
+  redirectUris: readonly string[] = DEMO_REDIRECT_URIS,
+): Promise<{ clientId: string; redirectUris: string[] }> {
+  try {
+    const created = await createClient(db, { name: 'Demo app', redirectUris, clientId: DEMO_CLIENT_ID });
+    return { clientId: created.clientId, redirectUris: created.redirectUris };
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    const existing = await findClientMetadata(db, DEMO_CLIENT_ID);
+    return { clientId: DEMO_CLIENT_ID, redirectUris: (existing?.redirect_uris as string[]) ?? [] };
+  }
+}
+
+export async function listClients(db: DbHandle) {
+  const rows = await db.selectFrom('oauth_clients').selectAll().orderBy('created_at').orderBy('client_id').execute();
+  return rows.map((row) => ({
+    client_id: row.client_id,
+    name: row.name,
+    redirect_uris: JSON.parse(row.redirect_uris) as string[],
+    application_type: row.application_type,
+    source: row.source,
+    created_at: row.created_at,
+  }));
+}
+
+/** RFC 7591 registration, called by the provider after it validated the metadata. Clients are public: a secret is never kept. */
+export async function insertRegisteredClient(db: DbHandle, payload: AdapterPayload): Promise<void> {
+  const type: ApplicationType = payload.application_type === 'native' ? 'native' : 'web';
+  const redirectUris = payload.redirect_uris ?? [];
+  const problem = redirectUris.map((uri) => redirectUriProblem(uri, type)).find(Boolean);
+  // RFC 7591 §3.2.2 names this error; its stock description is about authorization requests.
+  if (problem) throw Object.assign(new errors.InvalidRedirectUri(), { error_description: problem });
+  const { client_id, client_name, redirect_uris, application_type, client_id_issued_at, client_secret, client_secret_expires_at, ...rest } =
+    payload;
+  for (const key of Object.keys(FIXED_METADATA)) delete (rest as Record<string, unknown>)[key];
+  await db
+    .insertInto('oauth_clients')
+    .values({
+      client_id: String(client_id),
+      name: client_name?.trim() || String(client_id),
+      redirect_uris: JSON.stringify(redirect_uris),
+      application_type: type,
+      source: 'dynamic',
+      metadata: JSON.stringify(rest),
+      created_at: now(),
+    })
+    .execute();
+}
+
+export async function findClientRow(db: DbHandle, clientId: string) {
+  return db.selectFrom('oauth_clients').select(['client_id', 'name', 'source']).where('client_id', '=', clientId).executeTakeFirst();
+}

@@ -1,0 +1,88 @@
+import type { DbHandle } from '../accounts/account.repository.js';
+import { sha256 } from '../accounts/secrets.js';
+import type { ConnectionStatus, OAuthConnectionsTable } from './oauth.tables.js';
+
+export type ConnectionRow = OAuthConnectionsTable;
+
+export async function insertConnection(db: DbHandle, row: ConnectionRow): Promise<void> {
+  await db.insertInto('oauth_connections').values(row).execute();
+}
+
+export async function findConnectionByGrant(db: DbHandle, grantId: string) {
+  return db.selectFrom('oauth_connections').selectAll().where('grant_id', '=', grantId).executeTakeFirst();
+}
+
+export async function findConnection(db: DbHandle, id: string) {
+  return db.selectFrom('oauth_connections').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * The connection behind a token, only while it is active and its provider Grant still exists:
+ * a grant revoked by reuse detection or RFC 7009 is gone before its status is written.
+ */
+export async function findLiveConnectionByGrant(db: DbHandle, grantId: string, now: string) {
+  return db
+    .selectFrom('oauth_connections')
+    .innerJoin('oauth_payloads', (join) => join.on('oauth_payloads.model', '=', 'Grant').on('oauth_payloads.id', '=', sha256(grantId)))
+    .select(['oauth_connections.id', 'oauth_connections.site_id', 'oauth_connections.last_used_at'])
+    .where('oauth_connections.grant_id', '=', grantId)
+    .where('oauth_connections.status', '=', 'active')
+    .where('oauth_connections.expires_at', '>', now)
+    .executeTakeFirst();
+}
+
+export async function touchConnection(db: DbHandle, grantId: string, set: { last_used_at: string; expires_at?: string }) {
+  await db.updateTable('oauth_connections').set(set).where('grant_id', '=', grantId).execute();
+}
+
+export async function listConnectionRows(db: DbHandle, siteId: number) {
+  return db
+    .selectFrom('oauth_connections')
+    .innerJoin('oauth_clients', 'oauth_clients.client_id', 'oauth_connections.client_id')
+    .innerJoin('users', 'users.id', 'oauth_connections.user_id')
+    .select([
+      'oauth_connections.id',
+      'oauth_connections.client_id',
+      'oauth_clients.name as client_name',
+      'oauth_connections.site_id',
+      'users.email as user_email',
+      'oauth_connections.scopes',
+      'oauth_connections.status',
+      'oauth_connections.created_at',
+      'oauth_connections.last_used_at',
+      'oauth_connections.expires_at',
+      'oauth_connections.revoked_at',
+    ])
+    .where('oauth_connections.site_id', '=', siteId)
+    .orderBy('oauth_connections.created_at', 'desc')
+    .orderBy('oauth_connections.id')
+    .execute();
+}
+
+/** Active connections whose rolling refresh lifetime has run out. */
+export async function findLapsedGrantIds(db: DbHandle, now: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('oauth_connections')
+    .select('grant_id')
+    .where('status', '=', 'active')
+    .where('expires_at', '<=', now)
+    .execute();
+  return rows.map((r) => r.grant_id);
+}
+
+/**
+ * Deletes every token and code of the grant and the grant itself, and records why. One
+ * transaction, so no reader sees a connection marked active whose tokens are half gone.
+ */
+export async function endGrant(db: DbHandle, grantId: string, status: Exclude<ConnectionStatus, 'active'>, now: string) {
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('oauth_payloads').where('grant_id', '=', grantId).execute();
+    await trx.deleteFrom('oauth_payloads').where('model', '=', 'Grant').where('id', '=', sha256(grantId)).execute();
+    await trx
+      .updateTable('oauth_connections')
+      .set({ status, ...(status === 'revoked' ? { revoked_at: now } : {}) })
+      .where('grant_id', '=', grantId)
+      .where('status', '=', 'active')
+      .execute();
+  });
+}

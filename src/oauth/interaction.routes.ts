@@ -1,0 +1,94 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errors } from 'oidc-provider';
+import { findClientRow } from './client.service.js';
+import { type Form, formValue, type Interaction, type InteractionDeps, parseForm, type StepContext } from './interaction.context.js';
+import { consentStep, loginStep, siteStep } from './interaction.steps.js';
+import { AUTH_PATH } from './provider.js';
+import { csrfToken, csrfValid, renderPage } from './views.js';
+
+function sendPage(reply: FastifyReply, status: number, template: string, data: Record<string, unknown>): FastifyReply {
+  const page = renderPage(template, data);
+  return reply.code(status).headers(page.headers).send(page.html);
+}
+
+function expired(reply: FastifyReply): FastifyReply {
+  return sendPage(reply, 400, 'error', {
+    title: 'This sign-in has expired',
+    message: 'The authorization request is no longer valid, or was already completed. Go back to the application and start again.',
+  });
+}
+
+async function stepContext(deps: InteractionDeps, request: FastifyRequest, reply: FastifyReply): Promise<StepContext | undefined> {
+  const { uid } = request.params as { uid: string };
+  let interaction: Interaction;
+  try {
+    interaction = await deps.provider.interactionDetails(request.raw, reply.raw);
+  } catch (error) {
+    if (error instanceof errors.SessionNotFound) return undefined;
+    throw error;
+  }
+  // The interaction cookie names one interaction; a URL naming another is stale or forged.
+  if (interaction.uid !== uid) return undefined;
+  const client = await findClientRow(deps.db.kysely, String(interaction.params.client_id));
+  const view = {
+    clientName: client?.name ?? String(interaction.params.client_id),
+    unverified: client?.source === 'dynamic',
+    csrf: csrfToken(deps.config.cookieSecrets, uid),
+    action: `${AUTH_PATH}/interaction/${uid}/${interaction.prompt.name}`,
+  };
+  return {
+    ...deps,
+    request,
+    reply,
+    interaction,
+    form: (request.body as Form | undefined) ?? {},
+    view,
+    page: (status, template, data = {}) => sendPage(reply, status, template, { ...view, ...data }),
+    async finish(result, merge = true) {
+      const returnTo = await deps.provider.interactionResult(request.raw, reply.raw, result, { mergeWithLastSubmission: merge });
+      return reply.code(303).header('location', returnTo).send();
+    },
+  };
+}
+
+const STEPS = { login: loginStep, select_site: siteStep, consent: consentStep } as const;
+type StepName = keyof typeof STEPS;
+
+export async function registerInteractions(app: FastifyInstance, deps: InteractionDeps): Promise<void> {
+  await app.register(async (scope) => {
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_req, body, done) =>
+      done(null, parseForm(String(body))),
+    );
+    scope.addHook('onSend', async (_request, reply) => {
+      reply.header('referrer-policy', 'no-referrer').header('cache-control', 'no-store');
+    });
+
+    scope.get(`${AUTH_PATH}/interaction/:uid`, { schema: { hide: true } }, async (request, reply) => {
+      const step = await stepContext(deps, request, reply);
+      if (!step) return expired(reply);
+      const handler = STEPS[step.interaction.prompt.name as StepName];
+      if (!handler) return expired(reply);
+      return handler.show(step);
+    });
+
+    for (const name of Object.keys(STEPS) as StepName[]) {
+      scope.post(`${AUTH_PATH}/interaction/:uid/${name}`, { schema: { hide: true } }, async (request, reply) => {
+        const step = await stepContext(deps, request, reply);
+        if (!step) return expired(reply);
+        if (!csrfValid(deps.config.cookieSecrets, step.interaction.uid, step.form.csrf)) {
+          return sendPage(reply, 403, 'error', {
+            title: 'This form has expired',
+            message: 'The page was not sent by this sign-in. Go back to the application and start again.',
+          });
+        }
+        // A form of an earlier step (the back button): show the step the interaction is at now.
+        if (step.interaction.prompt.name !== name)
+          return reply.code(303).header('location', `${AUTH_PATH}/interaction/${step.interaction.uid}`).send();
+        if (formValue(step.form, 'decision') !== 'approve') {
+          return step.finish({ error: 'access_denied', error_description: 'the owner denied the request' }, false);
+        }
+        return STEPS[name].submit(step);
+      });
+    }
+  });
+}

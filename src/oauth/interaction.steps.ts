@@ -1,0 +1,120 @@
+import { findUser, findUserByEmail, sitesOfUser } from '../accounts/account.repository.js';
+import { hashPassword, randomToken, verifyPassword } from '../accounts/secrets.js';
+import { SCOPES } from '../http/authenticate.js';
+import { createConnection } from './connection.service.js';
+import { formValue, formValues, type StepContext } from './interaction.context.js';
+import { SCOPE_TITLES } from './scopes.js';
+
+/** Failed sign-ins allowed per e-mail address and IP address in one window (counted in the database or Redis). */
+export const LOGIN_ATTEMPTS = 5;
+export const LOGIN_WINDOW_SECONDS = 15 * 60;
+
+// An unknown e-mail address costs the same scrypt time as a wrong password, so timing tells nothing.
+let decoyHash: Promise<string> | undefined;
+
+function accountOf(step: StepContext): number {
+  return Number(step.interaction.session?.accountId);
+}
+
+export const loginStep = {
+  show: (step: StepContext) => step.page(200, 'login', { email: String(step.interaction.params.login_hint ?? '') }),
+
+  async submit(step: StepContext) {
+    const email = formValue(step.form, 'email').trim().toLowerCase();
+    const password = formValue(step.form, 'password');
+    const key = `login:${email}:${step.request.ip}`;
+    const attempt = await step.limits.hit(key, LOGIN_WINDOW_SECONDS);
+    if (attempt.count > LOGIN_ATTEMPTS) {
+      const minutes = Math.ceil(attempt.retryAfter / 60);
+      step.reply.header('retry-after', String(attempt.retryAfter));
+      return step.page(429, 'login', {
+        email,
+        error: `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      });
+    }
+    const user = email ? await findUserByEmail(step.db.kysely, email) : undefined;
+    decoyHash ??= hashPassword(randomToken());
+    const valid = await verifyPassword(password, user?.password_hash ?? (await decoyHash));
+    if (!user || !valid) {
+      return step.page(400, 'login', { email, error: 'The e-mail address or password is not correct.' });
+    }
+    await step.limits.reset(key);
+    const sites = await sitesOfUser(step.db.kysely, user.id);
+    const only = sites.length === 1 ? { select_site: { siteId: sites[0]!.id } } : {};
+    return step.finish({ login: { accountId: String(user.id) }, ...only });
+  },
+};
+
+export const siteStep = {
+  async show(step: StepContext) {
+    const userId = accountOf(step);
+    const sites = await sitesOfUser(step.db.kysely, userId);
+    // One website: nothing to choose (a reused session comes here without the login step).
+    if (sites.length === 1) return step.finish({ select_site: { siteId: sites[0]!.id } });
+    if (!sites.length) return step.finish({ error: 'access_denied', error_description: 'the account has no website' }, false);
+    const user = await findUser(step.db.kysely, userId);
+    return step.page(200, 'select-site', { sites, email: user?.email ?? '' });
+  },
+
+  async submit(step: StepContext) {
+    const sites = await sitesOfUser(step.db.kysely, accountOf(step));
+    const chosen = sites.find((site) => String(site.id) === formValue(step.form, 'site'));
+    if (!chosen) {
+      const user = await findUser(step.db.kysely, accountOf(step));
+      return step.page(400, 'select-site', { sites, email: user?.email ?? '', error: 'Choose one of your websites.' });
+    }
+    return step.finish({ select_site: { siteId: chosen.id } });
+  },
+};
+
+/** The scopes this authorization asks the owner about, in the spec's order. */
+function requestedScopes(step: StepContext): string[] {
+  const missing = step.interaction.prompt.details.missingResourceScopes as Record<string, string[]> | undefined;
+  const asked = new Set(missing?.[step.config.publicUrl] ?? []);
+  return SCOPES.filter((scope) => asked.has(scope));
+}
+
+/** The chosen website, if the signed-in user still belongs to it. */
+async function chosenSite(step: StepContext) {
+  const siteId = Number((step.interaction.lastSubmission?.select_site as { siteId?: number } | undefined)?.siteId);
+  const sites = await sitesOfUser(step.db.kysely, accountOf(step));
+  return sites.find((site) => site.id === siteId);
+}
+
+async function consentPage(step: StepContext) {
+  const site = await chosenSite(step);
+  if (!site) return step.finish({ error: 'access_denied', error_description: 'the website is not available to this account' }, false);
+  const user = await findUser(step.db.kysely, accountOf(step));
+  const redirect = URL.parse(String(step.interaction.params.redirect_uri));
+  return step.page(200, 'consent', {
+    siteName: site.name,
+    email: user?.email ?? '',
+    redirectHost: redirect?.host || redirect?.protocol || '',
+    scopes: requestedScopes(step).map((name) => ({ name, title: SCOPE_TITLES[name] ?? name })),
+  });
+}
+
+export const consentStep = {
+  show: consentPage,
+
+  async submit(step: StepContext) {
+    const site = await chosenSite(step);
+    if (!site) return step.finish({ error: 'access_denied', error_description: 'the website is not available to this account' }, false);
+    const requested = requestedScopes(step);
+    const approved = new Set(formValues(step.form, 'scope'));
+    const granted = requested.filter((scope) => approved.has(scope));
+    // Approving nothing is a refusal (DESIGN §4), not a connection without permissions.
+    if (!granted.length) return step.finish({ error: 'access_denied', error_description: 'no permission was approved' }, false);
+
+    const clientId = String(step.interaction.params.client_id);
+    const accountId = String(accountOf(step));
+    const resource = step.config.publicUrl;
+    const grant = new step.provider.Grant({ accountId, clientId });
+    grant.addResourceScope(resource, granted.join(' '));
+    const rejected = requested.filter((scope) => !approved.has(scope));
+    if (rejected.length) grant.rejectResourceScope(resource, rejected.join(' '));
+    const grantId = await grant.save();
+    await createConnection(step.db.kysely, { grantId, userId: Number(accountId), clientId, siteId: site.id, scopes: granted });
+    return step.finish({ consent: { grantId } });
+  },
+};

@@ -1,0 +1,124 @@
+import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { errors } from 'oidc-provider';
+import type { DbHandle } from '../accounts/account.repository.js';
+import { sha256 } from '../accounts/secrets.js';
+import { formatTimestamp, parseTimestamp, secondsFromNow } from '../db/time.js';
+import { findClientMetadata, insertRegisteredClient } from './client.service.js';
+import { revokeGrant } from './connection.service.js';
+
+/** Models whose second use is an attack: losing the race to consume one revokes its grant (RFC 9700 §4.14.2). */
+const SINGLE_USE = new Set(['AuthorizationCode', 'RefreshToken']);
+
+/**
+ * oidc-provider's storage over Kysely: one table for every model, keyed by SHA-256 of the id
+ * (codes and tokens are their own ids, so a database dump holds none). Clients come from the
+ * oauth_clients table instead.
+ */
+export class KyselyAdapter implements Adapter {
+  constructor(
+    private readonly db: DbHandle,
+    private readonly model: string,
+  ) {}
+
+  async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+    if (this.model === 'Client') {
+      await insertRegisteredClient(this.db, payload);
+      return;
+    }
+    // The id is the token itself: the payload is stored without it, and find() puts it back.
+    const { jti: _jti, ...rest } = payload;
+    const row = {
+      payload: JSON.stringify(rest),
+      grant_id: payload.grantId ?? null,
+      uid: payload.uid ?? null,
+      expires_at: expiresIn ? secondsFromNow(expiresIn) : null,
+    };
+    await this.db
+      .insertInto('oauth_payloads')
+      .values({ model: this.model, id: sha256(id), consumed_at: null, ...row })
+      .onConflict((oc) => oc.columns(['model', 'id']).doUpdateSet(row))
+      .execute();
+  }
+
+  async find(id: string): Promise<AdapterPayload | undefined> {
+    if (this.model === 'Client') return findClientMetadata(this.db, id);
+    const row = await this.live().where('id', '=', sha256(id)).executeTakeFirst();
+    return row ? this.toPayload(row, id) : undefined;
+  }
+
+  /**
+   * Sessions only. The session's own id (its cookie value) is not stored, so the payload comes
+   * back without it; oidc-provider 9 reads such a session (accountId) and never saves it.
+   */
+  async findByUid(uid: string): Promise<AdapterPayload | undefined> {
+    const row = await this.live().where('uid', '=', uid).executeTakeFirst();
+    return row ? this.toPayload(row, undefined) : undefined;
+  }
+
+  async findByUserCode(): Promise<undefined> {
+    return undefined; // the device flow is off
+  }
+
+  /**
+   * Atomic: of two concurrent redemptions exactly one changes the row. oidc-provider ignores
+   * consume()'s result, so the loser must throw; for codes and refresh tokens a lost race is
+   * a replay, and the whole grant goes, as for a sequential reuse.
+   */
+  async consume(id: string): Promise<void> {
+    const result = await this.db
+      .updateTable('oauth_payloads')
+      .set({ consumed_at: formatTimestamp(new Date()) })
+      .where('model', '=', this.model)
+      .where('id', '=', sha256(id))
+      .where('consumed_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) > 0) return;
+    if (SINGLE_USE.has(this.model)) {
+      const row = await this.db
+        .selectFrom('oauth_payloads')
+        .select('grant_id')
+        .where('model', '=', this.model)
+        .where('id', '=', sha256(id))
+        .executeTakeFirst();
+      if (row?.grant_id) await revokeGrant(this.db, row.grant_id, 'revoked');
+    }
+    throw new errors.InvalidGrant();
+  }
+
+  async destroy(id: string): Promise<void> {
+    if (this.model === 'Client') return;
+    // oidc-provider destroys a Grant only to revoke it (refresh or code replay, RFC 7009). Marking
+    // the connection here, awaited, means the token endpoint's answer comes after the status is
+    // written; the grant.revoked event would run detached.
+    if (this.model === 'Grant') {
+      await revokeGrant(this.db, id, 'revoked');
+      return;
+    }
+    await this.db.deleteFrom('oauth_payloads').where('model', '=', this.model).where('id', '=', sha256(id)).execute();
+  }
+
+  async revokeByGrantId(grantId: string): Promise<void> {
+    await this.db.deleteFrom('oauth_payloads').where('model', '=', this.model).where('grant_id', '=', grantId).execute();
+  }
+
+  private live() {
+    return this.db
+      .selectFrom('oauth_payloads')
+      .select(['payload', 'consumed_at'])
+      .where('model', '=', this.model)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', formatTimestamp(new Date()))]));
+  }
+
+  private toPayload(row: { payload: string; consumed_at: string | null }, id: string | undefined): AdapterPayload {
+    const payload = JSON.parse(row.payload) as AdapterPayload;
+    if (id !== undefined) payload.jti = id;
+    if (row.consumed_at) payload.consumed = Math.floor(parseTimestamp(row.consumed_at) / 1000);
+    return payload;
+  }
+}
+
+/** Removes rows past their expiry; run now and then by every process (it is idempotent). */
+export async function purgeExpiredPayloads(db: DbHandle): Promise<number> {
+  const result = await db.deleteFrom('oauth_payloads').where('expires_at', '<=', formatTimestamp(new Date())).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

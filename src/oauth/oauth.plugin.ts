@@ -1,0 +1,102 @@
+import type { IncomingMessage } from 'node:http';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type Provider from 'oidc-provider';
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import type { AuthMethod } from '../http/authenticate.js';
+import { bearerAuth } from './bearer.auth.js';
+import { expireLapsedConnections } from './connection.service.js';
+import { registerInteractions } from './interaction.routes.js';
+import { protectedResourceMetadata } from './metadata.js';
+import { purgeExpiredPayloads } from './oauth.adapter.js';
+import { AUTH_PATH, createProvider, issuerOf } from './provider.js';
+import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.js';
+
+/** Dynamic registrations allowed per IP address and hour (RFC 7591 §5 asks for a gate). */
+const REGISTRATIONS_PER_HOUR = 20;
+const PURGE_EVERY_MS = 60 * 60 * 1000;
+
+export interface OAuthServer {
+  readonly provider: Provider;
+  /** The Bearer AuthMethod for installAuthentication. */
+  readonly bearer: AuthMethod;
+  /** Registers the provider's endpoints, the interaction pages and the metadata documents. */
+  register(app: FastifyInstance): Promise<void>;
+}
+
+/** Headers for every answer of the provider (its error page, its redirects). */
+const PROVIDER_HEADERS = {
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "frame-ancestors 'none'",
+};
+
+export function createOAuthServer({ config, db, log }: { config: Config; db: Db; log: FastifyBaseLogger }): OAuthServer {
+  const provider = createProvider(config, db, log);
+  const limits: RateLimitStore = config.redisUrl ? redisRateLimits(config.redisUrl) : databaseRateLimits(db.kysely);
+  const callback = provider.callback();
+
+  /** Hands the raw request to the provider, with the URL it would see if mounted at /api/auth. */
+  function forward(request: FastifyRequest, reply: FastifyReply, url: string, originalUrl = request.raw.url) {
+    reply.hijack();
+    const raw = request.raw as IncomingMessage & { originalUrl?: string };
+    // oidc-provider works out its mount path from originalUrl minus url (oidc_context urlFor).
+    raw.originalUrl = originalUrl;
+    raw.url = url;
+    reply.raw.setHeader('x-request-id', request.id);
+    for (const [name, value] of Object.entries(PROVIDER_HEADERS)) reply.raw.setHeader(name, value);
+    return callback(raw, reply.raw);
+  }
+
+  async function register(app: FastifyInstance) {
+    await app.register(async (scope) => {
+      // The provider reads request bodies itself; Fastify must leave the stream alone.
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
+      scope.all(`${AUTH_PATH}/*`, { schema: { hide: true } }, (request, reply) =>
+        forward(request, reply, (request.raw.url ?? '').slice(AUTH_PATH.length) || '/'),
+      );
+      scope.post(`${AUTH_PATH}/reg`, { schema: { hide: true } }, async (request, reply) => {
+        const hit = await limits.hit(`register:${request.ip}`, 3600);
+        if (hit.count > REGISTRATIONS_PER_HOUR) {
+          return reply
+            .code(429)
+            .header('retry-after', String(hit.retryAfter))
+            .header('cache-control', 'no-store')
+            .send({ error: 'too_many_requests', error_description: 'too many client registrations from this address; try again later' });
+        }
+        return forward(request, reply, '/reg');
+      });
+      // RFC 8414 §3.1: the metadata of issuer {base}/api/auth is also at /.well-known/…/api/auth.
+      scope.get(`/.well-known/oauth-authorization-server${AUTH_PATH}`, { schema: { hide: true } }, (request, reply) =>
+        forward(request, reply, '/.well-known/oauth-authorization-server', `${AUTH_PATH}/.well-known/oauth-authorization-server`),
+      );
+    });
+
+    await registerInteractions(app, { provider, db, config, limits });
+
+    const resourceMetadata = protectedResourceMetadata(config.publicUrl, issuerOf(config));
+    app.get('/.well-known/oauth-protected-resource', { schema: { hide: true } }, async (_request, reply) =>
+      reply.header('cache-control', 'public, max-age=300').send(resourceMetadata),
+    );
+
+    // Expired codes, tokens and sessions, and connections past their 90 days, are cleared hourly.
+    const purge = async () => {
+      try {
+        await expireLapsedConnections(db.kysely);
+        await purgeExpiredPayloads(db.kysely);
+        if (!config.redisUrl) await purgeRateLimits(db.kysely);
+      } catch (err) {
+        log.warn({ err }, 'OAuth clean-up failed');
+      }
+    };
+    const timer = setInterval(purge, PURGE_EVERY_MS);
+    timer.unref();
+    app.addHook('onClose', async () => {
+      clearInterval(timer);
+      await limits.close();
+    });
+  }
+
+  return { provider, bearer: bearerAuth(provider, db.kysely, config.publicUrl), register };
+}

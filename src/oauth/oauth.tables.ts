@@ -1,0 +1,64 @@
+import type { Timestamp } from '../db/schema.js';
+
+/** A registered application. Clients are public: PKCE, no secret (DESIGN §2). */
+export interface OAuthClientsTable {
+  client_id: string;
+  name: string;
+  /** JSON array of exact redirect URIs. */
+  redirect_uris: string;
+  /** 'web' (exact match) or 'native' (RFC 8252: loopback port may vary). */
+  application_type: 'web' | 'native';
+  /** How it came to exist: 'cli' (an operator) or 'dynamic' (RFC 7591, client_name unverified). */
+  source: 'cli' | 'dynamic';
+  /** JSON object: any further metadata a dynamic registration sent (client_uri, logo_uri…). */
+  metadata: string;
+  created_at: Timestamp;
+}
+
+export type ConnectionStatus = 'active' | 'revoked' | 'expired';
+
+/** One authorization: user + client + site + approved scopes, keyed by the provider's grant id. */
+export interface OAuthConnectionsTable {
+  id: string;
+  grant_id: string;
+  user_id: number;
+  client_id: string;
+  site_id: number;
+  /** Space-separated, as approved on the consent page. */
+  scopes: string;
+  status: ConnectionStatus;
+  created_at: Timestamp;
+  last_used_at: Timestamp | null;
+  /** When the refresh token lifetime runs out unless refreshed again (rolling 90 days). */
+  expires_at: Timestamp;
+  revoked_at: Timestamp | null;
+}
+
+/**
+ * oidc-provider's stored models (Session, Interaction, AuthorizationCode, AccessToken,
+ * RefreshToken, Grant). `id` is SHA-256 of the provider's id, so a database dump holds no usable
+ * token; the payload never contains the id either.
+ */
+export interface OAuthPayloadsTable {
+  model: string;
+  id: string;
+  payload: string;
+  grant_id: string | null;
+  uid: string | null;
+  expires_at: Timestamp | null;
+  consumed_at: Timestamp | null;
+}
+
+/** Fixed-window counters for rate limits shared by every process (Redis takes over when configured). */
+export interface RateLimitsTable {
+  key: string;
+  count: number;
+  reset_at: Timestamp;
+}
+
+export interface OAuthTables {
+  oauth_clients: OAuthClientsTable;
+  oauth_connections: OAuthConnectionsTable;
+  oauth_payloads: OAuthPayloadsTable;
+  rate_limits: RateLimitsTable;
+}

@@ -1,0 +1,47 @@
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import type { Db } from '../db/database.js';
+import { now, secondsFromNow } from '../db/time.js';
+import { touchConnection } from './connection.repository.js';
+import { authorizationServerMetadata } from './metadata.js';
+
+type Body = Record<string, unknown>;
+
+/**
+ * After a successful code exchange or refresh: the response gains refresh_token_expires_in
+ * (spec §5.3), and the connection records its use and its new end (90 days from now).
+ */
+async function afterTokenIssued(ctx: KoaContextWithOIDC, db: Db): Promise<void> {
+  const body = ctx.body as Body;
+  const { RefreshToken: refreshToken, AccessToken: accessToken } = ctx.oidc.entities;
+  const grantId = refreshToken?.grantId ?? accessToken?.grantId;
+  if (!grantId) return;
+  if (refreshToken && body.refresh_token) {
+    // remainingTTL, not exp: a token saved in this request has no exp on the model yet.
+    const remaining = refreshToken.remainingTTL;
+    ctx.body = { ...body, refresh_token_expires_in: remaining };
+    await touchConnection(db.kysely, grantId, { last_used_at: now(), expires_at: secondsFromNow(remaining) });
+  } else {
+    await touchConnection(db.kysely, grantId, { last_used_at: now() });
+  }
+}
+
+/**
+ * oidc-provider mints a client_secret when a registration omits token_endpoint_auth_method, even
+ * though the default (and only) method is none. Every client is public; no secret is shown or kept.
+ */
+export function withoutSecret<T extends Body>(metadata: T): T {
+  const { client_secret: _secret, client_secret_expires_at: _expires, ...rest } = metadata;
+  return rest as T;
+}
+
+export function installProviderHooks(provider: Provider, db: Db, issuer: string): void {
+  provider.use(async (koa, next) => {
+    await next();
+    const ctx = koa as KoaContextWithOIDC;
+    if (ctx.oidc?.route === 'registration' && ctx.status === 201) ctx.body = withoutSecret(ctx.body as Body);
+    if (ctx.status !== 200) return;
+    if (ctx.oidc?.route === 'token') await afterTokenIssued(ctx, db);
+    if (ctx.oidc?.route === 'discovery') ctx.body = authorizationServerMetadata(provider, issuer, ctx.body as Body);
+  });
+}

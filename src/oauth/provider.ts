@@ -1,0 +1,162 @@
+import { createPrivateKey, hkdfSync } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import Provider, { type Configuration, errors, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider';
+import { findUser } from '../accounts/account.repository.js';
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import { SCOPES } from '../http/authenticate.js';
+import { newClientId } from './client.service.js';
+import { findConnectionByGrant } from './connection.repository.js';
+import { REFRESH_TTL_SECONDS } from './connection.service.js';
+import { KyselyAdapter } from './oauth.adapter.js';
+import { installProviderHooks } from './provider.hooks.js';
+import { assertRequestedScopes } from './scopes.js';
+import { renderPage } from './views.js';
+
+export const AUTH_PATH = '/api/auth';
+export const ACCESS_TOKEN_TTL_SECONDS = 3600;
+export const CODE_TTL_SECONDS = 60;
+
+export function issuerOf(config: Config): string {
+  return `${config.publicUrl}${AUTH_PATH}`;
+}
+
+/**
+ * Nothing is signed (tokens are opaque, there are no ID tokens), but oidc-provider wants a key.
+ * Derived from the cookie secret, so every process publishes the same one.
+ */
+function signingKeys(config: Config) {
+  const seed = Buffer.from(hkdfSync('sha256', config.cookieSecrets[0] ?? '', 'cms', 'oauth-signing-key', 32));
+  const pkcs8 = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]);
+  const jwk = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ format: 'jwk' });
+  return { keys: [{ ...jwk, use: 'sig', alg: 'EdDSA' }] };
+}
+
+/** Login, then the website, then consent: the website picker is a prompt of its own. */
+function interactionSteps() {
+  const { Prompt, Check } = interactionPolicy;
+  const policy = interactionPolicy.base();
+  const selectSite = new Prompt(
+    { name: 'select_site', requestable: false },
+    new Check('site_not_selected', 'the website to connect is not chosen', (ctx) =>
+      ctx.oidc.result?.select_site ? Check.NO_NEED_TO_PROMPT : Check.REQUEST_PROMPT,
+    ),
+  );
+  policy.add(selectSite, 1);
+  return policy;
+}
+
+function renderError(ctx: KoaContextWithOIDC, out: { error: string; error_description?: string }) {
+  // Only the browser-facing endpoints answer HTML; token, revocation and registration stay JSON.
+  if (ctx.oidc?.route !== 'authorization' && ctx.oidc?.route !== 'resume') {
+    ctx.type = 'json';
+    ctx.body = out;
+    return;
+  }
+  const page = renderPage('error', {
+    title: 'This request cannot continue',
+    message: `The application's request was refused: ${out.error_description ?? 'it is not a valid authorization request'}.`,
+    hint: 'Nothing was shared. If an application sent you here, let its developer know.',
+    code: out.error,
+  });
+  ctx.set(page.headers);
+  ctx.body = page.html;
+}
+
+export function createProvider(config: Config, db: Db, log: FastifyBaseLogger): Provider {
+  const publicUrl = config.publicUrl;
+  const configuration: Configuration = {
+    adapter: (name: string) => new KyselyAdapter(db.kysely, name),
+    clientAuthMethods: ['none'],
+    clientDefaults: {
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+      id_token_signed_response_alg: 'EdDSA',
+    },
+    enabledJWA: { idTokenSigningAlgValues: ['EdDSA'] },
+    jwks: signingKeys(config),
+    responseTypes: ['code'],
+    scopes: [],
+    pkce: { required: () => true },
+    allowOmittingSingleRegisteredRedirectUri: false,
+    // Expiry is exact: the adapter's expires_at decides, and this keeps the provider in step.
+    clockTolerance: 0,
+    cookies: { keys: [...config.cookieSecrets] },
+    routes: { authorization: '/authorize', token: '/token', revocation: '/revoke', registration: '/reg' },
+    clientBasedCORS: () => true,
+    features: {
+      devInteractions: { enabled: false },
+      userinfo: { enabled: false },
+      rpInitiatedLogout: { enabled: false },
+      pushedAuthorizationRequests: { enabled: false },
+      dPoP: { enabled: false },
+      introspection: { enabled: false },
+      revocation: { enabled: true },
+      registration: {
+        enabled: config.oauth.dynamicRegistration,
+        initialAccessToken: false,
+        issueRegistrationAccessToken: false,
+        idFactory: () => newClientId(),
+      },
+      resourceIndicators: {
+        enabled: true,
+        // A missing resource is an error, not "whatever the server thinks" (DESIGN §4).
+        defaultResource: async (_ctx, _client, oneOf) => {
+          if (oneOf) return oneOf;
+          throw new errors.InvalidTarget(`resource is required and must be ${publicUrl}`);
+        },
+        useGrantedResource: () => true,
+        getResourceServerInfo: (ctx, resource) => {
+          if (resource !== publicUrl) throw new errors.InvalidTarget(`resource must be ${publicUrl}`);
+          if (ctx.oidc.route === 'authorization') assertRequestedScopes(ctx.oidc.params?.scope);
+          return { scope: SCOPES.join(' '), audience: publicUrl, accessTokenTTL: ACCESS_TOKEN_TTL_SECONDS, accessTokenFormat: 'opaque' };
+        },
+      },
+    },
+    // The website is not part of the Grant; the connection row keyed by grant id holds it.
+    extraTokenClaims: async (_ctx, token) => {
+      const grantId = 'grantId' in token ? token.grantId : undefined;
+      const connection = grantId ? await findConnectionByGrant(db.kysely, grantId) : undefined;
+      return connection ? { site_id: connection.site_id } : undefined;
+    },
+    // Each authorization gets its own grant: the session's earlier one may be for another website.
+    loadExistingGrant: async (ctx) => {
+      const grantId = ctx.oidc.result?.consent?.grantId;
+      return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
+    },
+    // RFC 7009 of either token removes every token of the grant (oidc-provider does that anyway);
+    // the grant goes too, so the connection reads revoked instead of active with nothing left.
+    revokeGrantPolicy: () => true,
+    expiresWithSession: () => false,
+    issueRefreshToken: (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    ttl: {
+      AccessToken: ACCESS_TOKEN_TTL_SECONDS,
+      AuthorizationCode: CODE_TTL_SECONDS,
+      // A function: the default gives a rotated token of a public client only what was left.
+      RefreshToken: () => REFRESH_TTL_SECONDS,
+      // The connection ends when its refresh token does (rolling); the grant must not end first.
+      Grant: 10 * 365 * 24 * 60 * 60,
+      Interaction: 30 * 60,
+      Session: 24 * 60 * 60,
+    },
+    interactions: {
+      url: (_ctx, interaction) => `${AUTH_PATH}/interaction/${interaction.uid}`,
+      policy: interactionSteps(),
+    },
+    findAccount: async (_ctx, sub) => {
+      const user = /^\d+$/.test(sub) ? await findUser(db.kysely, Number(sub)) : undefined;
+      return user ? { accountId: sub, claims: () => ({ sub }) } : undefined;
+    },
+    renderError,
+  };
+
+  const provider = new Provider(issuerOf(config), configuration);
+  // Behind a proxy: X-Forwarded-Proto decides whether cookies are Secure (the app trusts proxies too).
+  provider.proxy = true;
+  installProviderHooks(provider, db, issuerOf(config));
+
+  provider.on('server_error', (_ctx, err: Error) => log.error({ err }, 'OAuth server error'));
+  return provider;
+}

@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { type TestContext, test } from 'node:test';
+import { createTestDatabase } from '../../test/helpers.js';
+import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
+import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.js';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** A throw-away redis-server for this test, or undefined when none is installed. */
+async function startRedis(t: TestContext): Promise<string | undefined> {
+  try {
+    execFileSync('sh', ['-c', 'command -v redis-server'], { stdio: 'ignore' });
+  } catch {
+    return undefined;
+  }
+  const port = await freePort();
+  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  t.after(() => {
+    child.kill();
+  });
+  const url = `redis://127.0.0.1:${port}`;
+  for (let i = 0; i < 50; i++) {
+    const store = redisRateLimits(url);
+    try {
+      await store.reset('ping');
+      return url;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      await store.close();
+    }
+  }
+  throw new Error('redis-server did not start');
+}
+
+async function countsAndResets(store: RateLimitStore) {
+  assert.deepEqual((await store.hit('k1', 60)).count, 1);
+  assert.deepEqual((await store.hit('k1', 60)).count, 2);
+  const third = await store.hit('k1', 60);
+  assert.equal(third.count, 3);
+  assert.ok(third.retryAfter > 0 && third.retryAfter <= 60);
+  assert.equal((await store.hit('k2', 60)).count, 1, 'keys are separate');
+  await store.reset('k1');
+  assert.equal((await store.hit('k1', 60)).count, 1);
+}
+
+test('database counters: count, reset, and a new window after the old one ends', async (t) => {
+  const db = await createTestDatabase(t);
+  const store = databaseRateLimits(db.kysely);
+  await countsAndResets(store);
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  t.mock.timers.tick(61_000);
+  assert.equal((await store.hit('k1', 60)).count, 1, 'the window ended');
+  await purgeRateLimits(db.kysely);
+  const left = await db.kysely.selectFrom('rate_limits').select('key').execute();
+  assert.equal(left.length, 1, 'only the live window is kept');
+});
+
+test('database counters are atomic under concurrency', async (t) => {
+  const db = await createTestDatabase(t);
+  const store = databaseRateLimits(db.kysely);
+  const counts = await Promise.all(Array.from({ length: 20 }, () => store.hit('busy', 60)));
+  assert.deepEqual(
+    counts.map((c) => c.count).sort((x, y) => x - y),
+    Array.from({ length: 20 }, (_, i) => i + 1),
+  );
+});
+
+test('Redis counters, and the login limit shared by two apps through Redis', async (t) => {
+  const url = await startRedis(t);
+  if (!url) {
+    t.skip('redis-server is not installed');
+    return;
+  }
+  const store = redisRateLimits(url);
+  t.after(() => store.close());
+  await countsAndResets(store);
+
+  const db = await createTestDatabase(t);
+  const a = await startOAuthApp(t, { db, config: { redisUrl: url } });
+  const b = await startOAuthApp(t, { db, config: { redisUrl: url } });
+  const attempt = async (app: typeof a, password: string) => {
+    const { challenge } = await pkcePair();
+    const browser = new Browser(app.base);
+    const page = await browser.follow(authorizeUrl(app.issuer, { clientId: app.clientId, codeChallenge: challenge }));
+    const form = formOf(page.html);
+    return (await browser.follow(form.action, { form: { csrf: form.csrf, decision: 'approve', email: a.owner.email, password } })).status;
+  };
+  for (let i = 0; i < 5; i++) assert.equal(await attempt(i % 2 ? a : b, 'wrong'), 400);
+  assert.equal(await attempt(b, a.owner.password), 429);
+  const rows = await db.kysely.selectFrom('rate_limits').selectAll().execute();
+  assert.equal(rows.length, 0, 'with Redis configured, the database keeps no counters');
+});

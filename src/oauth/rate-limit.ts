@@ -1,0 +1,78 @@
+import { Redis } from 'ioredis';
+import { sql } from 'kysely';
+import type { DbHandle } from '../accounts/account.repository.js';
+import { sha256 } from '../accounts/secrets.js';
+import { formatTimestamp, parseTimestamp } from '../db/time.js';
+
+export interface Hit {
+  /** Attempts in the current window, this one included. */
+  count: number;
+  /** Seconds until the window ends. */
+  retryAfter: number;
+}
+
+/**
+ * Fixed-window counters that every process shares: in the database, or in Redis when REDIS_URL
+ * is set. Keys are hashed, so no e-mail address or IP is stored in the clear.
+ */
+export interface RateLimitStore {
+  hit(key: string, windowSeconds: number): Promise<Hit>;
+  reset(key: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function databaseRateLimits(db: DbHandle): RateLimitStore {
+  return {
+    async hit(key, windowSeconds) {
+      const now = new Date();
+      const current = formatTimestamp(now);
+      const resetAt = formatTimestamp(new Date(now.getTime() + windowSeconds * 1000));
+      // One statement, atomic on both databases: a new or lapsed window starts at 1.
+      const lapsed = sql<boolean>`rate_limits.reset_at <= ${current}`;
+      const row = await db
+        .insertInto('rate_limits')
+        .values({ key: sha256(key), count: 1, reset_at: resetAt })
+        .onConflict((oc) =>
+          oc.column('key').doUpdateSet({
+            count: sql`case when ${lapsed} then 1 else rate_limits.count + 1 end`,
+            reset_at: sql`case when ${lapsed} then ${resetAt} else rate_limits.reset_at end`,
+          }),
+        )
+        .returning(['count', 'reset_at'])
+        .executeTakeFirstOrThrow();
+      const ends = parseTimestamp(row.reset_at);
+      return { count: Number(row.count), retryAfter: Math.max(1, Math.ceil((ends - now.getTime()) / 1000)) };
+    },
+    async reset(key) {
+      await db.deleteFrom('rate_limits').where('key', '=', sha256(key)).execute();
+    },
+    async close() {},
+  };
+}
+
+// INCR, and start the window's expiry on its first hit, in one round trip and atomically.
+const HIT_SCRIPT = `local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return {n, redis.call('PTTL', KEYS[1])}`;
+
+export function redisRateLimits(url: string): RateLimitStore {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  const name = (key: string) => `cms:rl:${sha256(key)}`;
+  return {
+    async hit(key, windowSeconds) {
+      const [count, ttl] = (await redis.eval(HIT_SCRIPT, 1, name(key), windowSeconds * 1000)) as [number, number];
+      return { count, retryAfter: Math.max(1, Math.ceil(ttl / 1000)) };
+    },
+    async reset(key) {
+      await redis.del(name(key));
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}
+
+/** Deletes windows that have ended (database store only). */
+export async function purgeRateLimits(db: DbHandle): Promise<void> {
+  await db.deleteFrom('rate_limits').where('reset_at', '<=', formatTimestamp(new Date())).execute();
+}

@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
+
+async function register(issuer: string, metadata: unknown) {
+  const response = await fetch(`${issuer}/reg`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify(metadata),
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
+}
+
+test('RFC 7591: a public client registers, and its name is shown as unverified', async (t) => {
+  const a = await startOAuthApp(t);
+  const created = await register(a.issuer, { client_name: 'Agent X', redirect_uris: ['https://agent.example/cb'] });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  assert.equal(created.headers.get('cache-control'), 'no-store');
+  assert.match(String(created.body.client_id), /^cl_/);
+  assert.equal(typeof created.body.client_id_issued_at, 'number');
+  assert.equal(created.body.token_endpoint_auth_method, 'none');
+  assert.equal(created.body.client_secret, undefined);
+  assert.equal(created.body.registration_access_token, undefined);
+  assert.deepEqual(created.body.grant_types, ['authorization_code', 'refresh_token']);
+
+  const { challenge } = await pkcePair();
+  const url = new URL(`${a.issuer}/authorize`);
+  url.search = new URLSearchParams({
+    client_id: String(created.body.client_id),
+    redirect_uri: 'https://agent.example/cb',
+    response_type: 'code',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    scope: 'everything:read',
+    resource: a.base,
+  }).toString();
+  const step = await new Browser(a.base).follow(url.href);
+  assert.equal(step.status, 200);
+  assert.equal(formOf(step.html).step, 'login');
+  assert.match(step.html, /Agent X<\/strong><span class="unverified">unverified<\/span>/);
+  const stored = await a.db.kysely
+    .selectFrom('oauth_clients')
+    .selectAll()
+    .where('client_id', '=', String(created.body.client_id))
+    .executeTakeFirst();
+  assert.equal(stored?.source, 'dynamic');
+  assert.doesNotMatch(String(stored?.metadata), /secret/, 'no secret is kept');
+});
+
+test('RFC 7591: bad redirect URIs and confidential or other grant types are refused', async (t) => {
+  const a = await startOAuthApp(t);
+  for (const uri of ['http://agent.example/cb', 'https://agent.example/cb#x', 'javascript:alert(1)', 'https://*.example/cb', 'not a uri']) {
+    const response = await register(a.issuer, { redirect_uris: [uri] });
+    assert.equal(response.status, 400, uri);
+    assert.match(String(response.body.error), /^invalid_(redirect_uri|client_metadata)$/, uri);
+  }
+  assert.equal((await register(a.issuer, { redirect_uris: ['http://127.0.0.1:4000/cb'] })).status, 201, 'loopback http is fine');
+  const native = await register(a.issuer, { application_type: 'native', redirect_uris: ['com.example.agent:/cb'] });
+  assert.equal(native.status, 201, 'a native app may use a reverse-domain scheme');
+  for (const metadata of [
+    { redirect_uris: ['https://a.example/cb'], token_endpoint_auth_method: 'client_secret_basic' },
+    { redirect_uris: ['https://a.example/cb'], grant_types: ['implicit'], response_types: ['id_token'] },
+    { redirect_uris: ['https://a.example/cb'], grant_types: ['client_credentials'] },
+    { redirect_uris: [] },
+  ]) {
+    const response = await register(a.issuer, metadata);
+    assert.equal(response.status, 400, JSON.stringify(metadata));
+    assert.match(String(response.body.error), /^invalid_(client_metadata|redirect_uri)$/, JSON.stringify(response.body));
+  }
+});
+
+test('RFC 7591: registrations are rate limited per address', async (t) => {
+  const a = await startOAuthApp(t);
+  const statuses: number[] = [];
+  for (let i = 0; i < 21; i++) statuses.push((await register(a.issuer, { redirect_uris: ['https://agent.example/cb'] })).status);
+  assert.deepEqual(statuses.slice(0, 20), Array(20).fill(201));
+  assert.equal(statuses[20], 429);
+});
+
+test('dynamic registration can be switched off', async (t) => {
+  const a = await startOAuthApp(t, { config: { oauth: { dynamicRegistration: false } } });
+  const response = await register(a.issuer, { redirect_uris: ['https://agent.example/cb'] }).catch(() => ({ status: 404 }));
+  assert.equal(response.status, 404);
+  const metadata = (await (await fetch(`${a.issuer}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
+  assert.equal(metadata.registration_endpoint, undefined);
+});

@@ -1,0 +1,25 @@
+import { errors } from 'oidc-provider';
+import { SCOPES } from '../http/authenticate.js';
+
+/** What the consent page says each scope allows (spec §5.5). */
+export const SCOPE_TITLES: Record<string, string> = {
+  'everything:read': 'Read your website’s pages and blogs',
+  'everything:write': 'Create, change and delete your website’s pages and blogs (and read them)',
+  'product:read': 'Read products',
+  'product:write': 'Create and change products',
+  'order:read': 'Read orders',
+  'order:write': 'Create and change orders',
+};
+
+const KNOWN: ReadonlySet<string> = new Set(SCOPES);
+
+/**
+ * oidc-provider silently drops scopes nobody defined; an application that misspells one should
+ * hear about it (invalid_scope), and asking for nothing is no authorization at all.
+ */
+export function assertRequestedScopes(scope: unknown): void {
+  const requested = typeof scope === 'string' ? scope.split(' ').filter(Boolean) : [];
+  if (!requested.length) throw new errors.InvalidScope('scope is required: one or more of ' + SCOPES.join(' '), '');
+  const unknown = requested.filter((s) => !KNOWN.has(s));
+  if (unknown.length) throw new errors.InvalidScope(`unknown scope: ${unknown.join(' ')}`, unknown.join(' '));
+}

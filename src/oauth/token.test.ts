@@ -1,0 +1,303 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { json } from '../../test/helpers.js';
+import {
+  authorizeCode,
+  connect,
+  exchangeCode,
+  type OAuthTestApp,
+  REDIRECT_URI,
+  startOAuthApp,
+  tokenRequest,
+} from '../../test/oauth.helpers.js';
+import { listConnections } from './connection.service.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+function bearer(token: string) {
+  return { authorization: `Bearer ${token}` };
+}
+
+async function pageStatus(a: OAuthTestApp, token: string): Promise<number> {
+  return (await a.app.inject({ url: '/api/page', headers: bearer(token) })).statusCode;
+}
+
+function refresh(a: OAuthTestApp, refreshToken: string, extra: Record<string, string> = {}) {
+  return tokenRequest(a.issuer, { grant_type: 'refresh_token', client_id: a.clientId, refresh_token: refreshToken, ...extra });
+}
+
+async function connectionStatus(a: OAuthTestApp) {
+  const [connection] = await listConnections(a.db.kysely, a.site.siteId);
+  return connection?.status;
+}
+
+test('code exchange answers exactly the spec fields, with no-store', async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens, response } = await connect(a, { scope: 'everything:read product:read' });
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get('cache-control'), 'no-store');
+  assert.deepEqual(Object.keys(response.body).sort(), [
+    'access_token',
+    'expires_in',
+    'refresh_token',
+    'refresh_token_expires_in',
+    'scope',
+    'token_type',
+  ]);
+  assert.equal(response.body.token_type, 'Bearer');
+  assert.equal(response.body.expires_in, 3600);
+  assert.equal(response.body.refresh_token_expires_in, 7776000);
+  assert.equal(tokens.scope, 'everything:read product:read');
+  assert.ok(tokens.access_token.length >= 43, 'at least 256 bits');
+  const pages = await a.app.inject({ url: '/api/page', headers: bearer(tokens.access_token) });
+  assert.equal(pages.statusCode, 200, pages.body);
+  assert.equal(json(pages).meta.total, 0);
+});
+
+test('tokens are stored hashed: neither a token nor a code appears in the database', async (t) => {
+  const a = await startOAuthApp(t);
+  const { code, verifier } = await authorizeCode(a);
+  const withCode = JSON.stringify(await a.db.kysely.selectFrom('oauth_payloads').selectAll().execute());
+  assert.ok(!withCode.includes(code));
+  const tokens = (await exchangeCode(a, code, verifier)).body;
+  const rows = await a.db.kysely.selectFrom('oauth_payloads').selectAll().execute();
+  const dump = JSON.stringify(rows);
+  assert.ok(rows.some((r) => r.model === 'AccessToken') && rows.some((r) => r.model === 'RefreshToken'));
+  assert.ok(!dump.includes(String(tokens.access_token)));
+  assert.ok(!dump.includes(String(tokens.refresh_token)));
+});
+
+test('a code is single use: the second exchange fails and revokes what the first issued', async (t) => {
+  const a = await startOAuthApp(t);
+  const { code, verifier } = await authorizeCode(a);
+  const first = await exchangeCode(a, code, verifier);
+  assert.equal(first.status, 200);
+  const again = await exchangeCode(a, code, verifier);
+  assert.equal(again.status, 400);
+  assert.equal(again.body.error, 'invalid_grant');
+  assert.equal(again.headers.get('cache-control'), 'no-store');
+  assert.equal(await pageStatus(a, String(first.body.access_token)), 401, 'the first access token is dead');
+  assert.equal((await refresh(a, String(first.body.refresh_token))).body.error, 'invalid_grant');
+  assert.equal(await connectionStatus(a), 'revoked');
+});
+
+test('of concurrent exchanges of one code exactly one succeeds', async (t) => {
+  const a = await startOAuthApp(t);
+  const { code, verifier } = await authorizeCode(a);
+  const results = await Promise.all([1, 2, 3].map(() => exchangeCode(a, code, verifier)));
+  assert.deepEqual(results.map((r) => r.status).sort(), [200, 400, 400]);
+});
+
+test('a wrong or missing code_verifier is refused, and the code still works with the right one', async (t) => {
+  const a = await startOAuthApp(t);
+  const { code, verifier } = await authorizeCode(a);
+  const wrong = await exchangeCode(a, code, `${verifier.slice(0, -1)}${verifier.endsWith('A') ? 'B' : 'A'}`);
+  assert.equal(wrong.status, 400);
+  assert.equal(wrong.body.error, 'invalid_grant');
+  const missing = await tokenRequest(a.issuer, {
+    grant_type: 'authorization_code',
+    client_id: a.clientId,
+    code,
+    redirect_uri: REDIRECT_URI,
+  });
+  assert.equal(missing.status, 400);
+  assert.match(String(missing.body.error), /invalid_grant|invalid_request/);
+  assert.equal((await exchangeCode(a, code, verifier)).status, 200);
+});
+
+test('the code is bound to its client and redirect URI', async (t) => {
+  const a = await startOAuthApp(t);
+  const { createClient } = await import('./client.service.js');
+  const other = await createClient(a.db.kysely, { name: 'Other', redirectUris: [REDIRECT_URI] });
+  const { code, verifier } = await authorizeCode(a);
+  const foreign = await exchangeCode(a, code, verifier, { client_id: other.clientId });
+  assert.equal(foreign.body.error, 'invalid_grant');
+  const elsewhere = await exchangeCode(a, code, verifier, { redirect_uri: 'https://app.example/other' });
+  assert.equal(elsewhere.body.error, 'invalid_grant');
+  const unknown = await exchangeCode(a, code, verifier, { client_id: 'nobody' });
+  assert.equal(unknown.status, 401);
+  assert.equal(unknown.body.error, 'invalid_client');
+});
+
+test('the exchange may name only the granted resource, and the verifier must have the RFC 7636 form', async (t) => {
+  const a = await startOAuthApp(t);
+  const first = await authorizeCode(a);
+  const other = await exchangeCode(a, first.code, first.verifier, { resource: 'https://other.example' });
+  assert.equal(other.status, 400);
+  assert.equal(other.body.error, 'invalid_target');
+  for (const bad of ['short', '!'.repeat(43), 'a'.repeat(129)]) {
+    const { code } = await authorizeCode(a);
+    const response = await exchangeCode(a, code, bad);
+    assert.equal(response.status, 400, bad);
+    assert.match(String(response.body.error), /^invalid_(grant|request)$/, bad);
+  }
+  const { code, verifier } = await authorizeCode(a);
+  const named = await exchangeCode(a, code, verifier, { resource: a.base });
+  assert.equal(named.status, 200, JSON.stringify(named.body));
+});
+
+test('a refresh token works only for its own client', async (t) => {
+  const a = await startOAuthApp(t);
+  const { createClient } = await import('./client.service.js');
+  const other = await createClient(a.db.kysely, { name: 'Other', redirectUris: [REDIRECT_URI] });
+  const { tokens } = await connect(a);
+  const stolen = await tokenRequest(a.issuer, {
+    grant_type: 'refresh_token',
+    client_id: other.clientId,
+    refresh_token: tokens.refresh_token,
+  });
+  assert.equal(stolen.status, 400);
+  assert.equal(stolen.body.error, 'invalid_grant');
+  assert.equal((await refresh(a, tokens.refresh_token)).status, 200, 'the owner client still can');
+});
+
+test('a code expires after 60 seconds', async (t) => {
+  const a = await startOAuthApp(t);
+  const { code, verifier } = await authorizeCode(a);
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  t.mock.timers.tick(61_000);
+  const late = await exchangeCode(a, code, verifier);
+  assert.equal(late.status, 400);
+  assert.equal(late.body.error, 'invalid_grant');
+});
+
+test('token endpoint errors are RFC 6749 JSON: form bodies only, known grant types only', async (t) => {
+  const a = await startOAuthApp(t);
+  const asJson = await fetch(`${a.issuer}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ grant_type: 'refresh_token', client_id: a.clientId, refresh_token: 'x' }),
+  });
+  assert.equal(asJson.status, 400);
+  assert.equal(((await asJson.json()) as { error: string }).error, 'invalid_request');
+  for (const grant_type of ['password', 'client_credentials', 'implicit']) {
+    const response = await tokenRequest(a.issuer, { grant_type, client_id: a.clientId, username: 'a', password: 'b' });
+    assert.equal(response.status, 400, grant_type);
+    assert.equal(response.body.error, 'unsupported_grant_type', grant_type);
+  }
+  const browserLike = await fetch(`${a.issuer}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html' },
+    body: 'grant_type=refresh_token&client_id=x&refresh_token=y',
+  });
+  assert.match(String(browserLike.headers.get('content-type')), /json/, 'JSON even when HTML is preferred');
+});
+
+test('refresh rotates: the new pair works, the old refresh token is dead', async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens } = await connect(a);
+  const second = await refresh(a, tokens.refresh_token);
+  assert.equal(second.status, 200);
+  assert.equal(second.body.refresh_token_expires_in, 7776000);
+  assert.equal(second.body.expires_in, 3600);
+  assert.equal(second.body.scope, 'everything:read');
+  assert.notEqual(second.body.refresh_token, tokens.refresh_token);
+  assert.equal(await pageStatus(a, String(second.body.access_token)), 200);
+  const third = await refresh(a, String(second.body.refresh_token));
+  assert.equal(third.status, 200);
+});
+
+test('a rotated refresh token used again revokes the whole connection, newest tokens included', async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens } = await connect(a);
+  const second = await refresh(a, tokens.refresh_token);
+  const replay = await refresh(a, tokens.refresh_token);
+  assert.equal(replay.status, 400);
+  assert.equal(replay.body.error, 'invalid_grant');
+  assert.equal(await pageStatus(a, String(second.body.access_token)), 401, 'newest access token dead');
+  assert.equal((await refresh(a, String(second.body.refresh_token))).body.error, 'invalid_grant', 'newest refresh token dead');
+  assert.equal(await connectionStatus(a), 'revoked');
+});
+
+test('two concurrent refreshes with one token: at most one succeeds, and the replay ends the connection', async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens } = await connect(a);
+  const results = await Promise.all([refresh(a, tokens.refresh_token), refresh(a, tokens.refresh_token)]);
+  const ok = results.filter((r) => r.status === 200);
+  assert.ok(ok.length <= 1, `${ok.length} refreshes succeeded`);
+  for (const r of results.filter((r) => r.status !== 200)) assert.equal(r.body.error, 'invalid_grant');
+  assert.equal(await connectionStatus(a), 'revoked');
+  for (const r of ok) {
+    assert.equal(await pageStatus(a, String(r.body.access_token)), 401, 'tokens minted by the racing winner are dead too');
+    assert.equal((await refresh(a, String(r.body.refresh_token))).body.error, 'invalid_grant');
+  }
+});
+
+test('refresh cannot widen the scope, but may narrow it', async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens } = await connect(a, { scope: 'everything:read product:read' });
+  const wider = await refresh(a, tokens.refresh_token, { scope: 'everything:read everything:write' });
+  assert.equal(wider.status, 400);
+  assert.equal(wider.body.error, 'invalid_scope');
+  const narrower = await refresh(a, tokens.refresh_token, { scope: 'product:read' });
+  assert.equal(narrower.status, 200, JSON.stringify(narrower.body));
+  assert.equal(narrower.body.scope, 'product:read');
+  assert.equal(await pageStatus(a, String(narrower.body.access_token)), 403, 'product:read cannot read pages');
+});
+
+test('each refresh restarts the 90 days; 91 idle days end the connection', async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens } = await connect(a);
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  let current = tokens.refresh_token;
+  for (const days of [60, 80, 80]) {
+    t.mock.timers.tick(days * DAY_MS);
+    const next = await refresh(a, current);
+    assert.equal(next.status, 200, `refresh after ${days} more days`);
+    assert.equal(next.body.refresh_token_expires_in, 7776000);
+    current = String(next.body.refresh_token);
+  }
+  const [connection] = await listConnections(a.db.kysely, a.site.siteId);
+  assert.equal(connection?.status, 'active');
+  t.mock.timers.tick(91 * DAY_MS);
+  const late = await refresh(a, current);
+  assert.equal(late.status, 400);
+  assert.equal(late.body.error, 'invalid_grant');
+  assert.equal(await connectionStatus(a), 'expired');
+});
+
+test('an access token expires after an hour', async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens } = await connect(a);
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  t.mock.timers.tick(3599_000);
+  assert.equal(await pageStatus(a, tokens.access_token), 200);
+  t.mock.timers.tick(2_000);
+  assert.equal(await pageStatus(a, tokens.access_token), 401);
+});
+
+test('RFC 7009: revoking either token ends the connection; unknown tokens are fine', async (t) => {
+  const a = await startOAuthApp(t);
+  const revoke = (token: string, hint?: string) =>
+    fetch(`${a.issuer}/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token, client_id: a.clientId, ...(hint ? { token_type_hint: hint } : {}) }),
+    });
+  const first = (await connect(a)).tokens;
+  assert.equal((await revoke(first.access_token)).status, 200);
+  assert.equal(await pageStatus(a, first.access_token), 401);
+  assert.equal((await refresh(a, first.refresh_token)).body.error, 'invalid_grant');
+
+  const second = (await connect(a)).tokens;
+  assert.equal((await revoke(second.refresh_token, 'refresh_token')).status, 200);
+  assert.equal(await pageStatus(a, second.access_token), 401);
+  assert.equal((await revoke('not-a-token')).status, 200);
+  const statuses = (await listConnections(a.db.kysely, a.site.siteId)).map((c) => c.status);
+  assert.deepEqual(statuses, ['revoked', 'revoked']);
+});
+
+test("RFC 7009: a client cannot revoke another client's token", async (t) => {
+  const a = await startOAuthApp(t);
+  const { createClient } = await import('./client.service.js');
+  const other = await createClient(a.db.kysely, { name: 'Other', redirectUris: [REDIRECT_URI] });
+  const { tokens } = await connect(a);
+  const response = await fetch(`${a.issuer}/revoke`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: tokens.refresh_token, client_id: other.clientId }),
+  });
+  assert.equal(response.status, 200, 'RFC 7009 §2.2: answered as if revoked, but nothing happens');
+  assert.equal(await pageStatus(a, tokens.access_token), 200, 'still valid');
+  assert.equal(await connectionStatus(a), 'active');
+});

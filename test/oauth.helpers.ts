@@ -1,0 +1,231 @@
+import { createServer } from 'node:net';
+import type { TestContext } from 'node:test';
+import * as oauth from 'oauth4webapi';
+import { addSiteUser } from '../src/accounts/account.repository.js';
+import { createUser } from '../src/accounts/account.service.js';
+import type { Config } from '../src/config.js';
+import type { Db } from '../src/db/database.js';
+import { createClient } from '../src/oauth/client.service.js';
+import { addTestSite, buildTestApp, type TestApp, type TestSite } from './helpers.js';
+
+export const REDIRECT_URI = 'https://app.example/callback';
+export const PASSWORD = 'correct horse battery';
+
+export interface OAuthTestApp extends TestApp {
+  /** The server's own address: PUBLIC_URL, the OAuth resource. */
+  base: string;
+  issuer: string;
+  clientId: string;
+  /** A second website, so the owner has two to choose from. */
+  site2: TestSite;
+  owner: { id: number; email: string; password: string };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * A listening server on 127.0.0.1 with a random port (openid-client needs a real URL), an owner
+ * of two websites and a registered client. PUBLIC_URL is the server's own address.
+ */
+export async function startOAuthApp(t: TestContext, options: { db?: Db; config?: Partial<Config>; twoSites?: boolean } = {}) {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const app = await buildTestApp(t, { db: options.db, config: { publicUrl: base, ...options.config } });
+  await app.app.listen({ port, host: '127.0.0.1' });
+  const email = `owner-${port}-${Math.random().toString(36).slice(2, 8)}@example.com`;
+  const user = await createUser(app.db.kysely, { email, password: PASSWORD, siteId: app.site.siteId });
+  const site2 = await addTestSite(app.db, 'Second site');
+  if (options.twoSites !== false) await addSiteUser(app.db.kysely, site2.siteId, user.id, 'admin');
+  const { clientId } = await createClient(app.db.kysely, { name: 'Test app', redirectUris: [REDIRECT_URI] });
+  const result: OAuthTestApp = {
+    ...app,
+    base,
+    issuer: `${base}/api/auth`,
+    clientId,
+    site2,
+    owner: { id: user.id, email, password: PASSWORD },
+  };
+  return result;
+}
+
+/** A browser in miniature: a cookie jar (name+path), manual redirects, HTML forms read by pattern. */
+export class Browser {
+  private readonly cookies = new Map<string, { name: string; value: string; path: string }>();
+
+  constructor(private readonly base: string) {}
+
+  private cookieHeader(url: URL): string {
+    return [...this.cookies.values()]
+      .filter((c) => url.pathname.startsWith(c.path))
+      .map((c) => `${c.name}=${c.value}`)
+      .join('; ');
+  }
+
+  private store(response: Response): void {
+    for (const line of response.headers.getSetCookie()) {
+      const [pair = '', ...attributes] = line.split(';').map((s) => s.trim());
+      const eq = pair.indexOf('=');
+      const name = pair.slice(0, eq);
+      const value = pair.slice(eq + 1);
+      const path = attributes.find((a) => /^path=/i.test(a))?.slice(5) || '/';
+      const gone = !value || attributes.some((a) => /^expires=Thu, 01 Jan 1970/i.test(a) || /^max-age=0$/i.test(a));
+      if (gone) this.cookies.delete(`${name}|${path}`);
+      else this.cookies.set(`${name}|${path}`, { name, value, path });
+    }
+  }
+
+  async request(target: string, init: { method?: string; form?: Record<string, string | string[]> } = {}): Promise<Response> {
+    const url = new URL(target, this.base);
+    const headers: Record<string, string> = { cookie: this.cookieHeader(url), accept: 'text/html' };
+    let body: string | undefined;
+    if (init.form) {
+      const params = new URLSearchParams();
+      for (const [key, value] of Object.entries(init.form)) for (const v of [value].flat()) params.append(key, v);
+      body = params.toString();
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+    }
+    const response = await fetch(url, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body, redirect: 'manual' });
+    this.store(response);
+    return response;
+  }
+
+  /** Follows redirects on this server; stops at a page, or at a redirect that leaves it (the client's callback). */
+  async follow(target: string, init: { form?: Record<string, string | string[]> } = {}): Promise<Step> {
+    let response = await this.request(target, init);
+    for (let hops = 0; hops < 10; hops++) {
+      const location = response.headers.get('location');
+      if (!location || response.status < 300 || response.status >= 400) break;
+      const next = new URL(location, this.base);
+      if (next.origin !== new URL(this.base).origin) return { status: response.status, response, callback: next, html: '' };
+      response = await this.request(next.href);
+    }
+    return { status: response.status, response, html: await response.text() };
+  }
+}
+
+export interface Step {
+  status: number;
+  response: Response;
+  html: string;
+  /** Set when the browser was sent to the client's redirect URI. */
+  callback?: URL;
+}
+
+export function formOf(html: string): { action: string; csrf: string; step: string } {
+  const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1];
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
+  if (!action || !csrf) throw new Error(`no interaction form in:\n${html.slice(0, 2000)}`);
+  return { action, csrf, step: action.split('/').pop() ?? '' };
+}
+
+export interface AuthorizeOptions {
+  clientId: string;
+  redirectUri?: string;
+  scope?: string;
+  resource?: string;
+  state?: string;
+  codeChallenge: string;
+  extra?: Record<string, string>;
+}
+
+export function authorizeUrl(issuer: string, o: AuthorizeOptions): string {
+  const params = new URLSearchParams({
+    client_id: o.clientId,
+    redirect_uri: o.redirectUri ?? REDIRECT_URI,
+    response_type: 'code',
+    code_challenge: o.codeChallenge,
+    code_challenge_method: 'S256',
+    scope: o.scope ?? 'everything:read',
+    state: o.state ?? 'state-1',
+    ...(o.resource === '' ? {} : { resource: o.resource ?? new URL(issuer).origin }),
+    ...o.extra,
+  });
+  return `${issuer}/authorize?${params}`;
+}
+
+export interface Answers {
+  login?: { email: string; password: string };
+  /** Reuse a browser (its session cookie) from an earlier authorization. */
+  browser?: Browser;
+  /** Site id to pick when asked. */
+  site?: number;
+  /** Scopes to tick on the consent page (all requested ones when absent). */
+  approve?: string[];
+  decision?: 'approve' | 'deny';
+}
+
+/** Drives the interaction pages to the end: returns the callback URL (or the last page if it stops). */
+export async function completeInteraction(browser: Browser, start: string, answers: Answers): Promise<Step> {
+  let step = await browser.follow(start);
+  for (let i = 0; i < 5 && !step.callback && step.status === 200; i++) {
+    const form = formOf(step.html);
+    const decision = answers.decision ?? 'approve';
+    const fields: Record<string, string | string[]> = { csrf: form.csrf, decision };
+    if (form.step === 'login') Object.assign(fields, { email: answers.login?.email ?? '', password: answers.login?.password ?? '' });
+    if (form.step === 'select_site') fields.site = String(answers.site ?? /name="site" value="(\d+)"/.exec(step.html)?.[1]);
+    if (form.step === 'consent')
+      fields.scope = answers.approve ?? [...step.html.matchAll(/name="scope" value="([^"]+)"/g)].map((m) => m[1]!);
+    step = await browser.follow(form.action, { form: fields });
+  }
+  return step;
+}
+
+export async function pkcePair() {
+  const verifier = oauth.generateRandomCodeVerifier();
+  return { verifier, challenge: await oauth.calculatePKCECodeChallenge(verifier) };
+}
+
+/** A form POST to the token endpoint, as a client would send it. */
+export async function tokenRequest(issuer: string, form: Record<string, string>) {
+  const response = await fetch(`${issuer}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+    body: new URLSearchParams(form),
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** Authorizes with the owner's credentials: the code, its verifier and the browser that got it. */
+export async function authorizeCode(a: OAuthTestApp, answers: Answers & { scope?: string; state?: string } = {}) {
+  const { verifier, challenge } = await pkcePair();
+  const browser = answers.browser ?? new Browser(a.base);
+  const url = authorizeUrl(a.issuer, { clientId: a.clientId, scope: answers.scope, state: answers.state, codeChallenge: challenge });
+  const step = await completeInteraction(browser, url, { login: a.owner, site: a.site.siteId, ...answers });
+  const code = step.callback?.searchParams.get('code');
+  if (!code) throw new Error(`no code: ${step.status} ${step.callback ?? step.html.slice(0, 500)}`);
+  return { code, verifier, browser, callback: step.callback! };
+}
+
+export function exchangeCode(a: OAuthTestApp, code: string, verifier: string, extra: Record<string, string> = {}) {
+  return tokenRequest(a.issuer, {
+    grant_type: 'authorization_code',
+    client_id: a.clientId,
+    code,
+    redirect_uri: REDIRECT_URI,
+    code_verifier: verifier,
+    ...extra,
+  });
+}
+
+export interface Tokens {
+  access_token: string;
+  refresh_token: string;
+  scope: string;
+}
+
+/** Authorizes and exchanges the code: the usual start of a test. */
+export async function connect(a: OAuthTestApp, answers: Answers & { scope?: string } = {}) {
+  const { code, verifier, browser } = await authorizeCode(a, answers);
+  const response = await exchangeCode(a, code, verifier);
+  if (response.status !== 200) throw new Error(`exchange failed: ${JSON.stringify(response.body)}`);
+  return { browser, tokens: response.body as unknown as Tokens, response };
+}

@@ -1,10 +1,8 @@
 import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { createDatabase, type Db } from './db/database.js';
-import { migrateToLatest } from './db/migrate.js';
-import { type DemoCredentials, demoBanner, demoCredentialsFile, seedDemo } from './demo/seed.js';
+import type { Db } from './db/database.js';
+import { type DemoCredentials, demoBanner, demoCredentialsFile } from './demo/credentials.js';
 import { isEntryPoint } from './entry-point.js';
 
 export interface StartOptions {
@@ -25,6 +23,14 @@ export interface RunningServer {
 
 /** config → database → migrations → demo data → app → listen. Used by `npm start`, `cms serve` and tests. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  // Loaded only now, after the configuration was read: importing oidc-provider prints a runtime
+  // warning on Node 20, which would otherwise come before (and muddle) a one-line config error.
+  const [{ buildApp }, { createDatabase }, { migrateToLatest }, { seedDemo }] = await Promise.all([
+    import('./app.js'),
+    import('./db/database.js'),
+    import('./db/migrate.js'),
+    import('./demo/seed.js'),
+  ]);
   const db = createDatabase(config.databaseUrl);
   let app: FastifyInstance | undefined;
   try {

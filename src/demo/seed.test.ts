@@ -8,7 +8,8 @@ import { findUserByEmail, listCredentials, listSites } from '../accounts/account
 import { verifyPassword } from '../accounts/secrets.js';
 import { testConfig } from '../config.js';
 import { listPages } from '../content/pages/page.service.js';
-import { DEMO_OWNER_EMAIL, demoCredentialsFile, readDemoCredentials, seedDemo } from './seed.js';
+import { demoCredentialsFile, readDemoCredentials } from './credentials.js';
+import { DEMO_OWNER_EMAIL, seedDemo } from './seed.js';
 
 async function tempDataDir(t: TestContext): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'cms-seed-'));
@@ -55,6 +56,8 @@ test('seedDemo creates the demo website, its page tree, an owner and a key, once
   );
   assert.equal(created.curl, `curl -u ${created.apiId}:${created.apiKey} http://localhost:8080/api/page`);
 
+  assert.equal(created.oauthClient.clientId, 'demo-client');
+  assert.ok(created.oauthClient.redirectUris.length > 0);
   assert.deepEqual(await readDemoCredentials(config), created);
   assert.equal((await stat(demoCredentialsFile(config))).mode & 0o777, 0o600);
 

@@ -1,5 +1,3 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { sql } from 'kysely';
 import { createCredential, createSite, createUser } from '../accounts/account.service.js';
 import { randomToken } from '../accounts/secrets.js';
@@ -7,21 +5,12 @@ import type { Config } from '../config.js';
 import { savePage } from '../content/pages/page.service.js';
 import type { Db } from '../db/database.js';
 import { inTransaction } from '../db/transaction.js';
+import { createDemoClient } from '../oauth/client.service.js';
 import { seedDemoBlogs } from './blogs.seed.js';
+import { type DemoCredentials, writeCredentialsFile } from './credentials.js';
 import { DEMO_PAGES, DEMO_SITE_NAME, type DemoPage } from './demo.content.js';
 
 export const DEMO_OWNER_EMAIL = 'owner@demo.example';
-
-/** What a person (or a test) needs to try the demo; written to DATA_DIR/demo-credentials.json. */
-export interface DemoCredentials {
-  url: string;
-  siteId: number;
-  siteName: string;
-  owner: { email: string; password: string };
-  apiId: string;
-  apiKey: string;
-  curl: string;
-}
 
 export interface SeedOptions {
   /** The owner's password; a random one when absent (DEMO_PASSWORD). */
@@ -31,13 +20,9 @@ export interface SeedOptions {
 /** Arbitrary class id for pg_advisory_xact_lock(class, 0): nodes starting together seed once. */
 const SEED_LOCK_CLASS = 7302;
 
-export function demoCredentialsFile(config: Pick<Config, 'dataDir'>): string {
-  return path.join(config.dataDir, 'demo-credentials.json');
-}
-
 /**
- * On a database without websites, creates the demo website, its pages, an owner and an API
- * credential, all in one transaction, and writes the credentials file. Returns undefined (and
+ * On a database without websites, creates the demo website, its pages and articles, an owner,
+ * an API credential and the demo OAuth client, all in one transaction, and writes the credentials file. Returns undefined (and
  * creates nothing) when any website exists already.
  */
 export async function seedDemo(db: Db, config: Config, options: SeedOptions = {}): Promise<DemoCredentials | undefined> {
@@ -55,6 +40,7 @@ export async function seedDemo(db: Db, config: Config, options: SeedOptions = {}
     const password = options.password ?? randomToken(12);
     await createUser(tx.kysely, { email: DEMO_OWNER_EMAIL, password, siteId: site.id, role: 'owner' });
     const credential = await createCredential(tx.kysely, site.id, 'demo');
+    const oauthClient = await createDemoClient(tx.kysely);
     const credentials: DemoCredentials = {
       url: config.publicUrl,
       siteId: site.id,
@@ -63,6 +49,7 @@ export async function seedDemo(db: Db, config: Config, options: SeedOptions = {}
       apiId: credential.apiId,
       apiKey: credential.apiKey,
       curl: `curl -u ${credential.apiId}:${credential.apiKey} ${config.publicUrl}/api/page`,
+      oauthClient,
     };
     // Written before the commit: the key exists nowhere else, so a failed write must undo the seed.
     await writeCredentialsFile(config, credentials);
@@ -87,41 +74,4 @@ async function createPages(db: Db, siteId: number, tree: readonly DemoPage[], pa
     if (page.children) await createPages(db, siteId, page.children, record.page, ids);
   }
   return ids;
-}
-
-async function writeCredentialsFile(config: Config, credentials: DemoCredentials): Promise<void> {
-  const file = demoCredentialsFile(config);
-  await mkdir(path.dirname(file), { recursive: true });
-  // Written under a temporary name and renamed, so a reader never sees half a file; 0600 because
-  // it holds a password and an API key.
-  const temporary = `${file}.${process.pid}.tmp`;
-  await writeFile(temporary, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
-  await rename(temporary, file);
-}
-
-export async function readDemoCredentials(config: Pick<Config, 'dataDir'>): Promise<DemoCredentials | undefined> {
-  try {
-    return JSON.parse(await readFile(demoCredentialsFile(config), 'utf8')) as DemoCredentials;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-}
-
-/** The one-time print of a first start: the only place the password and key are ever shown. */
-export function demoBanner(credentials: DemoCredentials, file: string): string {
-  return [
-    '',
-    '==================================================================',
-    ` Demo website "${credentials.siteName}" created (site ${credentials.siteId})`,
-    ` Service:      ${credentials.url}`,
-    ` Owner login:  ${credentials.owner.email} / ${credentials.owner.password}`,
-    ` API ID:       ${credentials.apiId}`,
-    ` API key:      ${credentials.apiKey}`,
-    ' List the pages:',
-    `   ${credentials.curl}`,
-    ` Saved in ${file} (readable only by you).`,
-    '==================================================================',
-    '',
-  ].join('\n');
 }

@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { buildApp } from '../app.js';
 import { testConfig } from '../config.js';
 import { createDatabase } from '../db/database.js';
+import { oauthCommands } from './oauth.adapter.js';
+import { OAUTH_COMMANDS } from './oauth.commands.js';
 
 const CLI = fileURLToPath(new URL('./main.js', import.meta.url));
 
@@ -167,4 +169,28 @@ test('cms help lists every command with its usage; no command means help', async
   assert.match(bare.stdout, /Usage: cms <command>/);
   const one = await cms({}, 'apikey', 'revoke', '--help');
   assert.equal(one.stdout, 'Usage: cms apikey revoke API_ID [--json]\nRevoke an API credential; requests with it fail at once\n');
+});
+
+test('the OAuth commands run through cms like the others, with --json as one line', async (t) => {
+  assert.deepEqual(
+    oauthCommands.map((c) => c.name).sort(),
+    Object.keys(OAUTH_COMMANDS).sort(),
+    'every OAuth command has a row in the table, and no row lacks its command',
+  );
+  const env = await tempDataDir(t);
+  ok(await cms(env, 'site', 'create', '--name', 'Shop', '--json'));
+  // oidc-provider warns on stderr when it loads under Node 20; these commands load it.
+  const quiet = (run: Run) => ({ ...run, stderr: run.stderr.replace(/^oidc-provider WARNING: Unsupported runtime\..*\n/gm, '') });
+  const created = ok(quiet(await cms(env, 'client', 'create', '--name', 'App', '--redirect-uri', 'https://app.example/cb', '--json')));
+  assert.deepEqual(created.redirect_uris, ['https://app.example/cb']);
+  const listed = ok(quiet(await cms(env, 'client', 'list', '--json')));
+  assert.ok(listed.some((c: { client_id: string }) => c.client_id === created.client_id));
+  assert.deepEqual(ok(quiet(await cms(env, 'connection', 'list', '--site', '1', '--json'))), []);
+  const missing = quiet(await cms(env, 'connection', 'revoke', 'nope', '--json'));
+  assert.equal(missing.code, 1);
+  assert.deepEqual(JSON.parse(missing.stderr), { error: 'There is no OAuth connection nope.' });
+  const help = await cms({}, 'client', 'create', '--help');
+  assert.match(help.stdout, /^Usage: cms client create --name NAME --redirect-uri URI/);
+  const { commands } = ok(await cms({}, 'help', '--json'));
+  assert.ok(commands.some((c: { name: string }) => c.name === 'connection revoke'));
 });

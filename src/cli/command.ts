@@ -13,6 +13,8 @@ export interface CommandContext {
   readonly json: boolean;
   readonly values: OptionValues;
   readonly positionals: readonly string[];
+  /** The arguments after the command's words, unparsed (for commands that parse their own). */
+  readonly argv: readonly string[];
   /** The configuration from the environment, the same as the server's (DATABASE_URL, DATA_DIR…). */
   config(): Config;
   /**
@@ -22,11 +24,11 @@ export interface CommandContext {
   db(options?: { migrate?: boolean }): Promise<Db>;
 }
 
-/** What a command prints: `json` with --json (one object on stdout), `text` otherwise. */
-export interface CommandResult {
-  readonly json: object;
-  readonly text: string;
-}
+/**
+ * What a command prints: `json` with --json (one object on stdout), `text` otherwise; or
+ * `output` that the command already rendered in the form asked for.
+ */
+export type CommandResult = { readonly json: object; readonly text: string } | { readonly output: string };
 
 /**
  * One row of the command table. Other modules (src/cli/oauth.commands.ts) export arrays of these
@@ -38,6 +40,8 @@ export interface Command {
   readonly summary: string;
   /** Options (besides --json and --help), in node:util parseArgs form. */
   readonly options?: NonNullable<ParseArgsConfig['options']>;
+  /** The command parses ctx.argv itself: main checks only --help (the OAuth commands do this). */
+  readonly parsesOwnArguments?: boolean;
   /** Names of required positional arguments, in order, e.g. ['API_ID']. */
   readonly positionals?: readonly string[];
   /** The arguments as shown in help, e.g. `--site ID [--label L]`. */

@@ -3,6 +3,7 @@ import { createCredential, createSite, createUser, revokeCredential } from '../a
 import { migrateToLatest } from '../db/migrate.js';
 import { NotFoundError } from '../errors.js';
 import { type Command, optionalOption, requiredOption, siteIdOption, UsageError } from './command.js';
+import { oauthCommands } from './oauth.adapter.js';
 import { table } from './output.js';
 
 const serve: Command = {
@@ -127,9 +128,8 @@ const apikeyRevoke: Command = {
 };
 
 /**
- * Every command, in the order `cms help` lists them. The OAuth commands (`client create …`,
- * `connection list`, `connection revoke`) live in ./oauth.commands.ts: import its array and
- * spread it in below; main.ts and the help text need no change.
+ * Every command, in the order `cms help` lists them. The OAuth commands (`client …`,
+ * `connection …`) live in ./oauth.commands.ts, made rows of this table by ./oauth.adapter.ts.
  */
 export const COMMANDS: readonly Command[] = [
   serve,
@@ -140,5 +140,5 @@ export const COMMANDS: readonly Command[] = [
   apikeyCreate,
   apikeyList,
   apikeyRevoke,
-  // ...oauthCommands,
+  ...oauthCommands,
 ];

@@ -58,6 +58,9 @@ function findCommand(argv: readonly string[]): { command: Command; rest: string[
 }
 
 function parse(command: Command, args: string[]): { values: OptionValues; positionals: string[] } {
+  if (command.parsesOwnArguments) {
+    return { values: { json: args.includes('--json'), help: args.includes('--help') || args.includes('-h') }, positionals: [] };
+  }
   try {
     const parsed = parseArgs({
       args,
@@ -88,7 +91,7 @@ export async function main(argv: readonly string[]): Promise<number | undefined>
       return 0;
     }
     const wanted = command.positionals ?? [];
-    if (positionals.length !== wanted.length) {
+    if (!command.parsesOwnArguments && positionals.length !== wanted.length) {
       throw new UsageError(
         `usage: ${usageLine(command)}${positionals.length > wanted.length ? ` (unexpected "${positionals[wanted.length]}")` : ''}`,
       );
@@ -97,6 +100,7 @@ export async function main(argv: readonly string[]): Promise<number | undefined>
       json,
       values,
       positionals,
+      argv: rest,
       config: () => {
         config ??= loadConfig(process.env);
         return config;

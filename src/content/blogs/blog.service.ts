@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
 import { now } from '../../db/time.js';
+import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../pages/page.repository.js';
@@ -165,8 +166,11 @@ export async function saveBlog(
     }
     const changes = storedChanges(input);
     const migrate = Boolean(options.migrate || input.migrateMode === true || input.migrateMode === 1);
-    outcome = await deps.db.kysely.transaction().execute(async (trx) => {
-      const db: Db = { ...deps.db, kysely: trx };
+    // Joining a caller's transaction (the demo seed) is for uploads-free writes only: the files'
+    // last-step-before-COMMIT guarantee cannot hold for a COMMIT the caller makes later.
+    if (deps.db.kysely.isTransaction && uploads.length > 0) throw new Error('saveBlog with uploads must own its transaction');
+    outcome = await inTransaction(deps.db, async (db) => {
+      const trx = db.kysely;
       const known = input.info_img && input.info_img !== '' ? await repo.findImageByPath(trx, siteId, String(input.info_img)) : undefined;
       const imageRequest = {
         uploads,

@@ -42,15 +42,36 @@ export async function createTestDatabase(t: TestContext): Promise<Db> {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await admin.connect();
-  await admin.query(`create schema ${schema}`);
   const db = createDatabase(TEST_DATABASE_URL, { schema, poolSize: 4 });
-  await migrateToLatest(db);
-  t.after(async () => {
+  const drop = async () => {
     await db.close();
-    await admin.query(`drop schema ${schema} cascade`);
+    await underSchemaLock(admin, () => admin.query(`drop schema if exists ${schema} cascade`));
     await admin.end();
-  });
+  };
+  try {
+    // Kysely's migrator inspects every schema's tables; a schema dropped meanwhile by another test
+    // process makes that inspection fail. Creating, migrating and dropping take turns.
+    await underSchemaLock(admin, async () => {
+      await admin.query(`create schema ${schema}`);
+      await migrateToLatest(db);
+    });
+  } catch (error) {
+    await drop();
+    throw error;
+  }
+  t.after(drop);
   return db;
+}
+
+const SCHEMA_LOCK = 424242;
+
+async function underSchemaLock<T>(admin: pg.Client, work: () => Promise<T>): Promise<T> {
+  await admin.query('select pg_advisory_lock($1)', [SCHEMA_LOCK]);
+  try {
+    return await work();
+  } finally {
+    await admin.query('select pg_advisory_unlock($1)', [SCHEMA_LOCK]);
+  }
 }
 
 export async function addTestSite(db: Db, name = 'Test site'): Promise<TestSite> {

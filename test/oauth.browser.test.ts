@@ -1,42 +1,14 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { chromium } from 'playwright-core';
 import { listConnections } from '../src/oauth/connection.service.js';
+import { launchChromium, SCREENSHOTS } from './browser.js';
 import { authorizeUrl, exchangeCode, pkcePair, REDIRECT_URI, startOAuthApp } from './oauth.helpers.js';
 
-const SCREENSHOTS = path.resolve('test-output', 'screenshots');
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-function chromiumPath(): string | undefined {
-  try {
-    return execFileSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 test('in Chromium: log in, pick one of two websites, approve one of two scopes, land on the redirect URI', async (t) => {
-  const executablePath = chromiumPath();
-  if (!executablePath) {
-    // Under CI the browser test must run: a missing Chromium is a failure there, not a skip.
-    assert.ok(!process.env.CI, 'CI is set but chromium is not installed (apt-get install -y chromium)');
-    t.skip('chromium is not installed (apt-get install -y chromium)');
-    return;
-  }
+  const browser = await launchChromium(t);
+  if (!browser) return;
   const a = await startOAuthApp(t);
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  const browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
-  t.after(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 800, height: 760 } });
   // The client's redirect URI does not exist; the browser shows a stand-in page instead.
   await page.route('https://app.example/**', (route) =>

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { readCredential, touchCredential } from '../accounts/account.repository.js';
 import { sameHash, sha256 } from '../accounts/secrets.js';
 import type { Db } from '../db/database.js';
-import { formatTimestamp } from '../db/time.js';
+import { formatTimestamp, parseTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import type { AuthMethod, Principal } from './authenticate.js';
 
@@ -40,7 +40,7 @@ export function apiKeyAuth(db: Db): AuthMethod {
         throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
       }
       const now = new Date();
-      const last = credential.last_used_at ? Date.parse(`${credential.last_used_at.replace(' ', 'T')}Z`) : 0;
+      const last = credential.last_used_at ? parseTimestamp(credential.last_used_at) : 0;
       if (now.getTime() - last > TOUCH_EVERY_MS) await touchCredential(db.kysely, credential.api_id, formatTimestamp(now));
       return { siteId: credential.site_id, scopes: LEGACY_SCOPES, method: 'api-key', subject: credential.api_id };
     },

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.js';
 import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
 import { now } from '../../db/time.js';
+import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../pages/page.repository.js';
@@ -71,15 +72,15 @@ function parsePaths(text: string): string[] {
   }
 }
 
+/** Turns a row into a record in place (rows arrive as fresh objects; lists of 999 stay cheap). */
 export function toBlogRecord(row: BlogRow): BlogRecord {
-  return {
-    ...row,
-    info_show: row.info_show === 'N' ? 'N' : 'Y',
-    info_img_json: parseMetadata(row.info_img_json),
-    info_more_images: parsePaths(row.info_more_images),
-    info_blog_comments_on: row.info_blog_comments_on === 1,
-    id: row.info_id,
-  };
+  const record = row as unknown as BlogRecord;
+  record.info_show = row.info_show === 'N' ? 'N' : 'Y';
+  record.info_img_json = parseMetadata(row.info_img_json);
+  record.info_more_images = parsePaths(row.info_more_images);
+  record.info_blog_comments_on = row.info_blog_comments_on === 1;
+  record.id = row.info_id;
+  return record;
 }
 
 function searchTextOf(b: Pick<BlogRow, 'info_title' | 'info_metatitle' | 'info_summary' | 'info_tags' | 'info_fulltext'>): string {
@@ -165,8 +166,11 @@ export async function saveBlog(
     }
     const changes = storedChanges(input);
     const migrate = Boolean(options.migrate || input.migrateMode === true || input.migrateMode === 1);
-    outcome = await deps.db.kysely.transaction().execute(async (trx) => {
-      const db: Db = { ...deps.db, kysely: trx };
+    // Joining a caller's transaction (the demo seed) is for uploads-free writes only: the files'
+    // last-step-before-COMMIT guarantee cannot hold for a COMMIT the caller makes later.
+    if (deps.db.kysely.isTransaction && uploads.length > 0) throw new Error('saveBlog with uploads must own its transaction');
+    outcome = await inTransaction(deps.db, async (db) => {
+      const trx = db.kysely;
       const known = input.info_img && input.info_img !== '' ? await repo.findImageByPath(trx, siteId, String(input.info_img)) : undefined;
       const imageRequest = {
         uploads,
@@ -238,7 +242,7 @@ async function insert(db: Db, siteId: number, changes: Stored, images: ImageRequ
 async function update(db: Db, siteId: number, id: number, changes: Stored, images: ImageRequestOf, precondition?: Precondition) {
   const currentRow = await repo.findBlog(db.kysely, siteId, id, db.dialect === 'postgres');
   if (!currentRow) throw new NotFoundError(`There is no blog ${id} on this website.`);
-  const current = toBlogRecord(currentRow);
+  const current = toBlogRecord({ ...currentRow });
   precondition?.(current);
   if (changes.page !== undefined && changes.page !== currentRow.page) await checkPage(db, siteId, Number(changes.page));
   if (changes.info_filename === '') {
@@ -286,7 +290,7 @@ export async function deleteBlog(deps: BlogDeps, siteId: number, id: number, pre
   const removed = await deps.db.kysely.transaction().execute(async (trx) => {
     const row = await repo.findBlog(trx, siteId, id, deps.db.dialect === 'postgres');
     if (!row) throw new NotFoundError(`There is no blog ${id} on this website.`);
-    const record = toBlogRecord(row);
+    const record = toBlogRecord({ ...row });
     precondition?.(record);
     const rows = await repo.listBlogImages(trx, siteId, id);
     await repo.deleteBlog(trx, siteId, id);

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { now } from '../../db/time.js';
+import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { countBlogsOnPage } from '../blogs/blog.repository.js';
 import { htmlToText } from '../shared/filters.js';
@@ -112,8 +113,7 @@ export async function savePage(
   const changes = storedChanges(input);
   const at = now();
   try {
-    return await db.kysely.transaction().execute(async (trx) => {
-      const tx: Db = { ...db, kysely: trx };
+    return await inTransaction(db, async (tx) => {
       if (input.id === undefined) return { record: await insert(tx, siteId, changes, at), created: true };
       return { record: await update(tx, siteId, input.id, changes, at, precondition), created: false };
     });
@@ -167,7 +167,7 @@ async function update(
 
 /** DELETE: only a page without sub pages and without blogs. */
 export async function deletePage(db: Db, siteId: number, id: number, precondition?: Precondition): Promise<void> {
-  await db.kysely.transaction().execute(async (trx) => {
+  await inTransaction(db, async ({ kysely: trx }) => {
     const current = await repo.findPage(trx, siteId, id, db.dialect === 'postgres');
     if (!current) throw new NotFoundError(`There is no page ${id} on this website.`);
     precondition?.(toPageRecord(current));

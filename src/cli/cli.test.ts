@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { buildApp } from '../app.js';
+import { testConfig } from '../config.js';
+import { createDatabase } from '../db/database.js';
+import { oauthCommands } from './oauth.adapter.js';
+import { OAUTH_COMMANDS } from './oauth.commands.js';
+
+const CLI = fileURLToPath(new URL('./main.js', import.meta.url));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the compiled CLI as a user would, with only the environment the test gives it. */
+function cms(env: Record<string, string>, ...args: string[]): Promise<Run> {
+  const { DATABASE_URL: _url, DEMO_PASSWORD: _password, ...inherited } = process.env;
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...inherited, LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The one JSON object a --json run printed on stdout, after checking it succeeded. */
+// biome-ignore lint/suspicious/noExplicitAny: assertions read arbitrary JSON
+function ok(run: Run): any {
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.stderr, '');
+  const lines = run.stdout.trim().split('\n');
+  assert.equal(lines.length, 1, 'one JSON object on stdout');
+  return JSON.parse(lines[0]!);
+}
+
+async function tempDataDir(t: TestContext): Promise<Record<string, string>> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'cms-cli-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return { DATA_DIR: dir };
+}
+
+test('cms manages websites, users and API keys; a created key works until it is revoked', async (t) => {
+  const env = await tempDataDir(t);
+  const { applied } = ok(await cms(env, 'migrate', '--json'));
+  assert.equal(applied[0], '0001_core', 'a fresh database gets every migration, in order');
+  assert.deepEqual(ok(await cms(env, 'migrate', '--json')), { applied: [] });
+
+  const site = ok(await cms(env, 'site', 'create', '--name', '  Bakery ', '--json'));
+  assert.deepEqual(site, { id: 1, name: 'Bakery' });
+  const plain = await cms(env, 'site', 'create', '--name', 'Florist');
+  assert.equal(plain.stdout, '2\n', 'without --json only the id, for scripts');
+  const { sites } = ok(await cms(env, 'site', 'list', '--json'));
+  assert.deepEqual(
+    sites.map((s: { id: number; name: string }) => [s.id, s.name]),
+    [
+      [1, 'Bakery'],
+      [2, 'Florist'],
+    ],
+  );
+  assert.match(sites[0].createdAt, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+
+  const user = ok(
+    await cms(env, 'user', 'create', '--email', 'Owner@Bakery.example', '--password', 'long enough', '--site', '1', '--json'),
+  );
+  assert.deepEqual(user, { id: 1, email: 'owner@bakery.example', siteId: 1, role: 'owner' });
+
+  const key = ok(await cms(env, 'apikey', 'create', '--site', '1', '--label', 'shop sync', '--json'));
+  assert.match(key.apiId, /^ak_/);
+  assert.match(key.apiKey, /^sk_/);
+  assert.equal(key.label, 'shop sync');
+  const listed = ok(await cms(env, 'apikey', 'list', '--site', '1', '--json'));
+  assert.deepEqual(Object.keys(listed.credentials[0]).sort(), ['apiId', 'createdAt', 'label', 'lastUsedAt', 'revokedAt']);
+  assert.equal(listed.credentials[0].revokedAt, null);
+  assert.ok(!JSON.stringify(listed).includes(key.apiKey), 'a list never shows the key');
+  assert.deepEqual(ok(await cms(env, 'apikey', 'list', '--site', '2', '--json')), { credentials: [] });
+
+  // The same database the CLI wrote, seen by the app the server runs.
+  const db = createDatabase(`sqlite:${path.join(env.DATA_DIR!, 'cms.sqlite')}`);
+  t.after(() => db.close());
+  const app = await buildApp({ config: testConfig(), db });
+  t.after(() => app.close());
+  const headers = { authorization: `Basic ${Buffer.from(`${key.apiId}:${key.apiKey}`).toString('base64')}` };
+  assert.equal((await app.inject({ url: '/api/page', headers })).statusCode, 200);
+
+  assert.deepEqual(ok(await cms(env, 'apikey', 'revoke', key.apiId, '--json')), { apiId: key.apiId, revoked: true });
+  assert.equal((await app.inject({ url: '/api/page', headers })).statusCode, 401);
+  const after = ok(await cms(env, 'apikey', 'list', '--site', '1', '--json'));
+  assert.match(after.credentials[0].revokedAt, /^\d{4}-/);
+  assert.equal(ok(await cms(env, 'apikey', 'revoke', key.apiId, '--json')).revoked, true, 'revoking twice is harmless');
+});
+
+test('mistakes exit 2 (usage) or 1 (failure) with one JSON error on stderr and nothing on stdout', async (t) => {
+  const env = await tempDataDir(t);
+  ok(await cms(env, 'site', 'create', '--name', 'Only', '--json'));
+  ok(await cms(env, 'user', 'create', '--email', 'taken@example.com', '--password', 'long enough', '--site', '1', '--json'));
+  const cases: Array<[string[], number, RegExp]> = [
+    [['frobnicate'], 2, /unknown command "frobnicate"/],
+    [['site'], 2, /cms site create\|list/],
+    [['site', 'create'], 2, /--name is required/],
+    [['site', 'create', '--name'], 2, /'--name' argument/],
+    [['site', 'list', '--colour', 'red'], 2, /Unknown option '--colour'/],
+    [['apikey', 'list', '--site', 'one'], 2, /--site must be a website id/],
+    [['apikey', 'list'], 2, /--site is required/],
+    [['apikey', 'revoke'], 2, /usage: cms apikey revoke API_ID/],
+    [['apikey', 'revoke', 'a', 'b'], 2, /unexpected "b"/],
+    [['user', 'create', '--email', 'x@example.com', '--password', 'long enough', '--site', '1', '--role', 'god'], 2, /--role/],
+    [['apikey', 'list', '--site', '42'], 1, /no website 42/],
+    [['apikey', 'create', '--site', '42'], 1, /no website 42/],
+    [['apikey', 'revoke', 'ak_unknown'], 1, /no API credential ak_unknown/],
+    [['user', 'create', '--email', 'not-an-address', '--password', 'long enough', '--site', '1'], 1, /not an e-mail address/],
+    [['user', 'create', '--email', 'x@example.com', '--password', 'short', '--site', '1'], 1, /at least 8 characters/],
+    [['user', 'create', '--email', 'taken@example.com', '--password', 'long enough', '--site', '1'], 1, /exists already/],
+  ];
+  // Independent and read-only after the set-up: run side by side to keep the suite quick.
+  const runs = await Promise.all(cases.map(([args]) => cms(env, ...args, '--json')));
+  for (const [index, [args, code, message]] of cases.entries()) {
+    const run = runs[index]!;
+    assert.equal(run.code, code, `${args.join(' ')}: ${run.stderr}`);
+    assert.equal(run.stdout, '', args.join(' '));
+    const error = JSON.parse(run.stderr);
+    assert.deepEqual(Object.keys(error), ['error']);
+    assert.match(error.error, message, args.join(' '));
+  }
+
+  const human = await cms(env, 'site', 'create');
+  assert.equal(human.code, 2);
+  assert.equal(human.stderr, "cms: --name is required\nRun 'cms help' for usage.\n");
+
+  const badConfig = await cms({ ...env, DATABASE_URL: 'mysql://db/cms' }, 'site', 'list', '--json');
+  assert.equal(badConfig.code, 1);
+  assert.match(JSON.parse(badConfig.stderr).error, /^configuration error: DATABASE_URL must be/);
+});
+
+test('cms help lists every command with its usage; no command means help', async () => {
+  const { commands } = ok(await cms({}, 'help', '--json'));
+  const names = commands.map((c: { name: string }) => c.name);
+  for (const name of [
+    'serve',
+    'migrate',
+    'site create',
+    'site list',
+    'user create',
+    'apikey create',
+    'apikey list',
+    'apikey revoke',
+    'help',
+  ]) {
+    assert.ok(names.includes(name), name);
+  }
+  assert.equal(
+    commands.find((c: { name: string }) => c.name === 'apikey create').usage,
+    'cms apikey create --site ID [--label LABEL] [--json]',
+  );
+  const bare = await cms({});
+  assert.equal(bare.code, 0);
+  assert.match(bare.stdout, /Usage: cms <command>/);
+  const one = await cms({}, 'apikey', 'revoke', '--help');
+  assert.equal(one.stdout, 'Usage: cms apikey revoke API_ID [--json]\nRevoke an API credential; requests with it fail at once\n');
+});
+
+test('the OAuth commands run through cms like the others, with --json as one line', async (t) => {
+  assert.deepEqual(
+    oauthCommands.map((c) => c.name).sort(),
+    Object.keys(OAUTH_COMMANDS).sort(),
+    'every OAuth command has a row in the table, and no row lacks its command',
+  );
+  const env = await tempDataDir(t);
+  ok(await cms(env, 'site', 'create', '--name', 'Shop', '--json'));
+  // oidc-provider warns on stderr when it loads under Node 20; these commands load it.
+  const quiet = (run: Run) => ({ ...run, stderr: run.stderr.replace(/^oidc-provider WARNING: Unsupported runtime\..*\n/gm, '') });
+  const created = ok(quiet(await cms(env, 'client', 'create', '--name', 'App', '--redirect-uri', 'https://app.example/cb', '--json')));
+  assert.deepEqual(created.redirect_uris, ['https://app.example/cb']);
+  const listed = ok(quiet(await cms(env, 'client', 'list', '--json')));
+  assert.ok(listed.some((c: { client_id: string }) => c.client_id === created.client_id));
+  assert.deepEqual(ok(quiet(await cms(env, 'connection', 'list', '--site', '1', '--json'))), []);
+  const missing = quiet(await cms(env, 'connection', 'revoke', 'nope', '--json'));
+  assert.equal(missing.code, 1);
+  assert.deepEqual(JSON.parse(missing.stderr), { error: 'There is no OAuth connection nope.' });
+  const help = await cms({}, 'client', 'create', '--help');
+  assert.match(help.stdout, /^Usage: cms client create --name NAME --redirect-uri URI/);
+  const { commands } = ok(await cms({}, 'help', '--json'));
+  assert.ok(commands.some((c: { name: string }) => c.name === 'connection revoke'));
+});

@@ -1,0 +1,69 @@
+import type { ParseArgsConfig } from 'node:util';
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+
+/** A mistake in how the command was called: exit code 2, as usual for command-line tools. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export type OptionValues = Record<string, string | boolean | undefined>;
+
+export interface CommandContext {
+  readonly json: boolean;
+  readonly values: OptionValues;
+  readonly positionals: readonly string[];
+  /** The arguments after the command's words, unparsed (for commands that parse their own). */
+  readonly argv: readonly string[];
+  /** The configuration from the environment, the same as the server's (DATABASE_URL, DATA_DIR…). */
+  config(): Config;
+  /**
+   * The configured database, opened once and closed after the command. Migrated first unless
+   * asked not to, as the server does at start, so a command works on a fresh DATA_DIR.
+   */
+  db(options?: { migrate?: boolean }): Promise<Db>;
+}
+
+/**
+ * What a command prints: `json` with --json (one object on stdout), `text` otherwise; or
+ * `output` that the command already rendered in the form asked for.
+ */
+export type CommandResult = { readonly json: object; readonly text: string } | { readonly output: string };
+
+/**
+ * One row of the command table. Other modules (src/cli/oauth.commands.ts) export arrays of these
+ * and the table in commands.ts lists them.
+ */
+export interface Command {
+  /** The words after `cms`, e.g. `apikey create`. */
+  readonly name: string;
+  readonly summary: string;
+  /** Options (besides --json and --help), in node:util parseArgs form. */
+  readonly options?: NonNullable<ParseArgsConfig['options']>;
+  /** The command parses ctx.argv itself: main checks only --help (the OAuth commands do this). */
+  readonly parsesOwnArguments?: boolean;
+  /** Names of required positional arguments, in order, e.g. ['API_ID']. */
+  readonly positionals?: readonly string[];
+  /** The arguments as shown in help, e.g. `--site ID [--label L]`. */
+  readonly usage?: string;
+  /** Resolves with what to print; `undefined` means the command keeps running (serve). */
+  run(ctx: CommandContext): Promise<CommandResult | undefined>;
+}
+
+export function requiredOption(ctx: CommandContext, name: string): string {
+  const value = ctx.values[name];
+  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+export function optionalOption(ctx: CommandContext, name: string): string | undefined {
+  const value = ctx.values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** A website id from --site: a positive whole number, or a usage error (not a database lookup). */
+export function siteIdOption(ctx: CommandContext): number {
+  const raw = requiredOption(ctx, 'site');
+  if (!/^[1-9]\d{0,14}$/.test(raw)) throw new UsageError(`--site must be a website id (a positive whole number), got "${raw}"`);
+  return Number(raw);
+}

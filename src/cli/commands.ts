@@ -1,0 +1,144 @@
+import { findSite, listCredentials, listSites } from '../accounts/account.repository.js';
+import { createCredential, createSite, createUser, revokeCredential } from '../accounts/account.service.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { NotFoundError } from '../errors.js';
+import { type Command, optionalOption, requiredOption, siteIdOption, UsageError } from './command.js';
+import { oauthCommands } from './oauth.adapter.js';
+import { table } from './output.js';
+
+const serve: Command = {
+  name: 'serve',
+  summary: 'Start the HTTP service (the same as npm start, without the build)',
+  async run(ctx) {
+    // Loaded here: the HTTP stack takes most of the start-up time the other commands don't need.
+    const { runServer } = await import('../server.js');
+    await runServer(process.env, { json: ctx.json });
+    return undefined;
+  },
+};
+
+const migrate: Command = {
+  name: 'migrate',
+  summary: 'Apply pending database migrations',
+  async run(ctx) {
+    const applied = await migrateToLatest(await ctx.db({ migrate: false }));
+    return { json: { applied }, text: applied.length ? `Applied: ${applied.join(', ')}` : 'The database is up to date.' };
+  },
+};
+
+const siteCreate: Command = {
+  name: 'site create',
+  summary: 'Create a website; prints its id',
+  usage: '--name NAME',
+  options: { name: { type: 'string' } },
+  async run(ctx) {
+    const site = await createSite((await ctx.db()).kysely, requiredOption(ctx, 'name'));
+    // Only the id, so a script can say SITE=$(cms site create --name …).
+    return { json: site, text: String(site.id) };
+  },
+};
+
+const siteList: Command = {
+  name: 'site list',
+  summary: 'List the websites',
+  async run(ctx) {
+    const sites = (await listSites((await ctx.db()).kysely)).map((s) => ({ id: s.id, name: s.name, createdAt: s.created_at }));
+    return {
+      json: { sites },
+      text: table(
+        ['ID', 'NAME', 'CREATED (UTC)'],
+        sites.map((s) => [String(s.id), s.name, s.createdAt]),
+      ),
+    };
+  },
+};
+
+const userCreate: Command = {
+  name: 'user create',
+  summary: 'Create a user who can log in and act for a website',
+  usage: '--email EMAIL --password PASSWORD --site ID [--role owner|admin]',
+  options: { email: { type: 'string' }, password: { type: 'string' }, site: { type: 'string' }, role: { type: 'string' } },
+  async run(ctx) {
+    const role = optionalOption(ctx, 'role') ?? 'owner';
+    if (role !== 'owner' && role !== 'admin') throw new UsageError(`--role must be owner or admin, got "${role}"`);
+    const siteId = siteIdOption(ctx);
+    const email = requiredOption(ctx, 'email');
+    const password = requiredOption(ctx, 'password');
+    const user = await createUser((await ctx.db()).kysely, { email, password, siteId, role });
+    return { json: { ...user, siteId, role }, text: `Created user ${user.id} (${user.email}), ${role} of website ${siteId}.` };
+  },
+};
+
+const apikeyCreate: Command = {
+  name: 'apikey create',
+  summary: 'Create an API ID and key for a website (the key is shown only here)',
+  usage: '--site ID [--label LABEL]',
+  options: { site: { type: 'string' }, label: { type: 'string' } },
+  async run(ctx) {
+    const credential = await createCredential((await ctx.db()).kysely, siteIdOption(ctx), optionalOption(ctx, 'label') ?? '');
+    return {
+      json: credential,
+      text: [
+        `API ID:  ${credential.apiId}`,
+        `API key: ${credential.apiKey}`,
+        'The key is shown only now (only its hash is stored): keep it somewhere safe.',
+      ].join('\n'),
+    };
+  },
+};
+
+const apikeyList: Command = {
+  name: 'apikey list',
+  summary: "List a website's API credentials (never their keys)",
+  usage: '--site ID',
+  options: { site: { type: 'string' } },
+  async run(ctx) {
+    const siteId = siteIdOption(ctx);
+    const db = (await ctx.db()).kysely;
+    // An empty list for a mistyped id would read as "no keys"; say the website isn't there.
+    if (!(await findSite(db, siteId))) throw new NotFoundError(`There is no website ${siteId}.`);
+    const rows = await listCredentials(db, siteId);
+    const credentials = rows.map((c) => ({
+      apiId: c.api_id,
+      label: c.label,
+      createdAt: c.created_at,
+      lastUsedAt: c.last_used_at,
+      revokedAt: c.revoked_at,
+    }));
+    return {
+      json: { credentials },
+      text: table(
+        ['API ID', 'LABEL', 'CREATED (UTC)', 'LAST USED', 'STATE'],
+        credentials.map((c) => [c.apiId, c.label, c.createdAt, c.lastUsedAt ?? '-', c.revokedAt ? `revoked ${c.revokedAt}` : 'active']),
+      ),
+    };
+  },
+};
+
+const apikeyRevoke: Command = {
+  name: 'apikey revoke',
+  summary: 'Revoke an API credential; requests with it fail at once',
+  usage: 'API_ID',
+  positionals: ['API_ID'],
+  async run(ctx) {
+    const apiId = ctx.positionals[0]!;
+    await revokeCredential((await ctx.db()).kysely, apiId);
+    return { json: { apiId, revoked: true }, text: `Revoked ${apiId}.` };
+  },
+};
+
+/**
+ * Every command, in the order `cms help` lists them. The OAuth commands (`client …`,
+ * `connection …`) live in ./oauth.commands.ts, made rows of this table by ./oauth.adapter.ts.
+ */
+export const COMMANDS: readonly Command[] = [
+  serve,
+  migrate,
+  siteCreate,
+  siteList,
+  userCreate,
+  apikeyCreate,
+  apikeyList,
+  apikeyRevoke,
+  ...oauthCommands,
+];

@@ -1,0 +1,45 @@
+import { ConfigError } from '../config.js';
+import { AppError } from '../errors.js';
+import { type CommandResult, UsageError } from './command.js';
+
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+export function printResult(result: CommandResult, json: boolean): void {
+  if ('output' in result) {
+    // Re-serialized so --json output is one line, however the command formatted it.
+    process.stdout.write(json ? `${JSON.stringify(JSON.parse(result.output))}\n` : `${result.output}\n`);
+    return;
+  }
+  process.stdout.write(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
+}
+
+/** Prints the error on stderr (as {"error": …} with --json) and returns the exit code. */
+export function printError(error: unknown, json: boolean): number {
+  const usage = error instanceof UsageError;
+  const message = describe(error);
+  if (json) process.stderr.write(`${JSON.stringify({ error: message })}\n`);
+  else process.stderr.write(`cms: ${message}\n${usage ? "Run 'cms help' for usage.\n" : ''}`);
+  return usage ? EXIT_USAGE : EXIT_FAILURE;
+}
+
+function describe(error: unknown): string {
+  // These messages are written for the person at the terminal; a stack trace would only hide them.
+  if (error instanceof UsageError || error instanceof AppError) return error.message;
+  if (error instanceof ConfigError) return `configuration error: ${error.message}`;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (typeof code === 'string') return (error as Error).message || code;
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}
+
+/** Rows as aligned columns under a header, for the human-readable lists. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  if (rows.length === 0) return '(none)';
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}

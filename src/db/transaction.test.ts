@@ -1,0 +1,23 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { addTestSite, createTestDatabase } from '../../test/helpers.js';
+import { listPages, savePage } from '../content/pages/page.service.js';
+import { inTransaction } from './transaction.js';
+
+test('service writes inside inTransaction join it: a failure later undoes them all', async (t) => {
+  const db = await createTestDatabase(t);
+  const { siteId } = await addTestSite(db);
+  await assert.rejects(
+    inTransaction(db, async (tx) => {
+      const parent = await savePage(tx, siteId, { page_usertitle: 'Parent' });
+      await savePage(tx, siteId, { page_usertitle: 'Child', page_parent: parent.record.page });
+      throw new Error('stop');
+    }),
+    /stop/,
+  );
+  assert.equal((await listPages(db, siteId, { offset: 0, pageSize: 10 })).total, 0);
+
+  const saved = await inTransaction(db, (tx) => savePage(tx, siteId, { page_usertitle: 'Kept' }));
+  assert.equal(saved.record.page_usertitle, 'Kept');
+  assert.equal((await listPages(db, siteId, { offset: 0, pageSize: 10 })).total, 1);
+});

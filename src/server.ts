@@ -1,0 +1,123 @@
+import { existsSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import { type Config, ConfigError, loadConfig } from './config.js';
+import type { Db } from './db/database.js';
+import { type DemoCredentials, demoBanner, demoCredentialsFile } from './demo/credentials.js';
+import { isEntryPoint } from './entry-point.js';
+
+export interface StartOptions {
+  /** Owner password of a newly seeded demo website (DEMO_PASSWORD); random when absent. */
+  readonly demoPassword?: string | undefined;
+}
+
+export interface RunningServer {
+  readonly app: FastifyInstance;
+  readonly db: Db;
+  /** Where it listens, e.g. http://127.0.0.1:8080 (the real port when PORT=0). */
+  readonly address: string;
+  /** Set when this start created the demo website: the one time its secrets can be shown. */
+  readonly demoCreated: DemoCredentials | undefined;
+  /** Stops accepting, lets in-flight requests finish, then closes the database. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** config → database → migrations → demo data → app → listen. Used by `npm start`, `cms serve` and tests. */
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  // Loaded only now, after the configuration was read: importing oidc-provider prints a runtime
+  // warning on Node 20, which would otherwise come before (and muddle) a one-line config error.
+  const [{ buildApp }, { createDatabase }, { migrateToLatest }, { seedDemo }] = await Promise.all([
+    import('./app.js'),
+    import('./db/database.js'),
+    import('./db/migrate.js'),
+    import('./demo/seed.js'),
+  ]);
+  const db = createDatabase(config.databaseUrl);
+  let app: FastifyInstance | undefined;
+  try {
+    await migrateToLatest(db);
+    const demoCreated = config.demo ? await seedDemo(db, config, { password: options.demoPassword }) : undefined;
+    app = await buildApp({ config, db });
+    const address = await app.listen({ host: config.host, port: config.port });
+    let closing: Promise<void> | undefined;
+    const running = app;
+    return {
+      app,
+      db,
+      address,
+      demoCreated,
+      close: () => {
+        closing ??= running.close().finally(() => db.close());
+        return closing;
+      },
+    };
+  } catch (error) {
+    await app?.close();
+    await db.close();
+    throw error;
+  }
+}
+
+/** How long in-flight requests get after SIGTERM; below the usual 30 s an orchestrator waits before SIGKILL. */
+const SHUTDOWN_GRACE_MS = 20_000;
+
+/**
+ * The process around startServer: reads the environment, prints the demo credentials once, and
+ * shuts down cleanly on SIGTERM/SIGINT (a second signal, or a stuck shutdown, exits at once).
+ */
+export async function runServer(env: NodeJS.ProcessEnv = process.env, { json = false } = {}): Promise<RunningServer> {
+  const config = loadConfig(env);
+  const server = await startServer(config, { demoPassword: env.DEMO_PASSWORD || undefined });
+  announceDemo(config, server.demoCreated, json);
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    server.app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    setTimeout(() => {
+      server.app.log.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS).unref();
+    server.close().then(
+      () => process.exit(0),
+      (err) => {
+        server.app.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  return server;
+}
+
+/** Synchronous, so the print comes before the first request is served (scripts wait for it). */
+function announceDemo(config: Config, created: DemoCredentials | undefined, json: boolean): void {
+  const file = demoCredentialsFile(config);
+  if (created) {
+    process.stdout.write(json ? `${JSON.stringify({ demo: created, credentialsFile: file })}\n` : demoBanner(created, file));
+  } else if (config.demo && existsSync(file)) {
+    process.stdout.write(
+      json
+        ? `${JSON.stringify({ demo: 'exists', credentialsFile: file })}\n`
+        : `Demo website exists already; its credentials are in ${file}\n`,
+    );
+  }
+}
+
+/** A start-up failure as one line: configuration mistakes need no stack trace. */
+export function startupFailure(error: unknown): string {
+  if (error instanceof ConfigError) return `Configuration error: ${error.message}`;
+  const code = (error as NodeJS.ErrnoException).code;
+  // Errors with a code (port taken, database unreachable or refusing the login, unreadable
+  // SQLite file) are about the environment, not the code: their message says it all.
+  if (typeof code === 'string') return `Cannot start: ${(error as Error).message || code}`;
+  return `Cannot start: ${(error as Error)?.stack ?? String(error)}`;
+}
+
+if (isEntryPoint(import.meta.url)) {
+  runServer().catch((error: unknown) => {
+    process.stderr.write(`${startupFailure(error)}\n`);
+    process.exit(1);
+  });
+}

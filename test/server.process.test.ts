@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { DemoCredentials } from '../src/demo/credentials.js';
+
+/** What `npm start` runs after the build. */
+const SERVER = fileURLToPath(new URL('../src/server.js', import.meta.url));
+
+async function freePort(): Promise<number> {
+  const probe = createServer().listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as { port: number };
+  probe.close();
+  return port;
+}
+
+interface Started {
+  child: ChildProcess;
+  base: string;
+  output(): string;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+async function start(t: TestContext, env: Record<string, string>): Promise<Started> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const { DATABASE_URL: _url, DEMO_PASSWORD: _password, DEMO_DATA: _demo, ...inherited } = process.env;
+  const child = spawn(process.execPath, [SERVER], {
+    env: { ...inherited, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: base, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  t.after(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  // oidc-provider warns on every start under Node 20 (it supports 22 and later): a known line,
+  // not something this test checks.
+  const known = /^oidc-provider WARNING: Unsupported runtime\..*\n/m;
+  return { child, base, output: () => output.replace(known, ''), exit };
+}
+
+/** Resolves once /healthz answers; fails early if the process exits first. */
+async function listening(server: Started): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  let exited = false;
+  void server.exit.then(() => (exited = true));
+  while (Date.now() < deadline && !exited) {
+    try {
+      if ((await fetch(`${server.base}/healthz`)).ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.fail(`the server did not start:\n${server.output()}`);
+}
+
+function basic(credentials: DemoCredentials): string {
+  return `Basic ${Buffer.from(`${credentials.apiId}:${credentials.apiKey}`).toString('base64')}`;
+}
+
+test('npm start: demo data on first start, pages over HTTP, clean SIGTERM, nothing new on restart', async (t) => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'cms-server-'));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+
+  const first = await start(t, { DATA_DIR: dataDir });
+  await listening(first);
+  const file = path.join(dataDir, 'demo-credentials.json');
+  const credentials = JSON.parse(await readFile(file, 'utf8')) as DemoCredentials;
+  // The one-time print carries everything needed to log in and call the API.
+  for (const shown of [credentials.owner.email, credentials.owner.password, credentials.apiId, credentials.apiKey, file]) {
+    assert.ok(first.output().includes(shown), `printed: ${shown}`);
+  }
+  assert.ok(first.output().includes(`curl -u ${credentials.apiId}:${credentials.apiKey} ${first.base}/api/page`));
+
+  const response = await fetch(`${first.base}/api/page?pageSize=50`, { headers: { authorization: basic(credentials) } });
+  assert.equal(response.status, 200);
+  const body = (await response.json()) as { data: Array<{ page_usertitle: string; page_parent: number }>; meta: { total: number } };
+  assert.equal(body.meta.total, 7);
+  assert.deepEqual(
+    body.data.filter((p) => p.page_parent === 0).map((p) => p.page_usertitle),
+    ['Home', 'About us', 'Members', 'Blog'],
+  );
+
+  const blogs = await fetch(`${first.base}/api/blog`, { headers: { authorization: basic(credentials) } });
+  assert.equal(blogs.status, 200);
+  assert.ok(((await blogs.json()) as { meta: { total: number } }).meta.total >= 3, 'the demo has articles');
+
+  // A request the server has started on is answered before it exits.
+  const inFlight = fetch(`${first.base}/api/page`, { headers: { authorization: basic(credentials), 'x-request-id': 'in-flight' } });
+  const seen = Date.now() + 10_000;
+  while (!first.output().includes('"reqId":"in-flight"') && Date.now() < seen) await new Promise((resolve) => setTimeout(resolve, 5));
+  first.child.kill('SIGTERM');
+  assert.equal((await inFlight).status, 200);
+  assert.deepEqual(await first.exit, { code: 0, signal: null });
+  assert.match(first.output(), /shutting down/);
+
+  const second = await start(t, { DATA_DIR: dataDir });
+  await listening(second);
+  assert.match(
+    second.output(),
+    new RegExp(`Demo website exists already; its credentials are in ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+  );
+  assert.ok(!second.output().includes(credentials.apiKey), 'secrets are printed only on the first start');
+  assert.deepEqual(JSON.parse(await readFile(file, 'utf8')), credentials);
+  const again = await fetch(`${second.base}/api/page`, { headers: { authorization: basic(credentials) } });
+  assert.equal(((await again.json()) as { meta: { total: number } }).meta.total, 7, 'no second set of demo pages');
+  second.child.kill('SIGINT');
+  assert.deepEqual(await second.exit, { code: 0, signal: null });
+});
+
+test('a configuration mistake stops the start with one clear line and exit code 1', async (t) => {
+  const server = await start(t, { DATA_DIR: tmpdir(), LOG_LEVEL: 'loud' });
+  assert.deepEqual(await server.exit, { code: 1, signal: null });
+  assert.equal(server.output(), 'Configuration error: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent\n');
+});
+
+test('DEMO_DATA=false starts on an empty database without creating anything', async (t) => {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'cms-server-'));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const server = await start(t, { DATA_DIR: dataDir, DEMO_DATA: 'false', LOG_LEVEL: 'warn' });
+  await listening(server);
+  assert.equal((await fetch(`${server.base}/readyz`)).status, 200);
+  server.child.kill('SIGTERM');
+  assert.deepEqual(await server.exit, { code: 0, signal: null });
+  assert.equal(server.output(), '');
+  await assert.rejects(readFile(path.join(dataDir, 'demo-credentials.json')), { code: 'ENOENT' });
+});

@@ -10,11 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Request as CannonRequest } from 'autocannon';
-import SQLite from 'better-sqlite3';
-import sharp from 'sharp';
-import { BLOG_FIELDS, type BlogField } from '../src/content/blogs/blog.fields.js';
-import { htmlToText } from '../src/content/shared/filters.js';
-import { formatTimestamp } from '../src/db/time.js';
+import { noisyJpeg, seedBlogs } from './blog-data.js';
 import {
   appEnv,
   benchDir,
@@ -27,7 +23,7 @@ import {
   startServer,
   timing,
 } from './harness.js';
-import { prng, seedDatabase } from './seed.js';
+import { seedDatabase } from './seed.js';
 
 // autocannon.d.ts (bench/, the page bench's) lists what that bench uses; uploads also send a body.
 declare module 'autocannon' {
@@ -51,81 +47,6 @@ const UPLOAD_CONNECTIONS = 4;
 const BLOGS = Number(args.blogs);
 
 limitRun('blogs bench', 6 * (DURATION + WARM_UP) * 2 + 300);
-
-const WORDS = 'bread starter flour oven crust crumb recipe season market coffee butter honey garden autumn winter village bakery morning'
-  .split(' ')
-  .concat('team kitchen festival opening hours delivery order fresh local organic rye wheat spelt seeds'.split(' '));
-
-/** Blogs with long HTML bodies (4–14 KB), straight through better-sqlite3 in one transaction. */
-function seedBlogs(file: string, siteId: number, pageId: number, count: number): { averageHtmlBytes: number } {
-  const sqlite = new SQLite(file);
-  const random = prng(3);
-  const pick = () => WORDS[Math.floor(random() * WORDS.length)]!;
-  const words = (n: number) => Array.from({ length: n }, pick).join(' ');
-  const paragraph = () =>
-    `<p class="lead">${words(12)} <strong>${words(2)}</strong> ${words(25)} <a href="/blog/${pick()}" title="${words(2)}">${words(3)}</a>.</p>`;
-  const fields = (Object.keys(BLOG_FIELDS) as BlogField[]).filter((f) => f !== 'info_id');
-  const insert = sqlite.prepare(
-    `insert into blogs (site_id, search_text, ${fields.join(', ')}) values (@site_id, @search_text, ${fields.map((f) => `@${f}`).join(', ')})`,
-  );
-  let htmlBytes = 0;
-  sqlite.transaction(() => {
-    for (let i = 0; i < count; i++) {
-      const title = `${words(4)} ${i + 1}`;
-      const parts = [`<h2>${words(5)}</h2>`];
-      const target = 4000 + random() * 10000;
-      let length = 0;
-      while (length < target) {
-        const p = paragraph();
-        parts.push(p);
-        length += p.length;
-      }
-      const html = parts.join('\n');
-      htmlBytes += html.length;
-      const date = formatTimestamp(new Date(Date.parse('2020-01-01T00:00:00Z') + i * 3_600_000));
-      const row: Record<string, string | number> = {
-        ...Object.fromEntries(fields.map((f) => [f, BLOG_FIELDS[f].kind === 'text' || BLOG_FIELDS[f].kind === 'timestamp' ? '' : 0])),
-        page: pageId,
-        info_title: title,
-        info_fulltext: html,
-        info_summary: words(30),
-        info_metatitle: `${title} | Bakery`,
-        info_filename: `post-${i + 1}`,
-        info_tags: `${pick()}, ${pick()}, ${pick()}`,
-        info_show: random() < 0.9 ? 'Y' : 'N',
-        info_date: date.slice(0, 10),
-        info_timestamp: date,
-        info_order: 0,
-        info_img: `/images/${(i + 1).toString(16).padStart(32, '0')}.jpg`,
-        info_img_json: JSON.stringify({ width: 1200, height: 800, bytes: 180_000 + i, type: 'image/jpeg' }),
-        info_more_images: JSON.stringify([`/images/${(i + 1).toString(16).padStart(31, '0')}a.jpg`]),
-        info_blog_comments_on: random() < 0.5 ? 1 : 0,
-        cid: siteId,
-        site_id: siteId,
-      };
-      row.search_text = [row.info_title, row.info_metatitle, row.info_summary, row.info_tags, htmlToText(html)].join('\n');
-      insert.run(row);
-    }
-  })();
-  sqlite.pragma('wal_checkpoint(TRUNCATE)');
-  sqlite.close();
-  return { averageHtmlBytes: Math.round(htmlBytes / count) };
-}
-
-/** A JPEG of about `bytes`: noise compresses badly, so its size follows its area. */
-async function noisyJpeg(bytes: number, seed: number): Promise<Buffer> {
-  const random = prng(seed);
-  let side = Math.ceil(Math.sqrt(bytes / 1.5));
-  for (;;) {
-    const pixels = Buffer.alloc(side * side * 3);
-    for (let i = 0; i < pixels.length; i++) pixels[i] = Math.floor(random() * 256);
-    const jpeg = await sharp(pixels, { raw: { width: side, height: side, channels: 3 } })
-      .jpeg({ quality: 80 })
-      .toBuffer();
-    if (jpeg.length >= bytes * 0.9) return jpeg;
-    side = Math.ceil(side * Math.sqrt(bytes / jpeg.length));
-  }
-}
 
 const BOUNDARY = '----blogbench7d1c';
 

@@ -123,6 +123,14 @@ export async function load(server: Server, options: LoadOptions): Promise<Loaded
   };
 }
 
+/** parseArgs options of the benches that load the page database: timing, profiling, size. */
+export const PAGE_BENCH_OPTIONS = {
+  quick: { type: 'boolean', default: false },
+  profile: { type: 'boolean', default: false },
+  duration: { type: 'string' },
+  pages: { type: 'string', default: '20000' },
+} as const;
+
 export interface Timing {
   warmUp: number;
   seconds: number;

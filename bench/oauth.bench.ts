@@ -17,6 +17,7 @@ import {
   load,
   loadAverage,
   machine,
+  PAGE_BENCH_OPTIONS,
   printTable,
   rssMB,
   startServer,
@@ -29,10 +30,7 @@ import { seedDatabase } from './seed.js';
 
 const { values: args } = parseArgs({
   options: {
-    quick: { type: 'boolean', default: false },
-    profile: { type: 'boolean', default: false },
-    duration: { type: 'string' },
-    pages: { type: 'string', default: '20000' },
+    ...PAGE_BENCH_OPTIONS,
     /** Refresh chains, one worker and one connection each. */
     chains: { type: 'string', default: '16' },
     connections: { type: 'string', default: '32' },

@@ -15,6 +15,7 @@ import {
   type Measured,
   machine,
   measure,
+  PAGE_BENCH_OPTIONS,
   printTable,
   type Server,
   sameAnswers,
@@ -26,10 +27,7 @@ import { seedDatabase } from './seed.js';
 
 const { values: args } = parseArgs({
   options: {
-    quick: { type: 'boolean', default: false },
-    profile: { type: 'boolean', default: false },
-    duration: { type: 'string' },
-    pages: { type: 'string', default: '20000' },
+    ...PAGE_BENCH_OPTIONS,
     // Extra node flags for the app child only, e.g. --app-flags=--max-semi-space-size=4
     'app-flags': { type: 'string', default: '' },
     // Comma-separated scenario keys to run (getById,list200,list999); all when absent.

@@ -9,11 +9,7 @@ import { loadConfig } from '../src/config.js';
 import { createDatabase } from '../src/db/database.js';
 
 const config = loadConfig(process.env);
-const db = createDatabase(config.databaseUrl);
-// Measurement only (oauth.bench --synchronous=NORMAL): what the service's synchronous=FULL costs.
-// The service itself has no such switch.
-const synchronous = process.env.BENCH_SQLITE_SYNCHRONOUS;
-if (synchronous && db.sqlite) db.sqlite.pragma(`synchronous = ${synchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`);
+const db = createDatabase(config.databaseUrl, { synchronous: config.sqliteSynchronous });
 const app = await buildApp({ config, db });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const address = app.server.address();

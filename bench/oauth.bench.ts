@@ -34,7 +34,7 @@ const { values: args } = parseArgs({
     /** Refresh chains, one worker and one connection each. */
     chains: { type: 'string', default: '16' },
     connections: { type: 'string', default: '32' },
-    /** Measurement only: run the app's SQLite with synchronous=NORMAL to see what FULL costs. */
+    /** Run the app with SQLITE_SYNCHRONOUS=normal to see what the default (full) costs. */
     synchronous: { type: 'string' },
   },
 });
@@ -67,8 +67,8 @@ async function main() {
   const file = path.join(dataDir, 'cms.sqlite');
   const seeded = await seedDatabase(file, PAGES);
   const setup = await addOwnerAndClient(file, seeded.siteId);
-  const env = { ...appEnv(dataDir, RESOURCE), ...(SYNC ? { BENCH_SQLITE_SYNCHRONOUS: SYNC } : {}) };
-  const sync = SYNC ? `synchronous=${SYNC} (measurement only)` : 'synchronous=FULL';
+  const env = { ...appEnv(dataDir, RESOURCE), ...(SYNC ? { SQLITE_SYNCHRONOUS: 'normal' } : {}) };
+  const sync = SYNC ? 'SQLITE_SYNCHRONOUS=normal' : 'SQLITE_SYNCHRONOUS=full (default)';
   console.log(
     `seeded ${PAGES} pages; load average ${host.loadAverageAtStart.join(' ')} on ${host.nproc} CPUs; ${time.warmUp} s warm-up + ${time.seconds} s per run; SQLite ${sync}`,
   );

@@ -31,7 +31,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     import('./db/migrate.js'),
     import('./demo/seed.js'),
   ]);
-  const db = createDatabase(config.databaseUrl);
+  const db = createDatabase(config.databaseUrl, { synchronous: config.sqliteSynchronous });
   let app: FastifyInstance | undefined;
   try {
     await migrateToLatest(db);

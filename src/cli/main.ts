@@ -107,7 +107,7 @@ export async function main(argv: readonly string[]): Promise<number | undefined>
       },
       async db({ migrate = true } = {}) {
         if (!db) {
-          db = createDatabase(ctx.config().databaseUrl);
+          db = createDatabase(ctx.config().databaseUrl, { synchronous: ctx.config().sqliteSynchronous });
           if (migrate) await migrateToLatest(db);
         }
         return db;

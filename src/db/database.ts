@@ -29,6 +29,8 @@ export interface DatabaseOptions {
   /** PostgreSQL only: the schema used for every connection (tests isolate themselves this way). */
   readonly schema?: string;
   readonly poolSize?: number;
+  /** SQLite commit durability: see Config.sqliteSynchronous. */
+  readonly synchronous?: 'full' | 'normal';
 }
 
 /** pg (7 MB resident) is loaded only when a PostgreSQL URL is configured. */
@@ -39,12 +41,12 @@ function loadPg(): typeof PG {
   return pg;
 }
 
-function openSqlite(file: string): SQLite.Database {
+function openSqlite(file: string, synchronous: 'full' | 'normal'): SQLite.Database {
   const sqlite = new SQLite(file);
   // WAL lets readers run beside the writer; synchronous=FULL fsyncs the WAL on every commit, so a
   // write acknowledged to a client survives a power cut, not only a process crash.
   sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = FULL');
+  sqlite.pragma(`synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   return sqlite;
@@ -74,7 +76,7 @@ function withStatementCache(sqlite: SQLite.Database, limit = 1000) {
 
 export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   if (url.startsWith('sqlite:')) {
-    const sqlite = openSqlite(url.slice('sqlite:'.length));
+    const sqlite = openSqlite(url.slice('sqlite:'.length), options.synchronous ?? 'full');
     const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     const hot = new Map<string, SQLite.Statement>();
     return {

@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { ConfigError, loadConfig } from '../config.js';
+import { createDatabase } from './database.js';
+
+test('SQLite opens in WAL mode and fsyncs every commit unless SQLITE_SYNCHRONOUS=normal', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const pragmas = async (synchronous?: 'full' | 'normal') => {
+    const db = createDatabase(`sqlite:${path.join(dir, `${synchronous ?? 'default'}.sqlite`)}`, synchronous ? { synchronous } : {});
+    const result = {
+      journal: db.sqlite?.pragma('journal_mode', { simple: true }),
+      sync: db.sqlite?.pragma('synchronous', { simple: true }),
+    };
+    await db.close();
+    return result;
+  };
+  assert.deepEqual(await pragmas(), { journal: 'wal', sync: 2 }, 'FULL by default');
+  assert.deepEqual(await pragmas('full'), { journal: 'wal', sync: 2 });
+  assert.deepEqual(await pragmas('normal'), { journal: 'wal', sync: 1 });
+
+  assert.equal(loadConfig({ DATA_DIR: dir }).sqliteSynchronous, 'full');
+  assert.equal(loadConfig({ DATA_DIR: dir, SQLITE_SYNCHRONOUS: 'NORMAL' }).sqliteSynchronous, 'normal');
+  assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_SYNCHRONOUS: 'off' }), ConfigError);
+});

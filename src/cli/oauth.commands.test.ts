@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
+import { UsageError } from './command.js';
 import { OAUTH_COMMANDS } from './oauth.commands.js';
 
 function run(db: Parameters<(typeof OAUTH_COMMANDS)[string]>[0]['db'], line: string) {
@@ -21,13 +22,18 @@ test('cms client create prints the client_id; its redirect URIs are checked', as
   assert.deepEqual(out.redirect_uris, ['https://cli.example/cb', 'http://127.0.0.1:9000/cb']);
   const list = JSON.parse(await run(a.db, 'client list --json'));
   assert.ok(list.some((c: { client_id: string }) => c.client_id === out.client_id));
-  for (const bad of [
+  // Wrong arguments are usage mistakes (exit 2); well-formed but unacceptable values are refused by the service (exit 1).
+  for (const usage of [
     'client create --redirect-uri https://x.example/cb',
+    'client create --name N --redirect-uri https://x.example/cb --bogus',
+  ]) {
+    await assert.rejects(run(a.db, usage), UsageError, usage);
+  }
+  for (const bad of [
     'client create --name N',
     'client create --name N --redirect-uri http://x.example/cb',
     'client create --name N --redirect-uri https://x.example/cb#f',
     'client create --name N --redirect-uri https://*.example/cb',
-    'client create --name N --redirect-uri https://x.example/cb --bogus',
   ]) {
     await assert.rejects(run(a.db, bad), BadRequestError, bad);
   }
@@ -59,5 +65,5 @@ test('cms connection list and revoke: the revoked connection stops working at on
   assert.equal(after.status, 'revoked');
   assert.ok(after.revoked_at);
   await assert.rejects(run(a.db, 'connection revoke con_unknown'), NotFoundError);
-  await assert.rejects(run(a.db, 'connection list --site x'), BadRequestError);
+  await assert.rejects(run(a.db, 'connection list --site x'), UsageError);
 });

@@ -1,8 +1,8 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { Db } from '../db/database.js';
-import { BadRequestError } from '../errors.js';
 import { createClient, listClients } from '../oauth/client.service.js';
 import { listConnections, revokeConnection } from '../oauth/connection.service.js';
+import { UsageError } from './command.js';
 
 /** What a command needs from the CLI: an open, migrated database and somewhere to print. */
 export interface CommandIo {
@@ -13,12 +13,12 @@ export interface CommandIo {
 /** A command takes the arguments after its two words (`cms client create …` → `['--name', …]`). */
 export type Command = (io: CommandIo, argv: readonly string[]) => Promise<void>;
 
-/** node:util parseArgs; a usage mistake becomes a BadRequestError the CLI prints. */
+/** node:util parseArgs; a usage mistake is a UsageError (exit code 2). */
 function parse<const T extends ParseArgsConfig>(config: T) {
   try {
     return parseArgs(config);
   } catch (error) {
-    throw new BadRequestError((error as Error).message);
+    throw new UsageError((error as Error).message);
   }
 }
 
@@ -32,7 +32,7 @@ export const clientCreate: Command = async ({ db, print }, argv) => {
     args: [...argv],
     options: { name: { type: 'string' }, 'redirect-uri': { type: 'string', multiple: true }, json: { type: 'boolean' } },
   });
-  if (!values.name) throw new BadRequestError('--name is required');
+  if (!values.name) throw new UsageError('--name is required');
   const client = await createClient(db.kysely, { name: values.name, redirectUris: values['redirect-uri'] ?? [] });
   const result = { client_id: client.clientId, name: client.name, redirect_uris: client.redirectUris };
   print(
@@ -51,7 +51,7 @@ export const clientList: Command = async ({ db, print }, argv) => {
 /** cms connection list --site ID [--json] */
 export const connectionList: Command = async ({ db, print }, argv) => {
   const { values } = parse({ args: [...argv], options: { site: { type: 'string' }, json: { type: 'boolean' } } });
-  if (!values.site || !/^\d+$/.test(values.site)) throw new BadRequestError('--site must be a website id');
+  if (!values.site || !/^\d+$/.test(values.site)) throw new UsageError('--site must be a website id');
   const connections = await listConnections(db.kysely, Number(values.site));
   if (values.json) return print(json(connections));
   const lines = connections.map(
@@ -65,7 +65,7 @@ export const connectionList: Command = async ({ db, print }, argv) => {
 export const connectionRevoke: Command = async ({ db, print }, argv) => {
   const { values, positionals } = parse({ args: [...argv], options: { json: { type: 'boolean' } }, allowPositionals: true });
   const [id] = positionals;
-  if (!id || positionals.length > 1) throw new BadRequestError('give one connection id: cms connection revoke ID');
+  if (!id || positionals.length > 1) throw new UsageError('give one connection id: cms connection revoke ID');
   await revokeConnection(db.kysely, id);
   print(values.json ? json({ id, status: 'revoked' }) : `Revoked connection ${id}: its access and refresh tokens no longer work.`);
 };

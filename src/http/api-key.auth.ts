@@ -2,15 +2,12 @@ import type { FastifyRequest } from 'fastify';
 import { readCredential, touchCredential } from '../accounts/account.repository.js';
 import { sameHash, sha256 } from '../accounts/secrets.js';
 import type { Db } from '../db/database.js';
-import { formatTimestamp, parseTimestamp } from '../db/time.js';
+import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
-import type { AuthMethod, Principal } from './authenticate.js';
+import { type AuthMethod, lastUseIsStale, type Principal } from './authenticate.js';
 
 /** Legacy credentials carry every permission of their website (DESIGN §2). */
 const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everything:write']);
-
-/** Writing last_used_at on every request would turn each read into a write; once per 10 minutes is enough. */
-const TOUCH_EVERY_MS = 10 * 60 * 1000;
 
 function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string } | undefined {
   const authorization = request.headers.authorization;
@@ -40,8 +37,7 @@ export function apiKeyAuth(db: Db): AuthMethod {
         throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
       }
       const now = new Date();
-      const last = credential.last_used_at ? parseTimestamp(credential.last_used_at) : 0;
-      if (now.getTime() - last > TOUCH_EVERY_MS) await touchCredential(db.kysely, credential.api_id, formatTimestamp(now));
+      if (lastUseIsStale(credential.last_used_at, now)) await touchCredential(db.kysely, credential.api_id, formatTimestamp(now));
       return { siteId: credential.site_id, scopes: LEGACY_SCOPES, method: 'api-key', subject: credential.api_id };
     },
   };

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { parseTimestamp } from '../db/time.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 
 export const SCOPES = ['everything:read', 'everything:write', 'product:read', 'product:write', 'order:read', 'order:write'] as const;
@@ -30,6 +31,14 @@ declare module 'fastify' {
     /** The scope a route needs. Routes without it are public. */
     scope?: Scope;
   }
+}
+
+/** Writing last_used_at on every request would turn each read into a write; once per 10 minutes is enough. */
+const TOUCH_EVERY_MS = 10 * 60 * 1000;
+
+/** Whether a credential's stored last-use time (`YYYY-MM-DD HH:MM:SS` or null) is due to be written again. */
+export function lastUseIsStale(lastUsedAt: string | null, now: Date): boolean {
+  return now.getTime() - (lastUsedAt ? parseTimestamp(lastUsedAt) : 0) > TOUCH_EVERY_MS;
 }
 
 /** everything:write carries the corresponding reads (spec §5.5). */

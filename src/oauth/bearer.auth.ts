@@ -1,12 +1,9 @@
 import type Provider from 'oidc-provider';
 import type { Db } from '../db/database.js';
-import { formatTimestamp, parseTimestamp } from '../db/time.js';
+import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
-import type { AuthMethod, Principal } from '../http/authenticate.js';
+import { type AuthMethod, lastUseIsStale, type Principal } from '../http/authenticate.js';
 import { readLiveConnectionByGrant, touchConnection } from './connection.repository.js';
-
-/** Writing last_used_at on every request would turn each read into a write; once per 10 minutes is enough. */
-const TOUCH_EVERY_MS = 10 * 60 * 1000;
 
 function invalid(): UnauthorizedError {
   return new UnauthorizedError('The access token is not valid: unknown, expired or revoked.', 'invalid_token');
@@ -31,8 +28,8 @@ export function bearerAuth(provider: Provider, db: Db, resource: string): AuthMe
       const now = new Date();
       const connection = await readLiveConnectionByGrant(db, token.grantId, formatTimestamp(now));
       if (!connection) throw invalid();
-      const last = connection.last_used_at ? parseTimestamp(connection.last_used_at) : 0;
-      if (now.getTime() - last > TOUCH_EVERY_MS) await touchConnection(db.kysely, token.grantId, { last_used_at: formatTimestamp(now) });
+      if (lastUseIsStale(connection.last_used_at, now))
+        await touchConnection(db.kysely, token.grantId, { last_used_at: formatTimestamp(now) });
       return {
         siteId: connection.site_id,
         scopes: new Set((token.scope ?? '').split(' ').filter(Boolean)),

@@ -230,13 +230,18 @@ async function insert(db: Db, siteId: number, changes: Stored, images: ImageRequ
   } as Omit<BlogRow, 'info_id'>;
   if (!row.info_filename) row.info_filename = await uniqueFilename(db, siteId, slugify(row.info_title, 'blog'));
   const id = await repo.insertBlog(db.kysely, { ...row, site_id: siteId, search_text: searchTextOf(row) });
-  await repo.replaceBlogImages(
+  await saveImageRows(db, siteId, id, plan);
+  return { record: await getBlog(db, siteId, id), plan };
+}
+
+/** The blog's image originals as the plan leaves them (migrateMode dedups against these). */
+function saveImageRows(db: Db, siteId: number, id: number, plan: ImagePlan): Promise<void> {
+  return repo.replaceBlogImages(
     db.kysely,
     siteId,
     id,
     plan.rows.map((r) => ({ ...r, site_id: siteId, info_id: id })),
   );
-  return { record: await getBlog(db, siteId, id), plan };
 }
 
 async function update(db: Db, siteId: number, id: number, changes: Stored, images: ImageRequestOf, precondition?: Precondition) {
@@ -262,12 +267,7 @@ async function update(db: Db, siteId: number, id: number, changes: Stored, image
   const merged = { ...currentRow, ...diff } as BlogRow;
   await repo.updateBlog(db.kysely, siteId, id, { ...diff, info_timestamp: at, search_text: searchTextOf(merged) });
   if (diff.info_img !== undefined || diff.info_more_images !== undefined) {
-    await repo.replaceBlogImages(
-      db.kysely,
-      siteId,
-      id,
-      plan.rows.map((r) => ({ ...r, site_id: siteId, info_id: id })),
-    );
+    await saveImageRows(db, siteId, id, plan);
   }
   return { record: await getBlog(db, siteId, id), plan };
 }

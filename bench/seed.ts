@@ -3,6 +3,7 @@
  * of HTML each, a tree of parents), loaded in one transaction straight through better-sqlite3 so
  * 20,000 pages take seconds. Content is generated from a seeded PRNG: every run gets the same data.
  */
+import SQLite from 'better-sqlite3';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
 import { PAGE_FIELDS, type PageField } from '../src/content/pages/page.fields.js';
 import { htmlToText } from '../src/content/shared/filters.js';
@@ -44,6 +45,9 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
   await migrateToLatest(db);
   const site = await createSite(db.kysely, 'Benchmark site');
   const credential = await createCredential(db.kysely, site.id, 'bench');
+  await db.close();
+  // The pages go in straight through better-sqlite3, in one transaction.
+  const sqlite = new SQLite(file);
 
   const random = prng(20_000);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
@@ -63,7 +67,7 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
   };
 
   const columns = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => f !== 'page');
-  const insert = db.sqlite!.prepare(
+  const insert = sqlite.prepare(
     `insert into pages (site_id, search_text, ${columns.join(', ')}) values (@site_id, @search_text, ${columns.map((c) => `@${c}`).join(', ')})`,
   );
   const blank = Object.fromEntries(columns.map((c) => [c, PAGE_FIELDS[c].kind === 'text' || PAGE_FIELDS[c].kind === 'timestamp' ? '' : 0]));
@@ -72,7 +76,7 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
   let htmlBytes = 0;
   const start = Date.parse('2024-01-01T00:00:00Z');
 
-  db.sqlite!.transaction(() => {
+  sqlite.transaction(() => {
     for (let i = 0; i < pages; i++) {
       // The first pages are the top menu; later ones hang below earlier ones, more often below
       // early (higher) pages, which gives a broad, moderately deep tree.
@@ -114,8 +118,8 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
       ids.push(Number(insert.run(row).lastInsertRowid));
     }
   })();
-  db.sqlite!.pragma('wal_checkpoint(TRUNCATE)');
-  await db.close();
+  sqlite.pragma('wal_checkpoint(TRUNCATE)');
+  sqlite.close();
   return {
     siteId: site.id,
     apiId: credential.apiId,

@@ -56,8 +56,8 @@ export async function buildApp({ config, db, extraAuthMethods = [], images }: Ap
   });
   // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
-  const oauth = createOAuthServer({ config, db, log: app.log });
-  installAuthentication(app, [...extraAuthMethods, oauth.bearer, apiKeyAuth(db)]);
+  const oauth = createOAuthServer({ config, db: db.kysely, log: app.log });
+  installAuthentication(app, [...extraAuthMethods, oauth.bearer, apiKeyAuth(db.kysely)]);
   installEntityTags(app);
 
   registerHealth(app, db);
@@ -65,8 +65,8 @@ export async function buildApp({ config, db, extraAuthMethods = [], images }: Ap
   const imageStorage = images ?? new LocalImageStorage(path.join(config.dataDir, 'images'));
   registerImageFiles(app, imageStorage);
   for (const prefix of ['/api', '/webapps/api']) {
-    await app.register(async (scope) => registerPages(scope, { db, config, prefix }), { prefix });
-    await app.register(async (scope) => registerBlogs(scope, { db, config, prefix, images: imageStorage }), { prefix });
+    await app.register(async (scope) => registerPages(scope, { db: db.kysely, config, prefix }), { prefix });
+    await app.register(async (scope) => registerBlogs(scope, { db: db.kysely, config, prefix, images: imageStorage }), { prefix });
   }
   return app;
 }

@@ -35,7 +35,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let app: FastifyInstance | undefined;
   try {
     await migrateToLatest(db);
-    const demoCreated = config.demo ? await seedDemo(db, config, { password: options.demoPassword }) : undefined;
+    const demoCreated = config.demo ? await seedDemo(db.kysely, config, { password: options.demoPassword }) : undefined;
     app = await buildApp({ config, db });
     const address = await app.listen({ host: config.host, port: config.port });
     let closing: Promise<void> | undefined;

@@ -1,8 +1,5 @@
-import type { Kysely } from 'kysely';
-import type { Db } from '../db/database.js';
-import type { Database } from '../db/schema.js';
-
-export type DbHandle = Kysely<Database>;
+import { hotRead } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
 
 export async function insertSite(db: DbHandle, name: string, createdAt: string): Promise<number> {
   const row = await db.insertInto('sites').values({ name, created_at: createdAt }).returning('id').executeTakeFirstOrThrow();
@@ -60,7 +57,7 @@ export async function insertCredential(
   await db.insertInto('api_credentials').values(credential).execute();
 }
 
-function credentialQuery(db: DbHandle, apiId: string) {
+function credentialQuery(db: DbHandle, { apiId }: { apiId: string }) {
   return db
     .selectFrom('api_credentials')
     .select(['api_id', 'site_id', 'key_hash', 'revoked_at', 'last_used_at'])
@@ -69,14 +66,9 @@ function credentialQuery(db: DbHandle, apiId: string) {
 
 export type CredentialRow = Awaited<ReturnType<ReturnType<typeof credentialQuery>['executeTakeFirstOrThrow']>>;
 
-export async function findCredential(db: DbHandle, apiId: string): Promise<CredentialRow | undefined> {
-  return credentialQuery(db, apiId).executeTakeFirst();
-}
-
 /** Runs on every API-key request: a prepared statement on SQLite. */
-export async function readCredential(db: Db, apiId: string): Promise<CredentialRow | undefined> {
-  const statement = db.hotStatement('credentials.byId', () => credentialQuery(db.kysely, ''));
-  return statement ? (statement.get(apiId) as CredentialRow | undefined) : findCredential(db.kysely, apiId);
+export function readCredential(db: DbHandle, apiId: string): Promise<CredentialRow | undefined> {
+  return hotRead(db, credentialQuery, { apiId });
 }
 
 export async function listCredentials(db: DbHandle, siteId: number) {

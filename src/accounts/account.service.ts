@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import type { DbHandle } from '../db/schema.js';
 import { now } from '../db/time.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
-import type { DbHandle } from './account.repository.js';
 import * as repo from './account.repository.js';
 import { hashPassword, randomToken, sha256 } from './secrets.js';
 
@@ -60,7 +60,7 @@ export async function createCredential(db: DbHandle, siteId: number, label = '')
 
 export async function revokeCredential(db: DbHandle, apiId: string): Promise<void> {
   if (!(await repo.revokeCredential(db, apiId, now()))) {
-    const found = await repo.findCredential(db, apiId);
+    const found = await repo.readCredential(db, apiId);
     if (!found) throw new NotFoundError(`There is no API credential ${apiId}.`);
   }
 }

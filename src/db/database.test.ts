@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { sql } from 'kysely';
 import { ConfigError, loadConfig } from '../config.js';
 import { createDatabase } from './database.js';
 
@@ -11,10 +12,8 @@ test('SQLite opens in WAL mode and fsyncs every commit unless SQLITE_SYNCHRONOUS
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const pragmas = async (synchronous?: 'full' | 'normal') => {
     const db = createDatabase(`sqlite:${path.join(dir, `${synchronous ?? 'default'}.sqlite`)}`, synchronous ? { synchronous } : {});
-    const result = {
-      journal: db.sqlite?.pragma('journal_mode', { simple: true }),
-      sync: db.sqlite?.pragma('synchronous', { simple: true }),
-    };
+    const pragma = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(db.kysely)).rows[0] as object)[0];
+    const result = { journal: await pragma('journal_mode'), sync: await pragma('synchronous') };
     await db.close();
     return result;
   };

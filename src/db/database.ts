@@ -1,25 +1,20 @@
 import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
-import { type Compilable, Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { type Compilable, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect } from 'kysely';
 import type PG from 'pg';
-import type { Database } from './schema.js';
+import type { Database, DbHandle } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
+/**
+ * An opened database: what the process starts, migrates, checks and closes. Everything that
+ * reads or writes takes its `kysely` handle (DbHandle) instead.
+ */
 export interface Db {
-  readonly kysely: Kysely<Database>;
+  readonly kysely: DbHandle;
   readonly dialect: DialectName;
   /** PostgreSQL schema the tables live in (`public` unless configured); undefined on SQLite. */
   readonly schema: string | undefined;
-  /** The raw better-sqlite3 handle (SQLite only): hot read paths use prepared statements on it. */
-  readonly sqlite: SQLite.Database | undefined;
-  /**
-   * A hot read as a prepared statement, compiled once from `build` (whose values are placeholders;
-   * pass the real ones, in the same order, to the statement). SQLite only, and only outside a
-   * transaction: there the one connection may hold another request's uncommitted writes, which
-   * Kysely's connection lock keeps out of sight. Undefined means: run the Kysely query instead.
-   */
-  hotStatement(key: string, build: () => Compilable): SQLite.Statement | undefined;
   /** Round trip to the database, for /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -31,6 +26,11 @@ export interface DatabaseOptions {
   readonly poolSize?: number;
   /** SQLite commit durability: see Config.sqliteSynchronous. */
   readonly synchronous?: 'full' | 'normal';
+}
+
+/** The dialect behind a handle (a transaction's handle shares its database's adapter). */
+export function dialectOf(db: DbHandle): DialectName {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
 }
 
 /** pg (7 MB resident) is loaded only when a PostgreSQL URL is configured. */
@@ -74,25 +74,79 @@ function withStatementCache(sqlite: SQLite.Database, limit = 1000) {
   };
 }
 
+/** A query that hotRead can prepare (compile) or run through Kysely (executeTakeFirst). */
+export interface HotQuery<R> extends Compilable {
+  executeTakeFirst(): Promise<R | undefined>;
+}
+
+/** Where each parameter of a prepared hot read comes from: an argument by name, or a constant of the query. */
+type Binding = { readonly arg: string } | { readonly value: unknown };
+
+interface Prepared {
+  readonly statement: SQLite.Statement;
+  readonly bindings: readonly Binding[];
+}
+
+/** A hot read's query builder, as prepare sees it: arguments in, a compilable query out. */
+type Build = (db: DbHandle, args: Record<string, string>) => Compilable;
+
+interface HotReads {
+  readonly sqlite: SQLite.Database;
+  readonly prepared: Map<unknown, Prepared>;
+}
+
+const hotReads = new WeakMap<DbHandle, HotReads>();
+const MARK = '\u0000hot-arg:';
+
+/**
+ * Prepares `build` once: it is called with a marker in place of each argument, and each compiled
+ * parameter is bound to the argument whose marker it holds, or kept as the query's own constant.
+ * `build` must therefore pass its arguments into the query unchanged (every one is checked).
+ */
+function prepare(sqlite: SQLite.Database, db: DbHandle, build: Build, args: Record<string, unknown>): Prepared {
+  const markers = Object.fromEntries(Object.keys(args).map((name) => [name, `${MARK}${name}`]));
+  const compiled = build(db, markers).compile();
+  const bindings: Binding[] = compiled.parameters.map((p) =>
+    typeof p === 'string' && p.startsWith(MARK) ? { arg: p.slice(MARK.length) } : { value: p },
+  );
+  for (const name of Object.keys(args)) {
+    if (!bindings.some((b) => 'arg' in b && b.arg === name)) throw new Error(`hot read: argument "${name}" does not reach the query`);
+  }
+  return { statement: sqlite.prepare(compiled.sql), bindings };
+}
+
+/**
+ * One row of a hot read (a by-id lookup that runs on every request). On SQLite, outside a
+ * transaction, it runs as a prepared statement compiled once from `build`, with the arguments
+ * bound by name; elsewhere `build` runs as an ordinary Kysely query. Inside a transaction the
+ * statement would bypass Kysely's connection lock and could see another request's uncommitted
+ * writes on the one connection, so it is never used there.
+ */
+export async function hotRead<A extends Record<string, string | number>, R>(
+  db: DbHandle,
+  build: (db: DbHandle, args: A) => HotQuery<R>,
+  args: A,
+): Promise<R | undefined> {
+  const hot = hotReads.get(db);
+  if (!hot || hot.sqlite.inTransaction) return build(db, args).executeTakeFirst();
+  let prepared = hot.prepared.get(build);
+  if (!prepared) {
+    prepared = prepare(hot.sqlite, db, build as unknown as Build, args);
+    hot.prepared.set(build, prepared);
+  }
+  const values = prepared.bindings.map((b) => ('arg' in b ? args[b.arg] : b.value));
+  return prepared.statement.get(...values) as R | undefined;
+}
+
 export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   if (url.startsWith('sqlite:')) {
     const sqlite = openSqlite(url.slice('sqlite:'.length), options.synchronous ?? 'full');
     const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-    const hot = new Map<string, SQLite.Statement>();
+    hotReads.set(kysely, { sqlite, prepared: new Map() });
     return {
-      hotStatement(key, build) {
-        if (sqlite.inTransaction) return undefined;
-        let statement = hot.get(key);
-        if (!statement) {
-          statement = sqlite.prepare(build().compile().sql);
-          hot.set(key, statement);
-        }
-        return statement;
-      },
       kysely,
       dialect: 'sqlite',
       schema: undefined,
-      sqlite,
       async ping() {
         sqlite.prepare('SELECT 1').get();
       },
@@ -112,8 +166,6 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
     kysely,
     dialect: 'postgres',
     schema: options.schema ?? 'public',
-    sqlite: undefined,
-    hotStatement: () => undefined,
     async ping() {
       await pool.query('SELECT 1');
     },

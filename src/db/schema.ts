@@ -1,51 +1,10 @@
-import type { Generated } from 'kysely';
+import type { Kysely } from 'kysely';
+import type { ApiCredentialsTable, SitesTable, SiteUsersTable, UsersTable } from '../accounts/account.table.js';
 import type { BlogImagesTable, BlogsTable } from '../content/blogs/blog.table.js';
-import type { PAGE_FIELDS } from '../content/pages/page.fields.js';
-import type { RowOf } from '../content/shared/fields.js';
+import type { PagesTable } from '../content/pages/page.table.js';
 import type { OAuthTables } from '../oauth/oauth.tables.js';
 
-/** Timestamps are stored as text `YYYY-MM-DD HH:MM:SS` (UTC) on both databases. */
-export type Timestamp = string;
-
-export interface SitesTable {
-  id: Generated<number>;
-  name: string;
-  created_at: Timestamp;
-}
-
-export interface UsersTable {
-  id: Generated<number>;
-  /** Lower-cased; unique. */
-  email: string;
-  password_hash: string;
-  created_at: Timestamp;
-}
-
-export interface SiteUsersTable {
-  site_id: number;
-  user_id: number;
-  role: 'owner' | 'admin';
-}
-
-export interface ApiCredentialsTable {
-  /** The public half, sent as the Basic user name or X-Api-Id. */
-  api_id: string;
-  site_id: number;
-  label: string;
-  /** SHA-256 of the key: the key is 256 random bits, so a fast hash is enough. */
-  key_hash: string;
-  created_at: Timestamp;
-  last_used_at: Timestamp | null;
-  revoked_at: Timestamp | null;
-}
-
-export type PagesTable = Omit<RowOf<typeof PAGE_FIELDS>, 'page'> & {
-  page: Generated<number>;
-  site_id: number;
-  /** Plain text the full-text index is built from (titles, summary, keywords, HTML without tags). */
-  search_text: string;
-};
-
+/** Every table, gathered from the features that own them (each `*.table.ts` sits beside its feature). */
 export interface Database extends OAuthTables {
   sites: SitesTable;
   users: UsersTable;
@@ -55,3 +14,10 @@ export interface Database extends OAuthTables {
   blogs: BlogsTable;
   blog_images: BlogImagesTable;
 }
+
+/**
+ * The one way in: every repository and service takes a DbHandle as its first argument. Inside a
+ * transaction it is the transaction's handle, so a caller's transaction passes straight through
+ * (see inTransaction). The dialect comes from the handle itself (dialectOf).
+ */
+export type DbHandle = Kysely<Database>;

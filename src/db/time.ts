@@ -16,3 +16,6 @@ export function parseTimestamp(timestamp: string): number {
 export function secondsFromNow(seconds: number): string {
   return formatTimestamp(new Date(Date.now() + seconds * 1000));
 }
+
+/** Timestamps are stored as text `YYYY-MM-DD HH:MM:SS` (UTC) on both databases. */
+export type Timestamp = string;

@@ -8,16 +8,16 @@ test('service writes inside inTransaction join it: a failure later undoes them a
   const db = await createTestDatabase(t);
   const { siteId } = await addTestSite(db);
   await assert.rejects(
-    inTransaction(db, async (tx) => {
+    inTransaction(db.kysely, async (tx) => {
       const parent = await savePage(tx, siteId, { page_usertitle: 'Parent' });
       await savePage(tx, siteId, { page_usertitle: 'Child', page_parent: parent.record.page });
       throw new Error('stop');
     }),
     /stop/,
   );
-  assert.equal((await listPages(db, siteId, { offset: 0, pageSize: 10 })).total, 0);
+  assert.equal((await listPages(db.kysely, siteId, { offset: 0, pageSize: 10 })).total, 0);
 
-  const saved = await inTransaction(db, (tx) => savePage(tx, siteId, { page_usertitle: 'Kept' }));
+  const saved = await inTransaction(db.kysely, (tx) => savePage(tx, siteId, { page_usertitle: 'Kept' }));
   assert.equal(saved.record.page_usertitle, 'Kept');
-  assert.equal((await listPages(db, siteId, { offset: 0, pageSize: 10 })).total, 1);
+  assert.equal((await listPages(db.kysely, siteId, { offset: 0, pageSize: 10 })).total, 1);
 });

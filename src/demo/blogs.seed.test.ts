@@ -7,7 +7,7 @@ test('the demo blogs sit on the Blog page, one hidden and one held back until a 
   const { app, db, site } = await buildTestApp(t);
   const page = json(await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: 'Blog' } }))
     .data[0].page;
-  const seeded = await seedDemoBlogs(db, site.siteId, page);
+  const seeded = await seedDemoBlogs(db.kysely, site.siteId, page);
   assert.ok(seeded.length >= 4);
   const all = json(await app.inject({ url: `/api/blog?page=${page}`, headers: site.headers }));
   assert.equal(all.meta.total, seeded.length);

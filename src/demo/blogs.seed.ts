@@ -1,5 +1,5 @@
 import { type BlogInput, type BlogRecord, saveBlog } from '../content/blogs/blog.service.js';
-import type { Db } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp } from '../db/time.js';
 import type { ImageStorage } from '../storage/image-storage.js';
 
@@ -17,7 +17,7 @@ function daysFromToday(days: number): string {
  * (info_show N) and one held back by a hide-until date a month ahead, so publicContentOnly has
  * something to leave out. Dates are relative to today, so the demo never goes stale.
  */
-export async function seedDemoBlogs(db: Db, siteId: number, blogPageId: number): Promise<BlogRecord[]> {
+export async function seedDemoBlogs(db: DbHandle, siteId: number, blogPageId: number): Promise<BlogRecord[]> {
   const articles: BlogInput[] = [
     {
       info_title: 'Welcome to our new blog',

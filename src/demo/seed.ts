@@ -3,7 +3,8 @@ import { createCredential, createSite, createUser } from '../accounts/account.se
 import { randomToken } from '../accounts/secrets.js';
 import type { Config } from '../config.js';
 import { savePage } from '../content/pages/page.service.js';
-import type { Db } from '../db/database.js';
+import { dialectOf } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
 import { createDemoClient } from '../oauth/client.service.js';
 import { seedDemoBlogs } from './blogs.seed.js';
@@ -25,22 +26,22 @@ const SEED_LOCK_CLASS = 7302;
  * an API credential and the demo OAuth client, all in one transaction, and writes the credentials file. Returns undefined (and
  * creates nothing) when any website exists already.
  */
-export async function seedDemo(db: Db, config: Config, options: SeedOptions = {}): Promise<DemoCredentials | undefined> {
+export async function seedDemo(db: DbHandle, config: Config, options: SeedOptions = {}): Promise<DemoCredentials | undefined> {
   return inTransaction(db, async (tx) => {
-    if (tx.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${SEED_LOCK_CLASS}, 0)`.execute(tx.kysely);
+    if (dialectOf(tx) === 'postgres') await sql`select pg_advisory_xact_lock(${SEED_LOCK_CLASS}, 0)`.execute(tx);
     // Checked inside the transaction (and lock), so a concurrent start sees the committed demo.
-    const anySite = await tx.kysely.selectFrom('sites').select('id').limit(1).executeTakeFirst();
+    const anySite = await tx.selectFrom('sites').select('id').limit(1).executeTakeFirst();
     if (anySite) return undefined;
 
-    const site = await createSite(tx.kysely, DEMO_SITE_NAME);
+    const site = await createSite(tx, DEMO_SITE_NAME);
     const pageIds = await createPages(tx, site.id, DEMO_PAGES, 0);
     // Articles on the Blog page, through the blog service, in this same transaction.
     await seedDemoBlogs(tx, site.id, pageIds.get('blog')!);
 
     const password = options.password ?? randomToken(12);
-    await createUser(tx.kysely, { email: DEMO_OWNER_EMAIL, password, siteId: site.id, role: 'owner' });
-    const credential = await createCredential(tx.kysely, site.id, 'demo');
-    const oauthClient = await createDemoClient(tx.kysely);
+    await createUser(tx, { email: DEMO_OWNER_EMAIL, password, siteId: site.id, role: 'owner' });
+    const credential = await createCredential(tx, site.id, 'demo');
+    const oauthClient = await createDemoClient(tx);
     const credentials: DemoCredentials = {
       url: config.publicUrl,
       siteId: site.id,
@@ -58,7 +59,7 @@ export async function seedDemo(db: Db, config: Config, options: SeedOptions = {}
 }
 
 /** Creates `tree` under `parent` through the page service; returns the page id of every key. */
-async function createPages(db: Db, siteId: number, tree: readonly DemoPage[], parent: number, ids = new Map<string, number>()) {
+async function createPages(db: DbHandle, siteId: number, tree: readonly DemoPage[], parent: number, ids = new Map<string, number>()) {
   for (const [index, page] of tree.entries()) {
     const { record } = await savePage(db, siteId, {
       page_usertitle: page.title,

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { readCredential, touchCredential } from '../accounts/account.repository.js';
 import { sameHash, sha256 } from '../accounts/secrets.js';
-import type { Db } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import { type AuthMethod, lastUseIsStale, type Principal } from './authenticate.js';
@@ -26,7 +26,7 @@ function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string
   return { apiId, apiKey };
 }
 
-export function apiKeyAuth(db: Db): AuthMethod {
+export function apiKeyAuth(db: DbHandle): AuthMethod {
   return {
     name: 'api-key',
     async authenticate(request): Promise<Principal | undefined> {
@@ -37,7 +37,7 @@ export function apiKeyAuth(db: Db): AuthMethod {
         throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
       }
       const now = new Date();
-      if (lastUseIsStale(credential.last_used_at, now)) await touchCredential(db.kysely, credential.api_id, formatTimestamp(now));
+      if (lastUseIsStale(credential.last_used_at, now)) await touchCredential(db, credential.api_id, formatTimestamp(now));
       return { siteId: credential.site_id, scopes: LEGACY_SCOPES, method: 'api-key', subject: credential.api_id };
     },
   };

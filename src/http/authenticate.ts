@@ -28,8 +28,10 @@ declare module 'fastify' {
     principal: Principal | undefined;
   }
   interface FastifyContextConfig {
-    /** The scope a route needs. Routes without it are public. */
+    /** The scope a route needs: the route authenticates, and refuses callers without the scope. */
     scope?: Scope;
+    /** Declares a route open to anyone. Every route under /api needs this or a scope. */
+    public?: true;
   }
 }
 

@@ -1,5 +1,5 @@
 import type Provider from 'oidc-provider';
-import type { Db } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import { type AuthMethod, lastUseIsStale, type Principal } from '../http/authenticate.js';
@@ -15,7 +15,7 @@ function invalid(): UnauthorizedError {
  * checks the token, and that its connection is active and its grant still exists, so a revoked
  * connection fails on the very next request. The website comes from the connection.
  */
-export function bearerAuth(provider: Provider, db: Db, resource: string): AuthMethod {
+export function bearerAuth(provider: Provider, db: DbHandle, resource: string): AuthMethod {
   return {
     name: 'bearer',
     async authenticate(request): Promise<Principal | undefined> {
@@ -28,8 +28,7 @@ export function bearerAuth(provider: Provider, db: Db, resource: string): AuthMe
       const now = new Date();
       const connection = await readLiveConnectionByGrant(db, token.grantId, formatTimestamp(now));
       if (!connection) throw invalid();
-      if (lastUseIsStale(connection.last_used_at, now))
-        await touchConnection(db.kysely, token.grantId, { last_used_at: formatTimestamp(now) });
+      if (lastUseIsStale(connection.last_used_at, now)) await touchConnection(db, token.grantId, { last_used_at: formatTimestamp(now) });
       return {
         siteId: connection.site_id,
         scopes: new Set((token.scope ?? '').split(' ').filter(Boolean)),

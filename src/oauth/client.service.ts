@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { AdapterPayload } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import type { DbHandle } from '../accounts/account.repository.js';
-import type { Db } from '../db/database.js';
+import { hotRead } from '../db/database.js';
 import { isUniqueViolation } from '../db/errors.js';
+import type { DbHandle } from '../db/schema.js';
 import { now } from '../db/time.js';
 import { BadRequestError } from '../errors.js';
 
@@ -41,20 +41,15 @@ const FIXED_METADATA = {
   response_types: ['code'],
 } as const;
 
-function clientQuery(db: DbHandle, clientId: string) {
+function clientQuery(db: DbHandle, { clientId }: { clientId: string }) {
   return db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId);
 }
 
 type ClientRow = Awaited<ReturnType<ReturnType<typeof clientQuery>['executeTakeFirstOrThrow']>>;
 
 /** Every token and authorization request reads its client: a prepared statement on SQLite. */
-export async function readClientMetadata(db: Db, clientId: string): Promise<AdapterPayload | undefined> {
-  const statement = db.hotStatement('oauth.clients.byId', () => clientQuery(db.kysely, ''));
-  return statement ? toMetadata(statement.get(clientId) as ClientRow | undefined) : findClientMetadata(db.kysely, clientId);
-}
-
-export async function findClientMetadata(db: DbHandle, clientId: string): Promise<AdapterPayload | undefined> {
-  return toMetadata(await clientQuery(db, clientId).executeTakeFirst());
+export async function readClientMetadata(db: DbHandle, clientId: string): Promise<AdapterPayload | undefined> {
+  return toMetadata(await hotRead(db, clientQuery, { clientId }));
 }
 
 function toMetadata(row: ClientRow | undefined): AdapterPayload | undefined {
@@ -113,7 +108,7 @@ export async function createDemoClient(
     return { clientId: created.clientId, redirectUris: created.redirectUris };
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
-    const existing = await findClientMetadata(db, DEMO_CLIENT_ID);
+    const existing = await readClientMetadata(db, DEMO_CLIENT_ID);
     return { clientId: DEMO_CLIENT_ID, redirectUris: (existing?.redirect_uris as string[]) ?? [] };
   }
 }

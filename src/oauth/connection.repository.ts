@@ -1,6 +1,6 @@
-import type { DbHandle } from '../accounts/account.repository.js';
 import { sha256 } from '../accounts/secrets.js';
-import type { Db } from '../db/database.js';
+import { hotRead } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
 import type { ConnectionStatus, OAuthConnectionsTable } from './oauth.tables.js';
 
 export type ConnectionRow = OAuthConnectionsTable;
@@ -9,24 +9,20 @@ export async function insertConnection(db: DbHandle, row: ConnectionRow): Promis
   await db.insertInto('oauth_connections').values(row).execute();
 }
 
-function siteByGrantQuery(db: DbHandle, grantId: string) {
+function siteByGrantQuery(db: DbHandle, { grantId }: { grantId: string }) {
   return db.selectFrom('oauth_connections').select('site_id').where('grant_id', '=', grantId);
 }
 
 /** The website of a grant's connection; read for every access token issued (a prepared statement on SQLite). */
-export async function readConnectionSite(db: Db, grantId: string): Promise<number | undefined> {
-  const statement = db.hotStatement('oauth.connections.siteByGrant', () => siteByGrantQuery(db.kysely, ''));
-  const row = statement
-    ? (statement.get(grantId) as { site_id: number } | undefined)
-    : await siteByGrantQuery(db.kysely, grantId).executeTakeFirst();
-  return row?.site_id;
+export async function readConnectionSite(db: DbHandle, grantId: string): Promise<number | undefined> {
+  return (await hotRead(db, siteByGrantQuery, { grantId }))?.site_id;
 }
 
 export async function findConnection(db: DbHandle, id: string) {
   return db.selectFrom('oauth_connections').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-function liveByGrantQuery(db: DbHandle, grantId: string, hashedGrantId: string, now: string) {
+function liveByGrantQuery(db: DbHandle, { grantId, hashedGrantId, now }: { grantId: string; hashedGrantId: string; now: string }) {
   return db
     .selectFrom('oauth_connections')
     .innerJoin('oauth_payloads', (join) => join.on('oauth_payloads.model', '=', 'Grant').on('oauth_payloads.id', '=', hashedGrantId))
@@ -43,11 +39,8 @@ export type LiveConnection = Awaited<ReturnType<ReturnType<typeof liveByGrantQue
  * a grant revoked by reuse detection or RFC 7009 is gone before its status is written. Runs on
  * every Bearer request: a prepared statement on SQLite, Kysely elsewhere.
  */
-export async function readLiveConnectionByGrant(db: Db, grantId: string, now: string): Promise<LiveConnection | undefined> {
-  const statement = db.hotStatement('oauth.connections.liveByGrant', () => liveByGrantQuery(db.kysely, '', '', ''));
-  // The placeholders in the order of the SQL text: the join's model and id, then the where clause.
-  if (statement) return statement.get('Grant', sha256(grantId), grantId, 'active', now) as LiveConnection | undefined;
-  return liveByGrantQuery(db.kysely, grantId, sha256(grantId), now).executeTakeFirst();
+export function readLiveConnectionByGrant(db: DbHandle, grantId: string, now: string): Promise<LiveConnection | undefined> {
+  return hotRead(db, liveByGrantQuery, { grantId, hashedGrantId: sha256(grantId), now });
 }
 
 export async function touchConnection(db: DbHandle, grantId: string, set: { last_used_at: string; expires_at?: string }) {

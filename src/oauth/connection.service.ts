@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { DbHandle } from '../accounts/account.repository.js';
+import type { DbHandle } from '../db/schema.js';
 import { now, secondsFromNow } from '../db/time.js';
 import { NotFoundError } from '../errors.js';
 import * as repo from './connection.repository.js';

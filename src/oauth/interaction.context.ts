@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import type { Config } from '../config.js';
-import type { Db } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
 import type { RateLimitStore } from './rate-limit.js';
 
 /** What the login, website and consent steps share: the interaction, the form, how to answer. */
@@ -11,7 +11,7 @@ export type Form = Record<string, string | string[] | undefined>;
 
 export interface InteractionDeps {
   readonly provider: Provider;
-  readonly db: Db;
+  readonly db: DbHandle;
   readonly config: Config;
   readonly limits: RateLimitStore;
 }

@@ -29,7 +29,7 @@ async function stepContext(deps: InteractionDeps, request: FastifyRequest, reply
   }
   // The interaction cookie names one interaction; a URL naming another is stale or forged.
   if (interaction.uid !== uid) return undefined;
-  const client = await findClientRow(deps.db.kysely, String(interaction.params.client_id));
+  const client = await findClientRow(deps.db, String(interaction.params.client_id));
   const view = {
     clientName: client?.name ?? String(interaction.params.client_id),
     unverified: client?.source === 'dynamic',

@@ -32,14 +32,14 @@ export const loginStep = {
         error: `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
       });
     }
-    const user = email ? await findUserByEmail(step.db.kysely, email) : undefined;
+    const user = email ? await findUserByEmail(step.db, email) : undefined;
     decoyHash ??= hashPassword(randomToken());
     const valid = await verifyPassword(password, user?.password_hash ?? (await decoyHash));
     if (!user || !valid) {
       return step.page(400, 'login', { email, error: 'The e-mail address or password is not correct.' });
     }
     await step.limits.reset(key);
-    const sites = await sitesOfUser(step.db.kysely, user.id);
+    const sites = await sitesOfUser(step.db, user.id);
     const only = sites.length === 1 ? { select_site: { siteId: sites[0]!.id } } : {};
     return step.finish({ login: { accountId: String(user.id) }, ...only });
   },
@@ -48,19 +48,19 @@ export const loginStep = {
 export const siteStep = {
   async show(step: StepContext) {
     const userId = accountOf(step);
-    const sites = await sitesOfUser(step.db.kysely, userId);
+    const sites = await sitesOfUser(step.db, userId);
     // One website: nothing to choose (a reused session comes here without the login step).
     if (sites.length === 1) return step.finish({ select_site: { siteId: sites[0]!.id } });
     if (!sites.length) return step.finish({ error: 'access_denied', error_description: 'the account has no website' }, false);
-    const user = await findUser(step.db.kysely, userId);
+    const user = await findUser(step.db, userId);
     return step.page(200, 'select-site', { sites, email: user?.email ?? '' });
   },
 
   async submit(step: StepContext) {
-    const sites = await sitesOfUser(step.db.kysely, accountOf(step));
+    const sites = await sitesOfUser(step.db, accountOf(step));
     const chosen = sites.find((site) => String(site.id) === formValue(step.form, 'site'));
     if (!chosen) {
-      const user = await findUser(step.db.kysely, accountOf(step));
+      const user = await findUser(step.db, accountOf(step));
       return step.page(400, 'select-site', { sites, email: user?.email ?? '', error: 'Choose one of your websites.' });
     }
     return step.finish({ select_site: { siteId: chosen.id } });
@@ -77,14 +77,14 @@ function requestedScopes(step: StepContext): string[] {
 /** The chosen website, if the signed-in user still belongs to it. */
 async function chosenSite(step: StepContext) {
   const siteId = Number((step.interaction.lastSubmission?.select_site as { siteId?: number } | undefined)?.siteId);
-  const sites = await sitesOfUser(step.db.kysely, accountOf(step));
+  const sites = await sitesOfUser(step.db, accountOf(step));
   return sites.find((site) => site.id === siteId);
 }
 
 async function consentPage(step: StepContext) {
   const site = await chosenSite(step);
   if (!site) return step.finish({ error: 'access_denied', error_description: 'the website is not available to this account' }, false);
-  const user = await findUser(step.db.kysely, accountOf(step));
+  const user = await findUser(step.db, accountOf(step));
   const redirect = URL.parse(String(step.interaction.params.redirect_uri));
   return step.page(200, 'consent', {
     siteName: site.name,
@@ -114,7 +114,7 @@ export const consentStep = {
     const rejected = requested.filter((scope) => !approved.has(scope));
     if (rejected.length) grant.rejectResourceScope(resource, rejected.join(' '));
     const grantId = await grant.save();
-    await createConnection(step.db.kysely, { grantId, userId: Number(accountId), clientId, siteId: site.id, scopes: granted });
+    await createConnection(step.db, { grantId, userId: Number(accountId), clientId, siteId: site.id, scopes: granted });
     return step.finish({ consent: { grantId } });
   },
 };

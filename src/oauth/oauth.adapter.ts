@@ -1,8 +1,8 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import type { DbHandle } from '../accounts/account.repository.js';
 import { sha256 } from '../accounts/secrets.js';
-import type { Db } from '../db/database.js';
+import { hotRead } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, parseTimestamp, secondsFromNow } from '../db/time.js';
 import { insertRegisteredClient, readClientMetadata } from './client.service.js';
 import { revokeGrant } from './connection.service.js';
@@ -24,12 +24,12 @@ type PayloadRow = { payload: string; consumed_at: string | null };
  * A live payload by the SHA-256 of its id. Every Bearer request (AccessToken) and every token
  * request (RefreshToken, Grant) reads one: a prepared statement on SQLite, Kysely elsewhere.
  */
-async function readLive(db: Db, model: string, hashedId: string): Promise<PayloadRow | undefined> {
-  const now = formatTimestamp(new Date());
-  const statement = db.hotStatement('oauth.payloads.liveById', () => liveQuery(db.kysely, '', '').where('id', '=', ''));
-  // The placeholders in the order of the SQL text: model, expires_at > now, id.
-  if (statement) return statement.get(model, now, hashedId) as PayloadRow | undefined;
-  return liveQuery(db.kysely, model, now).where('id', '=', hashedId).executeTakeFirst();
+function liveByIdQuery(db: DbHandle, { model, now, hashedId }: { model: string; now: string; hashedId: string }) {
+  return liveQuery(db, model, now).where('id', '=', hashedId);
+}
+
+function readLive(db: DbHandle, model: string, hashedId: string): Promise<PayloadRow | undefined> {
+  return hotRead(db, liveByIdQuery, { model, now: formatTimestamp(new Date()), hashedId });
 }
 
 /**
@@ -38,14 +38,10 @@ async function readLive(db: Db, model: string, hashedId: string): Promise<Payloa
  * oauth_clients table instead.
  */
 export class KyselyAdapter implements Adapter {
-  private readonly db: DbHandle;
-
   constructor(
-    private readonly database: Db,
+    private readonly db: DbHandle,
     private readonly model: string,
-  ) {
-    this.db = database.kysely;
-  }
+  ) {}
 
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
     if (this.model === 'Client') {
@@ -68,8 +64,8 @@ export class KyselyAdapter implements Adapter {
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
-    if (this.model === 'Client') return readClientMetadata(this.database, id);
-    const row = await readLive(this.database, this.model, sha256(id));
+    if (this.model === 'Client') return readClientMetadata(this.db, id);
+    const row = await readLive(this.db, this.model, sha256(id));
     return row ? this.toPayload(row, id) : undefined;
   }
 

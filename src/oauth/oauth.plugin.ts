@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { Config } from '../config.js';
-import type { Db } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
 import type { AuthMethod } from '../http/authenticate.js';
 import { bearerAuth } from './bearer.auth.js';
 import { expireLapsedConnections } from './connection.service.js';
@@ -31,9 +31,9 @@ const PROVIDER_HEADERS = {
   'content-security-policy': "frame-ancestors 'none'",
 };
 
-export function createOAuthServer({ config, db, log }: { config: Config; db: Db; log: FastifyBaseLogger }): OAuthServer {
+export function createOAuthServer({ config, db, log }: { config: Config; db: DbHandle; log: FastifyBaseLogger }): OAuthServer {
   const provider = createProvider(config, db, log);
-  const limits: RateLimitStore = config.redisUrl ? redisRateLimits(config.redisUrl) : databaseRateLimits(db.kysely);
+  const limits: RateLimitStore = config.redisUrl ? redisRateLimits(config.redisUrl) : databaseRateLimits(db);
   const callback = provider.callback();
 
   /** Hands the raw request to the provider, with the URL it would see if mounted at /api/auth. */
@@ -83,9 +83,9 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: Db;
     // Expired codes, tokens and sessions, and connections past their 90 days, are cleared hourly.
     const purge = async () => {
       try {
-        await expireLapsedConnections(db.kysely);
-        await purgeExpiredPayloads(db.kysely);
-        if (!config.redisUrl) await purgeRateLimits(db.kysely);
+        await expireLapsedConnections(db);
+        await purgeExpiredPayloads(db);
+        if (!config.redisUrl) await purgeRateLimits(db);
       } catch (err) {
         log.warn({ err }, 'OAuth clean-up failed');
       }

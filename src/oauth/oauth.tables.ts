@@ -1,4 +1,4 @@
-import type { Timestamp } from '../db/schema.js';
+import type { Timestamp } from '../db/time.js';
 
 /** A registered application. Clients are public: PKCE, no secret (DESIGN §2). */
 export interface OAuthClientsTable {

@@ -1,6 +1,6 @@
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import type { Db } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
 import { now, secondsFromNow } from '../db/time.js';
 import { touchConnection } from './connection.repository.js';
 import { authorizationServerMetadata } from './metadata.js';
@@ -11,7 +11,7 @@ type Body = Record<string, unknown>;
  * After a successful code exchange or refresh: the response gains refresh_token_expires_in
  * (spec §5.3), and the connection records its use and its new end (90 days from now).
  */
-async function afterTokenIssued(ctx: KoaContextWithOIDC, db: Db): Promise<void> {
+async function afterTokenIssued(ctx: KoaContextWithOIDC, db: DbHandle): Promise<void> {
   const body = ctx.body as Body;
   const { RefreshToken: refreshToken, AccessToken: accessToken } = ctx.oidc.entities;
   const grantId = refreshToken?.grantId ?? accessToken?.grantId;
@@ -20,9 +20,9 @@ async function afterTokenIssued(ctx: KoaContextWithOIDC, db: Db): Promise<void> 
     // remainingTTL, not exp: a token saved in this request has no exp on the model yet.
     const remaining = refreshToken.remainingTTL;
     ctx.body = { ...body, refresh_token_expires_in: remaining };
-    await touchConnection(db.kysely, grantId, { last_used_at: now(), expires_at: secondsFromNow(remaining) });
+    await touchConnection(db, grantId, { last_used_at: now(), expires_at: secondsFromNow(remaining) });
   } else {
-    await touchConnection(db.kysely, grantId, { last_used_at: now() });
+    await touchConnection(db, grantId, { last_used_at: now() });
   }
 }
 
@@ -35,7 +35,7 @@ export function withoutSecret<T extends Body>(metadata: T): T {
   return rest as T;
 }
 
-export function installProviderHooks(provider: Provider, db: Db, issuer: string): void {
+export function installProviderHooks(provider: Provider, db: DbHandle, issuer: string): void {
   provider.use(async (koa, next) => {
     await next();
     const ctx = koa as KoaContextWithOIDC;

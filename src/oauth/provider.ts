@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import Provider, { type Configuration, errors, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider';
 import { findUser } from '../accounts/account.repository.js';
 import type { Config } from '../config.js';
-import type { Db } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
 import { SCOPES } from '../http/authenticate.js';
 import { newClientId } from './client.service.js';
 import { readConnectionSite } from './connection.repository.js';
@@ -63,7 +63,7 @@ function renderError(ctx: KoaContextWithOIDC, out: { error: string; error_descri
   ctx.body = page.html;
 }
 
-export function createProvider(config: Config, db: Db, log: FastifyBaseLogger): Provider {
+export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLogger): Provider {
   const publicUrl = config.publicUrl;
   const configuration: Configuration = {
     adapter: (name: string) => new KyselyAdapter(db, name),
@@ -146,7 +146,7 @@ export function createProvider(config: Config, db: Db, log: FastifyBaseLogger): 
       policy: interactionSteps(),
     },
     findAccount: async (_ctx, sub) => {
-      const user = /^\d+$/.test(sub) ? await findUser(db.kysely, Number(sub)) : undefined;
+      const user = /^\d+$/.test(sub) ? await findUser(db, Number(sub)) : undefined;
       return user ? { accountId: sub, claims: () => ({ sub }) } : undefined;
     },
     renderError,

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
-import type { DbHandle } from '../accounts/account.repository.js';
 import { sha256 } from '../accounts/secrets.js';
+import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, parseTimestamp } from '../db/time.js';
 
 export interface Hit {

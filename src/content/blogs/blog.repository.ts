@@ -1,13 +1,13 @@
-import { type Insertable, type Kysely, type Selectable, type SqlBool, sql, type Updateable } from 'kysely';
-import type { DialectName } from '../../db/database.js';
-import type { Database } from '../../db/schema.js';
-import { hiddenPages } from '../pages/page.repository.js';
+import { type Insertable, type Selectable, type SqlBool, sql, type Updateable } from 'kysely';
+import { dialectOf } from '../../db/database.js';
+import { refusedAs } from '../../db/errors.js';
+import type { DbHandle } from '../../db/schema.js';
+import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
 import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
 import type { BlogImagesTable, BlogsTable } from './blog.table.js';
 
-type Handle = Kysely<Database>;
 export type BlogRow = Pick<Selectable<BlogsTable>, BlogField>;
 export type NewBlogRow = Insertable<BlogsTable>;
 export type BlogChanges = Updateable<BlogsTable>;
@@ -27,7 +27,8 @@ export interface BlogFilter {
   publicOn?: string;
 }
 
-function filtered(db: Handle, dialect: DialectName, siteId: number, f: BlogFilter) {
+function filtered(db: DbHandle, siteId: number, f: BlogFilter) {
+  const dialect = dialectOf(db);
   return db
     .selectFrom('blogs')
     .where('blogs.site_id', '=', siteId)
@@ -51,15 +52,14 @@ function filtered(db: Handle, dialect: DialectName, siteId: number, f: BlogFilte
 }
 
 export async function listBlogs(
-  db: Handle,
-  dialect: DialectName,
+  db: DbHandle,
   siteId: number,
   filter: BlogFilter,
   offset: number,
   limit: number,
 ): Promise<{ rows: BlogRow[]; total: number }> {
   const [rows, count] = await Promise.all([
-    filtered(db, dialect, siteId, filter)
+    filtered(db, siteId, filter)
       .select(BLOG_COLUMNS.map((c) => `blogs.${c}` as const))
       .orderBy('blogs.info_order')
       .orderBy('blogs.info_date', 'desc')
@@ -67,53 +67,55 @@ export async function listBlogs(
       .offset(offset)
       .limit(limit)
       .execute(),
-    filtered(db, dialect, siteId, filter)
+    filtered(db, siteId, filter)
       .select((eb) => eb.fn.countAll<number>().as('total'))
       .executeTakeFirstOrThrow(),
   ]);
   return { rows: rows as BlogRow[], total: Number(count.total) };
 }
 
-/** `lock` takes a row lock (PostgreSQL) so a check and the write after it see the same row. */
-export async function findBlog(db: Handle, siteId: number, id: number, lock = false): Promise<BlogRow | undefined> {
+/**
+ * `lock` takes a row lock so a check and the write after it see the same row (PostgreSQL; SQLite
+ * writes are serial already).
+ */
+export async function findBlog(db: DbHandle, siteId: number, id: number, lock = false): Promise<BlogRow | undefined> {
   const query = db.selectFrom('blogs').select(BLOG_COLUMNS).where('site_id', '=', siteId).where('info_id', '=', id);
-  return (lock ? query.forUpdate() : query).executeTakeFirst();
+  return (lock && dialectOf(db) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
 }
 
-export async function insertBlog(db: Handle, row: NewBlogRow): Promise<number> {
-  const inserted = await db.insertInto('blogs').values(row).returning('info_id').executeTakeFirstOrThrow();
+/** A write refused by the filename index, or by the page's foreign key (deleted after it was checked). */
+const refusals = (row: { info_filename?: unknown; page?: unknown }) => ({
+  unique: `Another blog of this website already has the filename "${row.info_filename}".`,
+  foreignKey: { field: 'page', message: `there is no page ${row.page} on this website` },
+});
+
+export async function insertBlog(db: DbHandle, row: NewBlogRow): Promise<number> {
+  const inserted = await refusedAs(db.insertInto('blogs').values(row).returning('info_id').executeTakeFirstOrThrow(), refusals(row));
   return inserted.info_id;
 }
 
-export async function updateBlog(db: Handle, siteId: number, id: number, changes: BlogChanges): Promise<void> {
-  await db.updateTable('blogs').set(changes).where('site_id', '=', siteId).where('info_id', '=', id).execute();
+export async function updateBlog(db: DbHandle, siteId: number, id: number, changes: BlogChanges): Promise<void> {
+  await refusedAs(
+    db.updateTable('blogs').set(changes).where('site_id', '=', siteId).where('info_id', '=', id).execute(),
+    refusals(changes),
+  );
 }
 
-export async function deleteBlog(db: Handle, siteId: number, id: number): Promise<void> {
+export async function deleteBlog(db: DbHandle, siteId: number, id: number): Promise<void> {
   await db.deleteFrom('blogs').where('site_id', '=', siteId).where('info_id', '=', id).execute();
 }
 
-export async function countBlogsOnPage(db: Handle, siteId: number, page: number): Promise<number> {
-  const row = await db
-    .selectFrom('blogs')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('site_id', '=', siteId)
-    .where('page', '=', page)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-export async function listBlogImages(db: Handle, siteId: number, id: number): Promise<BlogImageRow[]> {
+export async function listBlogImages(db: DbHandle, siteId: number, id: number): Promise<BlogImageRow[]> {
   return db.selectFrom('blog_images').selectAll().where('site_id', '=', siteId).where('info_id', '=', id).execute();
 }
 
 /** Metadata of an image this website uploaded, by its public path (for info_img set by path). */
-export async function findImageByPath(db: Handle, siteId: number, path: string): Promise<BlogImageRow | undefined> {
+export async function findImageByPath(db: DbHandle, siteId: number, path: string): Promise<BlogImageRow | undefined> {
   return db.selectFrom('blog_images').selectAll().where('site_id', '=', siteId).where('path', '=', path).limit(1).executeTakeFirst();
 }
 
 /** Makes the blog's image rows exactly `rows` (the images it shows now). */
-export async function replaceBlogImages(db: Handle, siteId: number, id: number, rows: readonly BlogImageRow[]): Promise<void> {
+export async function replaceBlogImages(db: DbHandle, siteId: number, id: number, rows: readonly BlogImageRow[]): Promise<void> {
   await db.deleteFrom('blog_images').where('site_id', '=', siteId).where('info_id', '=', id).execute();
   if (rows.length > 0) await db.insertInto('blog_images').values(rows).execute();
 }
@@ -122,7 +124,7 @@ export async function replaceBlogImages(db: Handle, siteId: number, id: number, 
  * Whether any record of any website still refers to an image path: an image field, a blog's list
  * of images, or HTML that embeds it. Used before removing a file, so sharing a path is safe.
  */
-export async function imagePathInUse(db: Handle, path: string): Promise<boolean> {
+export async function imagePathInUse(db: DbHandle, path: string): Promise<boolean> {
   const quoted = `%${JSON.stringify(path).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   const inside = `%${path.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   const like = (column: string, pattern: string) => sql<SqlBool>`${sql.ref(column)} like ${pattern} escape '\\'`;

@@ -2,7 +2,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import type { Config } from '../../config.js';
-import type { Db } from '../../db/database.js';
+import type { DbHandle } from '../../db/schema.js';
 import { ValidationError } from '../../errors.js';
 import { fieldErrors } from '../../http/validation.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
@@ -32,7 +32,7 @@ const DOCS = {
 
 export async function registerBlogs(
   app: FastifyInstance,
-  { db, config, prefix, images }: { db: Db; config: Config; prefix: string; images: ImageStorage },
+  { db, config, prefix, images }: { db: DbHandle; config: Config; prefix: string; images: ImageStorage },
 ) {
   await app.register(multipart);
   const deps: blogs.BlogDeps = { db, images, warn: (message, error) => app.log.warn({ err: error }, message) };

@@ -1,11 +1,10 @@
-import type { Db } from '../../db/database.js';
-import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js';
+import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
-import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
+import { BadRequestError, NotFoundError, ValidationError } from '../../errors.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
-import { pageExists } from '../pages/page.repository.js';
-import { htmlToText } from '../shared/filters.js';
+import { pageExists } from '../shared/content.queries.js';
+import { blogSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
 import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
@@ -34,7 +33,7 @@ export type BlogInput = {
 export type Precondition = (current: BlogRecord) => void;
 
 export interface BlogDeps {
-  readonly db: Db;
+  readonly db: DbHandle;
   readonly images: ImageStorage;
   /** Reports a file that could not be removed after a successful write (the write stands). */
   readonly warn?: (message: string, error: unknown) => void;
@@ -83,10 +82,6 @@ export function toBlogRecord(row: BlogRow): BlogRecord {
   return record;
 }
 
-function searchTextOf(b: Pick<BlogRow, 'info_title' | 'info_metatitle' | 'info_summary' | 'info_tags' | 'info_fulltext'>): string {
-  return [b.info_title, b.info_metatitle, b.info_summary, b.info_tags, htmlToText(b.info_fulltext)].filter(Boolean).join('\n');
-}
-
 const today = () => now().slice(0, 10);
 
 export interface BlogQuery extends Omit<BlogFilter, 'publicOn'> {
@@ -95,11 +90,10 @@ export interface BlogQuery extends Omit<BlogFilter, 'publicOn'> {
   pageSize: number;
 }
 
-export async function listBlogs(db: Db, siteId: number, query: BlogQuery) {
+export async function listBlogs(db: DbHandle, siteId: number, query: BlogQuery) {
   const { offset, pageSize, publicContentOnly, ...filter } = query;
   const { rows, total } = await repo.listBlogs(
-    db.kysely,
-    db.dialect,
+    db,
     siteId,
     { ...filter, ...(publicContentOnly ? { publicOn: today() } : {}) },
     offset,
@@ -108,8 +102,8 @@ export async function listBlogs(db: Db, siteId: number, query: BlogQuery) {
   return { records: rows.map(toBlogRecord), total, offset, pageSize };
 }
 
-export async function getBlog(db: Db, siteId: number, id: number): Promise<BlogRecord> {
-  const row = await repo.findBlog(db.kysely, siteId, id);
+export async function getBlog(db: DbHandle, siteId: number, id: number): Promise<BlogRecord> {
+  const row = await repo.findBlog(db, siteId, id);
   if (!row) throw new NotFoundError(`There is no blog ${id} on this website.`);
   return toBlogRecord(row);
 }
@@ -127,13 +121,13 @@ function storedChanges(input: BlogInput): Stored {
   return changes;
 }
 
-async function checkPage(db: Db, siteId: number, page: number): Promise<void> {
-  if (!(await pageExists(db.kysely, siteId, page))) {
+async function checkPage(db: DbHandle, siteId: number, page: number): Promise<void> {
+  if (!(await pageExists(db, siteId, page))) {
     throw new ValidationError([{ field: 'page', message: `there is no page ${page} on this website` }]);
   }
 }
 
-function uniqueFilename(db: Db, siteId: number, wanted: string): Promise<string> {
+function uniqueFilename(db: DbHandle, siteId: number, wanted: string): Promise<string> {
   return uniqueName(db, BLOG_FILENAME, siteId, wanted);
 }
 
@@ -168,9 +162,8 @@ export async function saveBlog(
     const migrate = Boolean(options.migrate || input.migrateMode === true || input.migrateMode === 1);
     // Joining a caller's transaction (the demo seed) is for uploads-free writes only: the files'
     // last-step-before-COMMIT guarantee cannot hold for a COMMIT the caller makes later.
-    if (deps.db.kysely.isTransaction && uploads.length > 0) throw new Error('saveBlog with uploads must own its transaction');
-    outcome = await inTransaction(deps.db, async (db) => {
-      const trx = db.kysely;
+    if (deps.db.isTransaction && uploads.length > 0) throw new Error('saveBlog with uploads must own its transaction');
+    outcome = await inTransaction(deps.db, async (trx) => {
       const known = input.info_img && input.info_img !== '' ? await repo.findImageByPath(trx, siteId, String(input.info_img)) : undefined;
       const imageRequest = {
         uploads,
@@ -181,8 +174,8 @@ export async function saveBlog(
       };
       const result =
         input.id === undefined
-          ? await insert(db, siteId, changes, imageRequest)
-          : await update(db, siteId, input.id, changes, imageRequest, options.precondition);
+          ? await insert(trx, siteId, changes, imageRequest)
+          : await update(trx, siteId, input.id, changes, imageRequest, options.precondition);
       // Last step before COMMIT: the files get their public names.
       for (const upload of result.plan.commit) {
         await deps.images.commit(upload.staged, upload.name);
@@ -192,13 +185,6 @@ export async function saveBlog(
     });
   } catch (error) {
     await Promise.all(committed.map((name) => deps.images.remove(name).catch(() => {})));
-    if (isUniqueViolation(error)) {
-      throw new ConflictError(`Another blog of this website already has the filename "${input.info_filename}".`);
-    }
-    if (isForeignKeyViolation(error)) {
-      // The page passed the check but was deleted before this write committed.
-      throw new ValidationError([{ field: 'page', message: `there is no page ${input.page} on this website` }]);
-    }
     throw error;
   } finally {
     const used = new Set(committed);
@@ -210,7 +196,7 @@ export async function saveBlog(
 
 type ImageRequestOf = Parameters<typeof planImages>[1];
 
-async function insert(db: Db, siteId: number, changes: Stored, images: ImageRequestOf) {
+async function insert(db: DbHandle, siteId: number, changes: Stored, images: ImageRequestOf) {
   if (changes.page === undefined) throw new ValidationError([{ field: 'page', message: 'is required: the page that holds the blog' }]);
   await checkPage(db, siteId, Number(changes.page));
   const plan = planImages({ info_img: '', info_img_json: null, info_more_images: [], rows: [] }, images);
@@ -229,23 +215,23 @@ async function insert(db: Db, siteId: number, changes: Stored, images: ImageRequ
     site_search_keywords_updated: changes.site_search_keywords ? at : '',
   } as Omit<BlogRow, 'info_id'>;
   if (!row.info_filename) row.info_filename = await uniqueFilename(db, siteId, slugify(row.info_title, 'blog'));
-  const id = await repo.insertBlog(db.kysely, { ...row, site_id: siteId, search_text: searchTextOf(row) });
+  const id = await repo.insertBlog(db, { ...row, site_id: siteId, search_text: blogSearchText(row) });
   await saveImageRows(db, siteId, id, plan);
   return { record: await getBlog(db, siteId, id), plan };
 }
 
 /** The blog's image originals as the plan leaves them (migrateMode dedups against these). */
-function saveImageRows(db: Db, siteId: number, id: number, plan: ImagePlan): Promise<void> {
+function saveImageRows(db: DbHandle, siteId: number, id: number, plan: ImagePlan): Promise<void> {
   return repo.replaceBlogImages(
-    db.kysely,
+    db,
     siteId,
     id,
     plan.rows.map((r) => ({ ...r, site_id: siteId, info_id: id })),
   );
 }
 
-async function update(db: Db, siteId: number, id: number, changes: Stored, images: ImageRequestOf, precondition?: Precondition) {
-  const currentRow = await repo.findBlog(db.kysely, siteId, id, db.dialect === 'postgres');
+async function update(db: DbHandle, siteId: number, id: number, changes: Stored, images: ImageRequestOf, precondition?: Precondition) {
+  const currentRow = await repo.findBlog(db, siteId, id, true);
   if (!currentRow) throw new NotFoundError(`There is no blog ${id} on this website.`);
   const current = toBlogRecord({ ...currentRow });
   precondition?.(current);
@@ -253,7 +239,7 @@ async function update(db: Db, siteId: number, id: number, changes: Stored, image
   if (changes.info_filename === '') {
     changes.info_filename = await uniqueFilename(db, siteId, slugify(String(changes.info_title ?? currentRow.info_title), 'blog'));
   }
-  const rows = await repo.listBlogImages(db.kysely, siteId, id);
+  const rows = await repo.listBlogImages(db, siteId, id);
   const plan = planImages({ ...current, rows }, images);
   const wanted: Stored = { ...changes, ...imageColumns(plan) };
   // Only what really changes is written: a repeated request leaves the record, info_timestamp included, as it was.
@@ -265,7 +251,7 @@ async function update(db: Db, siteId: number, id: number, changes: Stored, image
   const at = now();
   if (diff.site_search_keywords !== undefined) diff.site_search_keywords_updated = at;
   const merged = { ...currentRow, ...diff } as BlogRow;
-  await repo.updateBlog(db.kysely, siteId, id, { ...diff, info_timestamp: at, search_text: searchTextOf(merged) });
+  await repo.updateBlog(db, siteId, id, { ...diff, info_timestamp: at, search_text: blogSearchText(merged) });
   if (diff.info_img !== undefined || diff.info_more_images !== undefined) {
     await saveImageRows(db, siteId, id, plan);
   }
@@ -278,17 +264,21 @@ async function removeUnused(deps: BlogDeps, paths: readonly string[]): Promise<v
     const name = imageNameOf(path);
     if (!name) continue;
     try {
-      if (!(await repo.imagePathInUse(deps.db.kysely, path))) await deps.images.remove(name);
+      if (!(await repo.imagePathInUse(deps.db, path))) await deps.images.remove(name);
     } catch (error) {
       deps.warn?.(`could not remove image ${name}`, error);
     }
   }
 }
 
-/** DELETE: the blog, its image rows, and then its files that nothing else uses. */
+/**
+ * DELETE: the blog, its image rows, and then its files that nothing else uses. Joins a caller's
+ * transaction like saveBlog; files are then kept, since the caller may still roll back (a file
+ * left over costs disk space, a file removed under a restored record loses an image).
+ */
 export async function deleteBlog(deps: BlogDeps, siteId: number, id: number, precondition?: Precondition): Promise<void> {
-  const removed = await deps.db.kysely.transaction().execute(async (trx) => {
-    const row = await repo.findBlog(trx, siteId, id, deps.db.dialect === 'postgres');
+  const removed = await inTransaction(deps.db, async (trx) => {
+    const row = await repo.findBlog(trx, siteId, id, true);
     if (!row) throw new NotFoundError(`There is no blog ${id} on this website.`);
     const record = toBlogRecord({ ...row });
     precondition?.(record);
@@ -296,5 +286,5 @@ export async function deleteBlog(deps: BlogDeps, siteId: number, id: number, pre
     await repo.deleteBlog(trx, siteId, id);
     return [record.info_img, ...record.info_more_images, ...rows.map((r) => r.path)].filter((p) => p !== '');
   });
-  await removeUnused(deps, [...new Set(removed)]);
+  if (!deps.db.isTransaction) await removeUnused(deps, [...new Set(removed)]);
 }

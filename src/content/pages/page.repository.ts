@@ -1,11 +1,13 @@
-import { type Insertable, type Kysely, type Selectable, type SqlBool, sql, type Updateable } from 'kysely';
-import type { Db, DialectName } from '../../db/database.js';
-import type { Database, PagesTable } from '../../db/schema.js';
+import { type Insertable, type Selectable, type SqlBool, sql, type Updateable } from 'kysely';
+import { dialectOf, hotRead } from '../../db/database.js';
+import { refusedAs } from '../../db/errors.js';
+import type { DbHandle } from '../../db/schema.js';
+import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
 import { PAGE_FIELDS, type PageField } from './page.fields.js';
+import type { PagesTable } from './page.table.js';
 
-type Handle = Kysely<Database>;
 export type PageRow = Pick<Selectable<PagesTable>, PageField>;
 export type NewPageRow = Insertable<PagesTable>;
 export type PageChanges = Updateable<PagesTable>;
@@ -25,19 +27,8 @@ export interface PageFilter {
   publicContentOnly?: boolean;
 }
 
-/**
- * Pages a visitor may not see: member-only pages and everything below them, whatever its own
- * setting. Shared with blogs, whose public list needs a public page.
- */
-export function hiddenPages(siteId: number) {
-  return sql<{ page: number }>`(with recursive hidden(page) as (
-      select page from pages where site_id = ${siteId} and (page_privacy <> 0 or page_privacy_groupid <> 0)
-      union
-      select p.page from pages p join hidden h on p.page_parent = h.page where p.site_id = ${siteId}
-    ) select page from hidden)`;
-}
-
-function filtered(db: Handle, dialect: DialectName, siteId: number, f: PageFilter) {
+function filtered(db: DbHandle, siteId: number, f: PageFilter) {
+  const dialect = dialectOf(db);
   return db
     .selectFrom('pages')
     .where('pages.site_id', '=', siteId)
@@ -63,65 +54,69 @@ function filtered(db: Handle, dialect: DialectName, siteId: number, f: PageFilte
 }
 
 export async function listPages(
-  db: Handle,
-  dialect: DialectName,
+  db: DbHandle,
   siteId: number,
   filter: PageFilter,
   offset: number,
   limit: number,
 ): Promise<{ rows: PageRow[]; total: number }> {
   const [rows, count] = await Promise.all([
-    filtered(db, dialect, siteId, filter)
+    filtered(db, siteId, filter)
       .select(PAGE_COLUMNS.map((c) => `pages.${c}` as const))
       .orderBy('pages.page_order')
       .orderBy('pages.page')
       .offset(offset)
       .limit(limit)
       .execute(),
-    filtered(db, dialect, siteId, filter)
+    filtered(db, siteId, filter)
       .select((eb) => eb.fn.countAll<number>().as('total'))
       .executeTakeFirstOrThrow(),
   ]);
   return { rows: rows as PageRow[], total: Number(count.total) };
 }
 
-function byIdQuery(db: Handle, siteId: number, id: number) {
+function byIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: number }) {
   return db.selectFrom('pages').select(PAGE_COLUMNS).where('site_id', '=', siteId).where('page', '=', id);
 }
 
 /** One page by id, outside a transaction: the hottest read, a prepared statement on SQLite. */
-export async function readPage(db: Db, siteId: number, id: number): Promise<PageRow | undefined> {
-  const statement = db.hotStatement('pages.byId', () => byIdQuery(db.kysely, 0, 0));
-  return statement ? (statement.get(siteId, id) as PageRow | undefined) : byIdQuery(db.kysely, siteId, id).executeTakeFirst();
+export function readPage(db: DbHandle, siteId: number, id: number): Promise<PageRow | undefined> {
+  return hotRead(db, byIdQuery, { siteId, id });
 }
 
-/** `lock` takes a row lock (PostgreSQL) so a check and the write after it see the same row. */
-export async function findPage(db: Handle, siteId: number, id: number, lock = false): Promise<PageRow | undefined> {
-  const query = byIdQuery(db, siteId, id);
-  return (lock ? query.forUpdate() : query).executeTakeFirst();
+/**
+ * `lock` takes a row lock so a check and the write after it see the same row (PostgreSQL; SQLite
+ * writes are serial already).
+ */
+export async function findPage(db: DbHandle, siteId: number, id: number, lock = false): Promise<PageRow | undefined> {
+  const query = byIdQuery(db, { siteId, id });
+  return (lock && dialectOf(db) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
 }
 
-export async function pageExists(db: Handle, siteId: number, id: number): Promise<boolean> {
-  const row = await db.selectFrom('pages').select('page').where('site_id', '=', siteId).where('page', '=', id).executeTakeFirst();
-  return row !== undefined;
-}
+const aliasTaken = (alias: unknown) => ({ unique: `Another page of this website already has the alias "${alias}".` });
 
-export async function insertPage(db: Handle, row: NewPageRow): Promise<number> {
-  const inserted = await db.insertInto('pages').values(row).returning('page').executeTakeFirstOrThrow();
+export async function insertPage(db: DbHandle, row: NewPageRow): Promise<number> {
+  const inserted = await refusedAs(
+    db.insertInto('pages').values(row).returning('page').executeTakeFirstOrThrow(),
+    aliasTaken(row.page_alias),
+  );
   return inserted.page;
 }
 
-export async function updatePage(db: Handle, siteId: number, id: number, changes: PageChanges): Promise<void> {
-  await db.updateTable('pages').set(changes).where('site_id', '=', siteId).where('page', '=', id).execute();
+export async function updatePage(db: DbHandle, siteId: number, id: number, changes: PageChanges): Promise<void> {
+  await refusedAs(
+    db.updateTable('pages').set(changes).where('site_id', '=', siteId).where('page', '=', id).execute(),
+    aliasTaken(changes.page_alias),
+  );
 }
 
-export async function deletePage(db: Handle, siteId: number, id: number): Promise<boolean> {
+export async function deletePage(db: DbHandle, siteId: number, id: number): Promise<boolean> {
   const result = await db.deleteFrom('pages').where('site_id', '=', siteId).where('page', '=', id).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
 }
 
 /** The page itself and its ancestors, nearest first (bounded, in case stored data already loops). */
-export async function ancestryOf(db: Handle, siteId: number, id: number): Promise<number[]> {
+export async function ancestryOf(db: DbHandle, siteId: number, id: number): Promise<number[]> {
   const result = await sql<{ page: number }>`with recursive chain(page, parent, depth) as (
       select page, page_parent, 0 from pages where site_id = ${siteId} and page = ${id}
       union all
@@ -131,7 +126,7 @@ export async function ancestryOf(db: Handle, siteId: number, id: number): Promis
   return result.rows.map((r) => r.page);
 }
 
-export async function countChildren(db: Handle, siteId: number, id: number): Promise<number> {
+export async function countChildren(db: DbHandle, siteId: number, id: number): Promise<number> {
   const row = await db
     .selectFrom('pages')
     .select((eb) => eb.fn.countAll<number>().as('n'))

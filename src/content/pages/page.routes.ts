@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import type { Config } from '../../config.js';
-import type { Db } from '../../db/database.js';
+import type { DbHandle } from '../../db/schema.js';
 import { registerResourceRoutes } from '../shared/resource.routes.js';
 import { queryBoolean } from '../shared/schemas.js';
 import { PageList, PageQuery, PageRecord, PageWrite, PageWritten } from './page.schemas.js';
@@ -24,7 +24,7 @@ const DOCS = {
   delete: 'Deletes a page. A page that still has sub pages or blogs is 409. Honours If-Match.',
 };
 
-export async function registerPages(app: FastifyInstance, { db, prefix }: { db: Db; config: Config; prefix: string }) {
+export async function registerPages(app: FastifyInstance, { db, prefix }: { db: DbHandle; config: Config; prefix: string }) {
   registerResourceRoutes<pages.PageRecord, Static<typeof PageQuery>>(app, prefix, {
     path: '/page',
     noun: 'page',

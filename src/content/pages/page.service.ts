@@ -1,10 +1,9 @@
-import type { Db } from '../../db/database.js';
-import { isUniqueViolation } from '../../db/errors.js';
+import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
-import { countBlogsOnPage } from '../blogs/blog.repository.js';
-import { htmlToText } from '../shared/filters.js';
+import { countBlogsOnPage } from '../shared/content.queries.js';
+import { pageSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import { PAGE_ALIAS, uniqueName } from '../shared/unique-name.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
@@ -35,37 +34,18 @@ export function toPageRecord(row: PageRow): PageRecord {
   return record;
 }
 
-function searchTextOf(
-  p: Pick<
-    PageRow,
-    'page_usertitle' | 'page_menuname' | 'page_summary' | 'page_metatitle' | 'page_keywords' | 'page_html_intro' | 'page_html_content'
-  >,
-): string {
-  return [
-    p.page_usertitle,
-    p.page_menuname,
-    p.page_metatitle,
-    p.page_summary,
-    p.page_keywords,
-    htmlToText(p.page_html_intro),
-    htmlToText(p.page_html_content),
-  ]
-    .filter(Boolean)
-    .join('\n');
-}
-
 export interface PageQuery extends PageFilter {
   offset: number;
   pageSize: number;
 }
 
-export async function listPages(db: Db, siteId: number, query: PageQuery) {
+export async function listPages(db: DbHandle, siteId: number, query: PageQuery) {
   const { offset, pageSize, ...filter } = query;
-  const { rows, total } = await repo.listPages(db.kysely, db.dialect, siteId, filter, offset, pageSize);
+  const { rows, total } = await repo.listPages(db, siteId, filter, offset, pageSize);
   return { records: rows.map(toPageRecord), total, offset, pageSize };
 }
 
-export async function getPage(db: Db, siteId: number, id: number): Promise<PageRecord> {
+export async function getPage(db: DbHandle, siteId: number, id: number): Promise<PageRecord> {
   const row = await repo.readPage(db, siteId, id);
   if (!row) throw new NotFoundError(`There is no page ${id} on this website.`);
   return toPageRecord(row);
@@ -84,10 +64,10 @@ function storedChanges(input: PageInput): Partial<Record<PageField, string | num
   return changes;
 }
 
-async function checkParent(db: Db, siteId: number, parent: number, self: number | undefined): Promise<void> {
+async function checkParent(db: DbHandle, siteId: number, parent: number, self: number | undefined): Promise<void> {
   if (parent === 0) return;
   if (parent === self) throw new ValidationError([{ field: 'page_parent', message: 'a page cannot be its own parent' }]);
-  const chain = await repo.ancestryOf(db.kysely, siteId, parent);
+  const chain = await repo.ancestryOf(db, siteId, parent);
   if (chain.length === 0) {
     throw new ValidationError([{ field: 'page_parent', message: `there is no page ${parent} on this website` }]);
   }
@@ -96,13 +76,13 @@ async function checkParent(db: Db, siteId: number, parent: number, self: number 
   }
 }
 
-function uniqueAlias(db: Db, siteId: number, wanted: string): Promise<string> {
+function uniqueAlias(db: DbHandle, siteId: number, wanted: string): Promise<string> {
   return uniqueName(db, PAGE_ALIAS, siteId, wanted);
 }
 
 /** POST: insert without `id`, update with it. Returns the saved record. */
 export async function savePage(
-  db: Db,
+  db: DbHandle,
   siteId: number,
   input: PageInput,
   precondition?: Precondition,
@@ -112,20 +92,13 @@ export async function savePage(
   }
   const changes = storedChanges(input);
   const at = now();
-  try {
-    return await inTransaction(db, async (tx) => {
-      if (input.id === undefined) return { record: await insert(tx, siteId, changes, at), created: true };
-      return { record: await update(tx, siteId, input.id, changes, at, precondition), created: false };
-    });
-  } catch (error) {
-    if (isUniqueViolation(error)) {
-      throw new ConflictError(`Another page of this website already has the alias "${changes.page_alias}".`);
-    }
-    throw error;
-  }
+  return inTransaction(db, async (tx) => {
+    if (input.id === undefined) return { record: await insert(tx, siteId, changes, at), created: true };
+    return { record: await update(tx, siteId, input.id, changes, at, precondition), created: false };
+  });
 }
 
-async function insert(db: Db, siteId: number, changes: Partial<Record<PageField, string | number>>, at: string) {
+async function insert(db: DbHandle, siteId: number, changes: Partial<Record<PageField, string | number>>, at: string) {
   if (changes.page_parent !== undefined) await checkParent(db, siteId, Number(changes.page_parent), undefined);
   const blank = Object.fromEntries(WRITABLE_FIELDS.map((f) => [f, PAGE_FIELDS[f].kind === 'text' ? '' : 0])) as Record<
     PageField,
@@ -135,19 +108,19 @@ async function insert(db: Db, siteId: number, changes: Partial<Record<PageField,
   if (!row.page_alias) {
     row.page_alias = await uniqueAlias(db, siteId, slugify(row.page_usertitle || row.page_menuname, 'page'));
   }
-  const id = await repo.insertPage(db.kysely, { ...row, site_id: siteId, search_text: searchTextOf(row) });
+  const id = await repo.insertPage(db, { ...row, site_id: siteId, search_text: pageSearchText(row) });
   return getPage(db, siteId, id);
 }
 
 async function update(
-  db: Db,
+  db: DbHandle,
   siteId: number,
   id: number,
   changes: Partial<Record<PageField, string | number>>,
   at: string,
   precondition?: Precondition,
 ) {
-  const currentRow = await repo.findPage(db.kysely, siteId, id, db.dialect === 'postgres');
+  const currentRow = await repo.findPage(db, siteId, id, true);
   if (!currentRow) throw new NotFoundError(`There is no page ${id} on this website.`);
   precondition?.(toPageRecord({ ...currentRow }));
   if (changes.page_parent !== undefined && changes.page_parent !== currentRow.page_parent) {
@@ -157,18 +130,18 @@ async function update(
     changes.page_alias = await uniqueAlias(db, siteId, slugify(String(changes.page_usertitle ?? currentRow.page_usertitle), 'page'));
   }
   const merged = { ...currentRow, ...changes } as PageRow;
-  await repo.updatePage(db.kysely, siteId, id, {
+  await repo.updatePage(db, siteId, id, {
     ...(changes as repo.PageChanges),
     page_lastmodified: at,
-    search_text: searchTextOf(merged),
+    search_text: pageSearchText(merged),
   });
   return getPage(db, siteId, id);
 }
 
 /** DELETE: only a page without sub pages and without blogs. */
-export async function deletePage(db: Db, siteId: number, id: number, precondition?: Precondition): Promise<void> {
-  await inTransaction(db, async ({ kysely: trx }) => {
-    const current = await repo.findPage(trx, siteId, id, db.dialect === 'postgres');
+export async function deletePage(db: DbHandle, siteId: number, id: number, precondition?: Precondition): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const current = await repo.findPage(trx, siteId, id, true);
     if (!current) throw new NotFoundError(`There is no page ${id} on this website.`);
     precondition?.(toPageRecord(current));
     const children = await repo.countChildren(trx, siteId, id);

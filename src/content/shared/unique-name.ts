@@ -1,5 +1,6 @@
 import { type SqlBool, sql } from 'kysely';
-import type { Db } from '../../db/database.js';
+import { dialectOf } from '../../db/database.js';
+import type { DbHandle } from '../../db/schema.js';
 import { firstFree } from './slug.js';
 
 /** A website-unique SEO name column: page aliases, blog filenames. */
@@ -19,12 +20,12 @@ export const BLOG_FILENAME: NameColumn = { table: 'blogs', column: 'info_filenam
  * nodes inserting the same title at once get -2 and -3 instead of a unique-index error (SQLite
  * writes are serial anyway).
  */
-export async function uniqueName(db: Db, target: NameColumn, siteId: number, wanted: string): Promise<string> {
-  if (db.dialect === 'postgres') await sql`select pg_advisory_xact_lock(${target.lockClass}, ${siteId})`.execute(db.kysely);
+export async function uniqueName(db: DbHandle, target: NameColumn, siteId: number, wanted: string): Promise<string> {
+  if (dialectOf(db) === 'postgres') await sql`select pg_advisory_xact_lock(${target.lockClass}, ${siteId})`.execute(db);
   const pattern = `${wanted.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`;
   const column = sql.ref(target.column);
   const rows = await sql<{ name: string }>`select ${column} as name from ${sql.table(target.table)}
-    where site_id = ${siteId} and (${column} = ${wanted} or ${sql<SqlBool>`${column} like ${pattern} escape '\\'`})`.execute(db.kysely);
+    where site_id = ${siteId} and (${column} = ${wanted} or ${sql<SqlBool>`${column} like ${pattern} escape '\\'`})`.execute(db);
   return firstFree(
     wanted,
     rows.rows.map((r) => r.name),

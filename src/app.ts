@@ -6,7 +6,7 @@ import { registerBlogs } from './content/blogs/blog.routes.js';
 import { registerPages } from './content/pages/page.routes.js';
 import type { Db } from './db/database.js';
 import { apiKeyAuth } from './http/api-key.auth.js';
-import { type AuthMethod, challengeFor, installAuthentication } from './http/authenticate.js';
+import { challengeFor, installAuthentication, requireDeclaredAccess } from './http/authenticate.js';
 import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
@@ -21,14 +21,12 @@ import { LocalImageStorage } from './storage/local-image-storage.js';
 export interface AppDeps {
   readonly config: Config;
   readonly db: Db;
-  /** Added in front of the legacy API key method (the OAuth bearer method). */
-  readonly extraAuthMethods?: readonly AuthMethod[];
   /** Where uploaded images are kept; a folder under DATA_DIR/images by default. */
   readonly images?: ImageStorage;
 }
 
 /** The whole wiring, in order. server.ts only listens; tests call this and use app.inject. */
-export async function buildApp({ config, db, extraAuthMethods = [], images }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ config, db, images }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config.logLevel),
     genReqId: (req) => {
@@ -40,6 +38,8 @@ export async function buildApp({ config, db, extraAuthMethods = [], images }: Ap
     bodyLimit: 5 * 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
   });
+  // First, so that every route added after it is checked.
+  requireDeclaredAccess(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -57,7 +57,7 @@ export async function buildApp({ config, db, extraAuthMethods = [], images }: Ap
   // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
   const oauth = createOAuthServer({ config, db: db.kysely, log: app.log });
-  installAuthentication(app, [...extraAuthMethods, oauth.bearer, apiKeyAuth(db.kysely)]);
+  installAuthentication(app, [oauth.bearer, apiKeyAuth(db.kysely)]);
   installEntityTags(app);
 
   registerHealth(app, db);
@@ -65,7 +65,7 @@ export async function buildApp({ config, db, extraAuthMethods = [], images }: Ap
   const imageStorage = images ?? new LocalImageStorage(path.join(config.dataDir, 'images'));
   registerImageFiles(app, imageStorage);
   for (const prefix of ['/api', '/webapps/api']) {
-    await app.register(async (scope) => registerPages(scope, { db: db.kysely, config, prefix }), { prefix });
+    await app.register(async (scope) => registerPages(scope, { db: db.kysely, prefix }), { prefix });
     await app.register(async (scope) => registerBlogs(scope, { db: db.kysely, config, prefix, images: imageStorage }), { prefix });
   }
   return app;

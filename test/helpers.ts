@@ -7,7 +7,7 @@ import { buildApp } from '../src/app.js';
 import { type Config, testConfig } from '../src/config.js';
 import { createDatabase, type Db } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import type { AuthMethod } from '../src/http/authenticate.js';
+import { checkResponses } from './response-contract.js';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
 
@@ -85,13 +85,11 @@ export async function addTestSite(db: Db, name = 'Test site'): Promise<TestSite>
   };
 }
 
-export async function buildTestApp(
-  t: TestContext,
-  options: { config?: Partial<Config>; extraAuthMethods?: AuthMethod[]; db?: Db } = {},
-): Promise<TestApp> {
+export async function buildTestApp(t: TestContext, options: { config?: Partial<Config>; db?: Db } = {}): Promise<TestApp> {
   const db = options.db ?? (await createTestDatabase(t));
   const config = testConfig(options.config);
-  const app = await buildApp({ config, db, extraAuthMethods: options.extraAuthMethods ?? [] });
+  const app = await buildApp({ config, db });
+  checkResponses(app);
   t.after(() => app.close());
   const site = await addTestSite(db);
   return { app, db, config, site, addSite: (name) => addTestSite(db, name) };

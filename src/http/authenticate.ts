@@ -67,6 +67,20 @@ export function credentialsPresent(request: FastifyRequest): boolean {
   return Boolean(request.headers.authorization || request.headers['x-api-id'] || request.headers['x-api-key']);
 }
 
+const GUARDED = /^\/(webapps\/)?api(\/|$)/;
+
+/**
+ * Refuses, at start-up, any route under /api or /webapps/api that declares neither a scope nor
+ * `public: true`: a route cannot forget its permission. Install it before any route is added.
+ */
+export function requireDeclaredAccess(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if (!GUARDED.test(route.url) || route.config?.scope || route.config?.public) return;
+    const methods = Array.isArray(route.method) ? route.method.join(',') : route.method;
+    throw new Error(`${methods} ${route.url} declares neither config.scope nor config.public: say who may call it`);
+  });
+}
+
 /**
  * Authenticates every route that declares `config.scope`, before its body is read, so an
  * unauthenticated upload is refused without being streamed. Methods are tried in order.

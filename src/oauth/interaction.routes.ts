@@ -1,5 +1,7 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errors } from 'oidc-provider';
+import { type Static, Type } from 'typebox';
 import { findClientRow } from './client.service.js';
 import { type Form, formValue, type Interaction, type InteractionDeps, parseForm, type StepContext } from './interaction.context.js';
 import { consentStep, loginStep, siteStep } from './interaction.steps.js';
@@ -18,8 +20,16 @@ function expired(reply: FastifyReply): FastifyReply {
   });
 }
 
-async function stepContext(deps: InteractionDeps, request: FastifyRequest, reply: FastifyReply): Promise<StepContext | undefined> {
-  const { uid } = request.params as { uid: string };
+/** The interaction a page belongs to, named in its URL. */
+const InteractionParams = Type.Object({ uid: Type.String() });
+
+async function stepContext(
+  deps: InteractionDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  uid: string,
+  form: Form,
+): Promise<StepContext | undefined> {
   let interaction: Interaction;
   try {
     interaction = await deps.provider.interactionDetails(request.raw, reply.raw);
@@ -41,7 +51,7 @@ async function stepContext(deps: InteractionDeps, request: FastifyRequest, reply
     request,
     reply,
     interaction,
-    form: (request.body as Form | undefined) ?? {},
+    form,
     view,
     page: (status, template, data = {}) => sendPage(reply, status, template, { ...view, ...data }),
     async finish(result, merge = true) {
@@ -55,7 +65,10 @@ const STEPS = { login: loginStep, select_site: siteStep, consent: consentStep } 
 type StepName = keyof typeof STEPS;
 
 export async function registerInteractions(app: FastifyInstance, deps: InteractionDeps): Promise<void> {
-  await app.register(async (scope) => {
+  await app.register(async (plain) => {
+    const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
+    // HTML forms only: a JSON body is a 415 here, so the form is always what parseForm made.
+    scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_req, body, done) =>
       done(null, parseForm(String(body))),
     );
@@ -63,32 +76,41 @@ export async function registerInteractions(app: FastifyInstance, deps: Interacti
       reply.header('referrer-policy', 'no-referrer').header('cache-control', 'no-store');
     });
 
-    scope.get(`${AUTH_PATH}/interaction/:uid`, { schema: { hide: true } }, async (request, reply) => {
-      const step = await stepContext(deps, request, reply);
-      if (!step) return expired(reply);
-      const handler = STEPS[step.interaction.prompt.name as StepName];
-      if (!handler) return expired(reply);
-      return handler.show(step);
-    });
+    scope.get(
+      `${AUTH_PATH}/interaction/:uid`,
+      { schema: { hide: true, params: InteractionParams }, config: { public: true } },
+      async (request, reply) => {
+        const step = await stepContext(deps, request, reply, request.params.uid, {});
+        if (!step) return expired(reply);
+        const handler = STEPS[step.interaction.prompt.name as StepName];
+        if (!handler) return expired(reply);
+        return handler.show(step);
+      },
+    );
 
     for (const name of Object.keys(STEPS) as StepName[]) {
-      scope.post(`${AUTH_PATH}/interaction/:uid/${name}`, { schema: { hide: true } }, async (request, reply) => {
-        const step = await stepContext(deps, request, reply);
-        if (!step) return expired(reply);
-        if (!csrfValid(deps.config.cookieSecrets, step.interaction.uid, step.form.csrf)) {
-          return sendPage(reply, 403, 'error', {
-            title: 'This form has expired',
-            message: 'The page was not sent by this sign-in. Go back to the application and start again.',
-          });
-        }
-        // A form of an earlier step (the back button): show the step the interaction is at now.
-        if (step.interaction.prompt.name !== name)
-          return reply.code(303).header('location', `${AUTH_PATH}/interaction/${step.interaction.uid}`).send();
-        if (formValue(step.form, 'decision') !== 'approve') {
-          return step.finish({ error: 'access_denied', error_description: 'the owner denied the request' }, false);
-        }
-        return STEPS[name].submit(step);
-      });
+      // The body is what the form parser above made, or nothing when no body was sent.
+      scope.post<{ Body: Form | undefined; Params: Static<typeof InteractionParams> }>(
+        `${AUTH_PATH}/interaction/:uid/${name}`,
+        { schema: { hide: true, params: InteractionParams }, config: { public: true } },
+        async (request, reply) => {
+          const step = await stepContext(deps, request, reply, request.params.uid, request.body ?? {});
+          if (!step) return expired(reply);
+          if (!csrfValid(deps.config.cookieSecrets, step.interaction.uid, step.form.csrf)) {
+            return sendPage(reply, 403, 'error', {
+              title: 'This form has expired',
+              message: 'The page was not sent by this sign-in. Go back to the application and start again.',
+            });
+          }
+          // A form of an earlier step (the back button): show the step the interaction is at now.
+          if (step.interaction.prompt.name !== name)
+            return reply.code(303).header('location', `${AUTH_PATH}/interaction/${step.interaction.uid}`).send();
+          if (formValue(step.form, 'decision') !== 'approve') {
+            return step.finish({ error: 'access_denied', error_description: 'the owner denied the request' }, false);
+          }
+          return STEPS[name].submit(step);
+        },
+      );
     }
   });
 }

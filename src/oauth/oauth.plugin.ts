@@ -53,10 +53,10 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
       // The provider reads request bodies itself; Fastify must leave the stream alone.
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
-      scope.all(`${AUTH_PATH}/*`, { schema: { hide: true } }, (request, reply) =>
+      scope.all(`${AUTH_PATH}/*`, { schema: { hide: true }, config: { public: true } }, (request, reply) =>
         forward(request, reply, (request.raw.url ?? '').slice(AUTH_PATH.length) || '/'),
       );
-      scope.post(`${AUTH_PATH}/reg`, { schema: { hide: true } }, async (request, reply) => {
+      scope.post(`${AUTH_PATH}/reg`, { schema: { hide: true }, config: { public: true } }, async (request, reply) => {
         const hit = await limits.hit(`register:${request.ip}`, 3600);
         if (hit.count > REGISTRATIONS_PER_HOUR) {
           return reply

@@ -1,3 +1,4 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { IMAGE_TYPES, type ImageMime, type ImageStorage } from './image-storage.js';
@@ -10,7 +11,7 @@ const MIME_OF = Object.fromEntries(Object.entries(IMAGE_TYPES).map(([mime, ext])
  * no listing, no other files, no path traversal.
  */
 export function registerImageFiles(app: FastifyInstance, storage: ImageStorage): void {
-  app.get(
+  app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/images/:name',
     {
       schema: {
@@ -21,7 +22,7 @@ export function registerImageFiles(app: FastifyInstance, storage: ImageStorage):
       },
     },
     async (request, reply) => {
-      const { name } = request.params as { name: string };
+      const { name } = request.params;
       // open() refuses anything but a generated name, so every other path is a plain 404.
       const image = await storage.open(name);
       if (!image) return reply.callNotFound();

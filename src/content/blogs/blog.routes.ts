@@ -1,14 +1,16 @@
 import multipart from '@fastify/multipart';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import type { Config } from '../../config.js';
 import type { DbHandle } from '../../db/schema.js';
 import { ValidationError } from '../../errors.js';
+import { principalOf } from '../../http/authenticate.js';
 import { fieldErrors } from '../../http/validation.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
-import { registerResourceRoutes } from '../shared/resource.routes.js';
-import { queryBoolean } from '../shared/schemas.js';
-import { BlogForm, BlogList, BlogQuery, BlogRecord, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
+import { Deleted, ifMatch, NoQuery, operations, sendList, sendRecord, sendSaved } from '../shared/envelope.js';
+import { IdParams, queryBoolean } from '../shared/schemas.js';
+import { BlogForm, BlogList, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
 import * as blogs from './blog.service.js';
 import { readBlogForm } from './blog.uploads.js';
 
@@ -33,57 +35,63 @@ const DOCS = {
 export async function registerBlogs(
   app: FastifyInstance,
   { db, config, prefix, images }: { db: DbHandle; config: Config; prefix: string; images: ImageStorage },
-) {
+): Promise<void> {
   await app.register(multipart);
+  const routes = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { read, write } = operations('blogs', prefix);
   const deps: blogs.BlogDeps = { db, images, warn: (message, error) => app.log.warn({ err: error }, message) };
-  // The data field of a form is held to exactly the JSON body's schema, by the app's own validator.
+  const checkData = dataValidator(app, `${prefix}/blog`);
+
+  routes.get('/blog', read('List blogs', DOCS.list, { querystring: BlogQuery, response: { 200: BlogList } }), async (request, reply) =>
+    sendList(reply, await blogs.listBlogs(db, principalOf(request).siteId, request.query)),
+  );
+
+  routes.get(
+    '/blog/:id',
+    read('Get one blog', DOCS.get, { params: IdParams, querystring: NoQuery, response: { 200: BlogList } }),
+    async (request, reply) => sendRecord(reply, await blogs.getBlog(db, principalOf(request).siteId, request.params.id)),
+  );
+
+  // The body is declared per media type, which the type provider cannot read: JSON bodies are
+  // validated against BlogWrite before the handler runs, and a multipart body is left unparsed
+  // (undefined) for readBlogForm, which holds its data field to the same schema.
+  routes.post<{ Body: blogs.BlogInput | undefined; Querystring: Static<typeof BlogWriteQuery> }>(
+    '/blog',
+    write('Insert or update a blog', DOCS.post, {
+      querystring: BlogWriteQuery,
+      body: { content: { 'application/json': { schema: BlogWrite }, 'multipart/form-data': { schema: BlogForm } } },
+      response: { 200: BlogWritten, 201: BlogWritten },
+    }),
+    async (request, reply) => {
+      const siteId = principalOf(request).siteId;
+      const options = { migrate: queryBoolean(request.query.migrateMode), precondition: ifMatch<blogs.BlogRecord>(request) };
+      const saved = request.isMultipart()
+        ? await readBlogForm(request, images, config.uploads, checkData).then((form) =>
+            blogs.saveBlog(deps, siteId, form.data, { ...options, uploads: form.uploads }),
+          )
+        : await blogs.saveBlog(deps, siteId, request.body ?? {}, options);
+      return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
+    },
+  );
+
+  routes.delete(
+    '/blog/:id',
+    write('Delete a blog', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }),
+    async (request, reply) => {
+      await blogs.deleteBlog(deps, principalOf(request).siteId, request.params.id, ifMatch(request));
+      return reply.code(204).send(null);
+    },
+  );
+}
+
+/** The data field of a form is held to exactly the JSON body's schema, by the app's own validator. */
+function dataValidator(app: FastifyInstance, url: string): (data: unknown) => blogs.BlogInput {
   const compile = app.validatorCompiler;
   if (!compile) throw new Error('installValidators must run before blog routes are registered');
-  const validateData = compile({ schema: BlogWrite, method: 'POST', url: `${prefix}/blog`, httpPart: 'body' });
-  const checkData = (data: unknown) => {
-    const result = validateData(data);
-    if (result === true) return;
-    const errors = (validateData as unknown as { errors?: Parameters<typeof fieldErrors>[0] }).errors ?? [];
+  const validate = compile({ schema: BlogWrite, method: 'POST', url, httpPart: 'body' });
+  return (data) => {
+    if (validate(data) === true) return data as blogs.BlogInput;
+    const errors = (validate as unknown as { errors?: Parameters<typeof fieldErrors>[0] }).errors ?? [];
     throw new ValidationError(fieldErrors(errors, 'data'));
   };
-
-  registerResourceRoutes<blogs.BlogRecord, Static<typeof BlogQuery>>(app, prefix, {
-    path: '/blog',
-    noun: 'blog',
-    tag: 'blogs',
-    schemas: {
-      record: BlogRecord,
-      list: BlogList,
-      written: BlogWritten,
-      query: BlogQuery,
-      write: BlogWrite,
-      writeQuery: BlogWriteQuery,
-      form: BlogForm,
-    },
-    docs: DOCS,
-    list: (siteId, q) =>
-      blogs.listBlogs(db, siteId, {
-        id: q.id,
-        page: q.page,
-        title: q.title,
-        filename: q.filename,
-        tags: q.tags,
-        keywords: q.keywords,
-        matchType: q.matchType,
-        publicContentOnly: queryBoolean(q.publicContentOnly),
-        offset: q.offset,
-        pageSize: q.pageSize,
-      }),
-    get: (siteId, id) => blogs.getBlog(db, siteId, id),
-    save: async (siteId, request, precondition) => {
-      const migrate = queryBoolean((request.query as Static<typeof BlogWriteQuery>).migrateMode);
-      if (!request.isMultipart()) {
-        return blogs.saveBlog(deps, siteId, request.body as blogs.BlogInput, { migrate, precondition });
-      }
-      const form = await readBlogForm(request, images, config.uploads, checkData);
-      return blogs.saveBlog(deps, siteId, form.data as blogs.BlogInput, { migrate, precondition, uploads: form.uploads });
-    },
-    remove: (siteId, id, precondition) => blogs.deleteBlog(deps, siteId, id, precondition),
-    idOf: (record) => record.info_id,
-  });
 }

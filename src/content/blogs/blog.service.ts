@@ -1,16 +1,20 @@
+import type { Static } from 'typebox';
 import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, NotFoundError, ValidationError } from '../../errors.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../shared/content.queries.js';
+import type { Listed } from '../shared/envelope.js';
+import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { blogSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
 import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
 import { type ImageMetadata, type ImagePlan, planImages, type ReceivedImage } from './blog.images.js';
-import type { BlogFilter, BlogRow } from './blog.repository.js';
+import type { BlogRow } from './blog.repository.js';
 import * as repo from './blog.repository.js';
+import type { BlogQuery, BlogWrite } from './blog.schemas.js';
 
 export type BlogRecord = Omit<BlogRow, 'info_show' | 'info_img_json' | 'info_more_images' | 'info_blog_comments_on'> & {
   info_show: 'Y' | 'N';
@@ -20,14 +24,10 @@ export type BlogRecord = Omit<BlogRow, 'info_show' | 'info_img_json' | 'info_mor
   id: number;
 };
 
-/** A validated POST body (JSON, or the data field of a multipart form). */
-export type BlogInput = {
-  id?: number;
-  info_more_images?: string[];
-  info_show?: boolean | number | 'Y' | 'N';
-  info_img_json?: unknown;
-  migrateMode?: boolean | number;
-} & Partial<Record<Exclude<BlogField, 'info_more_images' | 'info_show' | 'info_img_json'>, string | number | boolean>>;
+/** A POST body as the route schema validated it (JSON, or the data field of a multipart form). */
+export type BlogInput = Static<typeof BlogWrite>;
+/** A list's query string as the route schema validated it (and coerced its numbers). */
+export type BlogListQuery = Static<typeof BlogQuery>;
 
 /** Called with the current record before a change; throws to refuse it (If-Match). */
 export type Precondition = (current: BlogRecord) => void;
@@ -84,21 +84,19 @@ export function toBlogRecord(row: BlogRow): BlogRecord {
 
 const today = () => now().slice(0, 10);
 
-export interface BlogQuery extends Omit<BlogFilter, 'publicOn'> {
-  publicContentOnly?: boolean;
-  offset: number;
-  pageSize: number;
-}
-
-export async function listBlogs(db: DbHandle, siteId: number, query: BlogQuery) {
-  const { offset, pageSize, publicContentOnly, ...filter } = query;
-  const { rows, total } = await repo.listBlogs(
-    db,
-    siteId,
-    { ...filter, ...(publicContentOnly ? { publicOn: today() } : {}) },
-    offset,
-    pageSize,
-  );
+export async function listBlogs(db: DbHandle, siteId: number, query: BlogListQuery): Promise<Listed<BlogRecord>> {
+  const { offset, pageSize } = listWindow(query);
+  const filter = {
+    id: query.id,
+    page: query.page,
+    title: query.title,
+    filename: query.filename,
+    tags: query.tags,
+    keywords: query.keywords,
+    matchType: query.matchType,
+    ...(queryBoolean(query.publicContentOnly) ? { publicOn: today() } : {}),
+  };
+  const { rows, total } = await repo.listBlogs(db, siteId, filter, offset, pageSize);
   return { records: rows.map(toBlogRecord), total, offset, pageSize };
 }
 

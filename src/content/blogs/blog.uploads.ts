@@ -127,8 +127,8 @@ function dataOf(part: Extract<Multipart, { type: 'field' }>): unknown {
   }
 }
 
-export interface BlogForm {
-  data: unknown;
+export interface BlogForm<T> {
+  data: T;
   uploads: ReceivedImage[];
 }
 
@@ -136,15 +136,14 @@ export interface BlogForm {
  * Reads the whole form. `validate` runs on `data` as soon as it arrives, so a form whose data
  * comes first is refused before any file is streamed. On any error every staged file is discarded.
  */
-export async function readBlogForm(
+export async function readBlogForm<T>(
   request: FastifyRequest,
   storage: ImageStorage,
   limits: Config['uploads'],
-  validate: (data: unknown) => void,
-): Promise<BlogForm> {
+  validate: (data: unknown) => T,
+): Promise<BlogForm<T>> {
   const uploads: ReceivedImage[] = [];
-  let data: unknown;
-  let sawData = false;
+  let data: T | undefined;
   try {
     const parts = request.parts({
       limits: {
@@ -158,10 +157,8 @@ export async function readBlogForm(
     for await (const part of parts) {
       if (part.type === 'field') {
         if (part.fieldname !== 'data') throw new ValidationError([{ field: part.fieldname, message: 'is not a known form field' }]);
-        if (sawData) throw new BadRequestError('The form has more than one data field.');
-        sawData = true;
-        data = dataOf(part);
-        validate(data);
+        if (data !== undefined) throw new BadRequestError('The form has more than one data field.');
+        data = validate(dataOf(part));
         continue;
       }
       const role = FILE_FIELDS[part.fieldname];
@@ -180,7 +177,7 @@ export async function readBlogForm(
       }
       uploads.push(await receiveFile(part, role, storage, limits.maxFileBytes));
     }
-    if (!sawData) throw new ValidationError([{ field: 'data', message: 'is required: the blog JSON object as text' }]);
+    if (data === undefined) throw new ValidationError([{ field: 'data', message: 'is required: the blog JSON object as text' }]);
     return { data, uploads };
   } catch (error) {
     await Promise.all(uploads.map((u) => storage.discard(u.staged)));

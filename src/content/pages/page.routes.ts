@@ -1,10 +1,10 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { Static } from 'typebox';
-import type { Config } from '../../config.js';
 import type { DbHandle } from '../../db/schema.js';
-import { registerResourceRoutes } from '../shared/resource.routes.js';
-import { queryBoolean } from '../shared/schemas.js';
-import { PageList, PageQuery, PageRecord, PageWrite, PageWritten } from './page.schemas.js';
+import { principalOf } from '../../http/authenticate.js';
+import { Deleted, ifMatch, NoQuery, operations, sendList, sendRecord, sendSaved } from '../shared/envelope.js';
+import { IdParams } from '../shared/schemas.js';
+import { PageList, PageQuery, PageWrite, PageWritten } from './page.schemas.js';
 import * as pages from './page.service.js';
 
 const DOCS = {
@@ -24,31 +24,40 @@ const DOCS = {
   delete: 'Deletes a page. A page that still has sub pages or blogs is 409. Honours If-Match.',
 };
 
-export async function registerPages(app: FastifyInstance, { db, prefix }: { db: DbHandle; config: Config; prefix: string }) {
-  registerResourceRoutes<pages.PageRecord, Static<typeof PageQuery>>(app, prefix, {
-    path: '/page',
-    noun: 'page',
-    tag: 'pages',
-    schemas: { record: PageRecord, list: PageList, written: PageWritten, query: PageQuery, write: PageWrite },
-    docs: DOCS,
-    list: (siteId, q) =>
-      pages.listPages(db, siteId, {
-        id: q.id,
-        page: q.page,
-        // parent and page_parent are synonyms; two different values can match nothing.
-        parent: q.parent !== undefined && q.page_parent !== undefined && q.parent !== q.page_parent ? -1 : (q.parent ?? q.page_parent),
-        title: q.title,
-        filename: q.filename,
-        tags: q.tags,
-        keywords: q.keywords,
-        matchType: q.matchType,
-        publicContentOnly: queryBoolean(q.publicContentOnly),
-        offset: q.offset,
-        pageSize: q.pageSize,
-      }),
-    get: (siteId, id) => pages.getPage(db, siteId, id),
-    save: (siteId, request, precondition) => pages.savePage(db, siteId, request.body as pages.PageInput, precondition),
-    remove: (siteId, id, precondition) => pages.deletePage(db, siteId, id, precondition),
-    idOf: (record) => record.page,
-  });
+/** The page routes, mounted at `prefix` (/api, and /webapps/api kept out of the OpenAPI document). */
+export async function registerPages(app: FastifyInstance, { db, prefix }: { db: DbHandle; prefix: string }): Promise<void> {
+  const routes = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { read, write } = operations('pages', prefix);
+
+  routes.get('/page', read('List pages', DOCS.list, { querystring: PageQuery, response: { 200: PageList } }), async (request, reply) =>
+    sendList(reply, await pages.listPages(db, principalOf(request).siteId, request.query)),
+  );
+
+  routes.get(
+    '/page/:id',
+    read('Get one page', DOCS.get, { params: IdParams, querystring: NoQuery, response: { 200: PageList } }),
+    async (request, reply) => sendRecord(reply, await pages.getPage(db, principalOf(request).siteId, request.params.id)),
+  );
+
+  routes.post(
+    '/page',
+    write('Insert or update a page', DOCS.post, {
+      querystring: NoQuery,
+      body: PageWrite,
+      response: { 200: PageWritten, 201: PageWritten },
+    }),
+    async (request, reply) => {
+      const saved = await pages.savePage(db, principalOf(request).siteId, request.body, ifMatch(request));
+      return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
+    },
+  );
+
+  routes.delete(
+    '/page/:id',
+    write('Delete a page', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }),
+    async (request, reply) => {
+      await pages.deletePage(db, principalOf(request).siteId, request.params.id, ifMatch(request));
+      return reply.code(204).send(null);
+    },
+  );
 }

@@ -1,14 +1,18 @@
+import type { Static } from 'typebox';
 import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { countBlogsOnPage } from '../shared/content.queries.js';
+import type { Listed } from '../shared/envelope.js';
+import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { pageSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import { PAGE_ALIAS, uniqueName } from '../shared/unique-name.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
-import type { PageFilter, PageRow } from './page.repository.js';
+import type { PageRow } from './page.repository.js';
 import * as repo from './page.repository.js';
+import type { PageQuery, PageWrite } from './page.schemas.js';
 
 export type PageRecord = Omit<PageRow, 'page_crop_aspect' | 'page_crop_aspect_thumbs'> & {
   page_crop_aspect: boolean;
@@ -16,8 +20,10 @@ export type PageRecord = Omit<PageRow, 'page_crop_aspect' | 'page_crop_aspect_th
   id: number;
 };
 
-/** A validated POST body: what the schema allows, typed loosely per field. */
-export type PageInput = { id?: number } & Partial<Record<PageField, string | number | boolean>>;
+/** A POST body as the route schema validated it. */
+export type PageInput = Static<typeof PageWrite>;
+/** A list's query string as the route schema validated it (and coerced its numbers). */
+export type PageListQuery = Static<typeof PageQuery>;
 
 /** Called with the current record before a change; throws to refuse it (If-Match). */
 export type Precondition = (current: PageRecord) => void;
@@ -34,13 +40,21 @@ export function toPageRecord(row: PageRow): PageRecord {
   return record;
 }
 
-export interface PageQuery extends PageFilter {
-  offset: number;
-  pageSize: number;
-}
-
-export async function listPages(db: DbHandle, siteId: number, query: PageQuery) {
-  const { offset, pageSize, ...filter } = query;
+export async function listPages(db: DbHandle, siteId: number, query: PageListQuery): Promise<Listed<PageRecord>> {
+  const { offset, pageSize } = listWindow(query);
+  const { parent, page_parent } = query;
+  const filter = {
+    id: query.id,
+    page: query.page,
+    // parent and page_parent are synonyms; two different values can match nothing.
+    parent: parent !== undefined && page_parent !== undefined && parent !== page_parent ? -1 : (parent ?? page_parent),
+    title: query.title,
+    filename: query.filename,
+    tags: query.tags,
+    keywords: query.keywords,
+    matchType: query.matchType,
+    publicContentOnly: queryBoolean(query.publicContentOnly),
+  };
   const { rows, total } = await repo.listPages(db, siteId, filter, offset, pageSize);
   return { records: rows.map(toPageRecord), total, offset, pageSize };
 }

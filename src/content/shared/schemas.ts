@@ -1,18 +1,44 @@
-import { type TSchema, Type } from 'typebox';
-import type { FieldSpec } from './fields.js';
+import {
+  type TBoolean,
+  type TInteger,
+  type TObject,
+  type TOptional,
+  type TProperties,
+  type TSchema,
+  type TString,
+  type TUnion,
+  Type,
+} from 'typebox';
+import type { FieldKind, FieldSpec } from './fields.js';
 
 const INT32 = { minimum: -2147483648, maximum: 2147483647 };
 
-/** A record as returned: every field of the catalogue, plus `id`. */
-export function recordSchema(name: string, fields: Record<string, FieldSpec>, extra: Record<string, TSchema> = {}) {
-  const properties: Record<string, TSchema> = {};
+type Catalogue = Record<string, FieldSpec>;
+
+/** The JSON type of each field kind as a record returns it. */
+type RecordKind<K extends FieldKind> = K extends 'serial' | 'int' ? TInteger : K extends 'bool' ? TBoolean : TString;
+/** …and as a POST body may send it (booleans also as 1/0). */
+type WriteKind<K extends FieldKind> = K extends 'serial' | 'int' ? TInteger : K extends 'bool' ? TUnion<[TBoolean, TInteger]> : TString;
+
+type RecordProperties<F extends Catalogue, E extends TProperties> = Omit<{ [K in keyof F]: RecordKind<F[K]['kind']> }, keyof E> & E;
+type WriteProperties<F extends Catalogue, O extends TProperties, X extends TProperties> = { id: TOptional<TInteger> } & {
+  [K in keyof F]: TOptional<K extends keyof O ? O[K] : WriteKind<F[K]['kind']>>;
+} & { [K in keyof X]: TOptional<X[K]> };
+
+/** A record as returned: every field of the catalogue in its JSON type, `extra` replacing or adding some. */
+export function recordSchema<F extends Catalogue, E extends TProperties>(
+  name: string,
+  fields: F,
+  extra: E,
+): TObject<RecordProperties<F, E>> {
+  const properties: TProperties = {};
   for (const [field, spec] of Object.entries(fields)) {
     const description = spec.description;
     if (spec.kind === 'serial' || spec.kind === 'int') properties[field] = Type.Integer({ description });
     else if (spec.kind === 'bool') properties[field] = Type.Boolean({ description });
     else properties[field] = Type.String({ description });
   }
-  return Type.Object({ ...properties, ...extra }, { $id: name, additionalProperties: false });
+  return Type.Object({ ...properties, ...extra }, { $id: name, additionalProperties: false }) as TObject<RecordProperties<F, E>>;
 }
 
 /** Booleans in bodies: true/false or 1/0 (spec: "accepts true or 1"). */
@@ -21,26 +47,26 @@ export const BodyBoolean = Type.Union([Type.Boolean(), Type.Integer({ minimum: 0
 /**
  * A POST body: `id` selects the record to update; every field is optional; unknown fields are
  * refused. System fields are accepted so a GET → edit → POST round trip works (they are ignored).
+ * `overrides` narrows a field's schema; `extra` adds fields that are not stored (migrateMode).
  */
-export function writeSchema(
-  fields: Record<string, FieldSpec>,
-  overrides: Record<string, TSchema> = {},
-  extra: Record<string, TSchema> = {},
-) {
-  const properties: Record<string, TSchema> = {
+export function writeSchema<
+  F extends Catalogue,
+  O extends TProperties = Record<never, TSchema>,
+  X extends TProperties = Record<never, TSchema>,
+>(fields: F, overrides: O = {} as O, extra: X = {} as X): TObject<WriteProperties<F, O, X>> {
+  const properties: TProperties = {
     id: Type.Optional(Type.Integer({ minimum: 1, maximum: INT32.maximum, description: 'ID of the record to update; absent to insert' })),
   };
   for (const [field, spec] of Object.entries(fields)) {
     const description = spec.description;
-    let schema: TSchema;
-    if (overrides[field]) schema = overrides[field];
-    else if (spec.kind === 'serial' || spec.kind === 'int') schema = Type.Integer({ ...INT32, description });
-    else if (spec.kind === 'bool') schema = Type.Union([Type.Boolean(), Type.Integer({ minimum: 0, maximum: 1 })], { description });
-    else schema = Type.String({ description });
-    properties[field] = Type.Optional(schema);
+    const override = overrides[field];
+    if (override) properties[field] = Type.Optional(override);
+    else if (spec.kind === 'serial' || spec.kind === 'int') properties[field] = Type.Optional(Type.Integer({ ...INT32, description }));
+    else if (spec.kind === 'bool') properties[field] = Type.Optional({ ...BodyBoolean, description });
+    else properties[field] = Type.Optional(Type.String({ description }));
   }
   for (const [field, schema] of Object.entries(extra)) properties[field] = Type.Optional(schema);
-  return Type.Object(properties, { additionalProperties: false });
+  return Type.Object(properties, { additionalProperties: false }) as TObject<WriteProperties<F, O, X>>;
 }
 
 export function envelopeSchema(record: TSchema) {
@@ -104,4 +130,9 @@ export function pageSizeOf(raw: number | string | undefined): number {
 
 export function queryBoolean(raw: string | undefined): boolean {
   return raw === 'true' || raw === '1';
+}
+
+/** The window of a list query: where it starts and how many records it holds. */
+export function listWindow(query: { offset?: number; pageSize?: number | string }): { offset: number; pageSize: number } {
+  return { offset: query.offset ?? 0, pageSize: pageSizeOf(query.pageSize) };
 }

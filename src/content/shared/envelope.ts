@@ -1,0 +1,82 @@
+/**
+ * The replies every resource route shares (DESIGN §3): the list envelope, one record in the
+ * envelope, a written record, ETags and If-Match. Small helpers that a routes file calls; the
+ * routes themselves are declared in each resource's own file.
+ */
+import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
+import { Type } from 'typebox';
+import { entityTag, ifMatchCheck } from '../../http/etag.js';
+import { DEFAULT_PAGE_SIZE } from './schemas.js';
+
+export interface Listed<R> {
+  records: R[];
+  total: number;
+  offset: number;
+  pageSize: number;
+}
+
+/** What a POST did: the record as saved, and whether it was inserted. */
+export interface Saved<R> {
+  record: R;
+  created: boolean;
+}
+
+/**
+ * Records are built field by field from the catalogue, so nothing outside the schema can leak;
+ * V8's JSON.stringify is faster here than a schema-compiled serializer, whose string escaping falls
+ * back to JSON.stringify for every HTML field with a quote in it (bench/README.md).
+ */
+const serializeRecord = (record: object): string => JSON.stringify(record);
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** A list, serialized once into the bytes that are sent, so the ETag hashes exactly those bytes. */
+export function sendList(reply: FastifyReply, listed: Listed<object>): FastifyReply {
+  const body = Buffer.from(
+    JSON.stringify({ data: listed.records, meta: { total: listed.total, offset: listed.offset, pageSize: listed.pageSize } }),
+  );
+  return reply.header('etag', entityTag(body)).type(JSON_TYPE).send(body);
+}
+
+/** One record in the list envelope. Its ETag covers the record, so If-Match compares with the same value. */
+export function sendRecord(reply: FastifyReply, record: object): FastifyReply {
+  const json = serializeRecord(record);
+  return reply
+    .header('etag', entityTag(json))
+    .type(JSON_TYPE)
+    .send(`{"data":[${json}],"meta":{"total":1,"offset":0,"pageSize":${DEFAULT_PAGE_SIZE}}}`);
+}
+
+/** A POST's answer: 201 with Location for an insert, 200 for an update; the record's ETag either way. */
+export function sendSaved<R extends object>(reply: FastifyReply, saved: Saved<R>, location: (record: R) => string): { data: R[] } {
+  reply.header('etag', entityTag(serializeRecord(saved.record)));
+  if (saved.created) reply.code(201).header('location', location(saved.record));
+  return { data: [saved.record] };
+}
+
+/** The If-Match check of a write, run by the service on the current record inside its transaction. */
+export function ifMatch<R extends object>(request: FastifyRequest): ((current: R) => void) | undefined {
+  return ifMatchCheck<R>(request, serializeRecord);
+}
+
+/** DELETE answers 204 with no body. */
+export const Deleted = Type.Null({ description: 'Deleted' });
+
+/** Routes that take no query parameters still refuse unknown ones, as lists do. */
+export const NoQuery = Type.Object({}, { additionalProperties: false });
+
+/**
+ * A route's declaration for one resource: its OpenAPI tag, hidden under the /webapps alias, the
+ * summary and description of its reference, its schemas, and the scope it needs. The schemas keep
+ * their types, so the handler's request is typed by them.
+ */
+export function operations(tag: string, prefix: string) {
+  const doc = { tags: [tag], hide: prefix !== '/api' };
+  const declare =
+    (scope: 'everything:read' | 'everything:write') =>
+    <S extends FastifySchema>(summary: string, description: string, schema: S) => ({
+      schema: { ...doc, summary, description, ...schema },
+      config: { scope },
+    });
+  return { read: declare('everything:read'), write: declare('everything:write') };
+}

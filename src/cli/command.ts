@@ -1,4 +1,4 @@
-import type { ParseArgsConfig } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 
@@ -7,14 +7,13 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-export type OptionValues = Record<string, string | boolean | undefined>;
+/** Parsed options; an option declared `multiple: true` gives an array. */
+export type OptionValues = Record<string, string | boolean | string[] | undefined>;
 
 export interface CommandContext {
   readonly json: boolean;
   readonly values: OptionValues;
   readonly positionals: readonly string[];
-  /** The arguments after the command's words, unparsed (for commands that parse their own). */
-  readonly argv: readonly string[];
   /** The configuration from the environment, the same as the server's (DATABASE_URL, DATA_DIR…). */
   config(): Config;
   /**
@@ -24,11 +23,11 @@ export interface CommandContext {
   db(options?: { migrate?: boolean }): Promise<Db>;
 }
 
-/**
- * What a command prints: `json` with --json (one object on stdout), `text` otherwise; or
- * `output` that the command already rendered in the form asked for.
- */
-export type CommandResult = { readonly json: object; readonly text: string } | { readonly output: string };
+/** What a command prints: `json` with --json (on one line, an object or an array), `text` otherwise. */
+export interface CommandResult {
+  readonly json: object;
+  readonly text: string;
+}
 
 /**
  * One row of the command table. Other modules (src/cli/oauth.commands.ts) export arrays of these
@@ -40,14 +39,28 @@ export interface Command {
   readonly summary: string;
   /** Options (besides --json and --help), in node:util parseArgs form. */
   readonly options?: NonNullable<ParseArgsConfig['options']>;
-  /** The command parses ctx.argv itself: main checks only --help (the OAuth commands do this). */
-  readonly parsesOwnArguments?: boolean;
   /** Names of required positional arguments, in order, e.g. ['API_ID']. */
   readonly positionals?: readonly string[];
   /** The arguments as shown in help, e.g. `--site ID [--label L]`. */
   readonly usage?: string;
   /** Resolves with what to print; `undefined` means the command keeps running (serve). */
   run(ctx: CommandContext): Promise<CommandResult | undefined>;
+}
+
+/** The arguments after the command's words, read against its options plus --json and --help. */
+export function parseArguments(command: Command, args: string[]): { values: OptionValues; positionals: string[] } {
+  try {
+    const parsed = parseArgs({
+      args,
+      options: { ...command.options, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values: parsed.values as OptionValues, positionals: parsed.positionals };
+  } catch (error) {
+    // parseArgs explains unknown options and missing values well; they are the caller's mistake.
+    throw new UsageError((error as Error).message);
+  }
 }
 
 export function requiredOption(ctx: CommandContext, name: string): string {
@@ -59,6 +72,12 @@ export function requiredOption(ctx: CommandContext, name: string): string {
 export function optionalOption(ctx: CommandContext, name: string): string | undefined {
   const value = ctx.values[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** Every value of an option declared `multiple: true`, in the order given; none is an empty list. */
+export function repeatedOption(ctx: CommandContext, name: string): string[] {
+  const value = ctx.values[name];
+  return Array.isArray(value) ? value : [];
 }
 
 /** A website id from --site: a positive whole number, or a usage error (not a database lookup). */

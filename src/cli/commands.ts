@@ -3,7 +3,7 @@ import { createCredential, createSite, createUser, revokeCredential } from '../a
 import { migrateToLatest } from '../db/migrate.js';
 import { NotFoundError } from '../errors.js';
 import { type Command, optionalOption, requiredOption, siteIdOption, UsageError } from './command.js';
-import { oauthCommands } from './oauth.adapter.js';
+import { oauthCommands } from './oauth.commands.js';
 import { table } from './output.js';
 
 const serve: Command = {
@@ -129,7 +129,7 @@ const apikeyRevoke: Command = {
 
 /**
  * Every command, in the order `cms help` lists them. The OAuth commands (`client …`,
- * `connection …`) live in ./oauth.commands.ts, made rows of this table by ./oauth.adapter.ts.
+ * `connection …`) live in ./oauth.commands.ts, which loads oidc-provider only when one runs.
  */
 export const COMMANDS: readonly Command[] = [
   serve,

@@ -1,10 +1,9 @@
 #!/usr/bin/env node
-import { parseArgs } from 'node:util';
 import { type Config, loadConfig } from '../config.js';
 import { createDatabase, type Db } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { isEntryPoint } from '../entry-point.js';
-import { type Command, type CommandContext, type CommandResult, type OptionValues, UsageError } from './command.js';
+import { type Command, type CommandContext, type CommandResult, parseArguments, UsageError } from './command.js';
 import { COMMANDS } from './commands.js';
 import { printError, printResult } from './output.js';
 
@@ -57,24 +56,6 @@ function findCommand(argv: readonly string[]): { command: Command; rest: string[
   throw new UsageError(`unknown command "${words[0]}"`);
 }
 
-function parse(command: Command, args: string[]): { values: OptionValues; positionals: string[] } {
-  if (command.parsesOwnArguments) {
-    return { values: { json: args.includes('--json'), help: args.includes('--help') || args.includes('-h') }, positionals: [] };
-  }
-  try {
-    const parsed = parseArgs({
-      args,
-      options: { ...command.options, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    });
-    return { values: parsed.values as OptionValues, positionals: parsed.positionals };
-  } catch (error) {
-    // parseArgs explains unknown options and missing values well; they are the caller's mistake.
-    throw new UsageError((error as Error).message);
-  }
-}
-
 /** Runs one command; resolves with the exit code, or undefined while a command keeps running (serve). */
 export async function main(argv: readonly string[]): Promise<number | undefined> {
   const json = argv.includes('--json');
@@ -82,7 +63,7 @@ export async function main(argv: readonly string[]): Promise<number | undefined>
   let config: Config | undefined;
   try {
     const { command, rest } = findCommand(argv);
-    const { values, positionals } = parse(command, rest);
+    const { values, positionals } = parseArguments(command, rest);
     if (values.help) {
       printResult(
         { json: { usage: usageLine(command), summary: command.summary }, text: `Usage: ${usageLine(command)}\n${command.summary}` },
@@ -91,7 +72,7 @@ export async function main(argv: readonly string[]): Promise<number | undefined>
       return 0;
     }
     const wanted = command.positionals ?? [];
-    if (!command.parsesOwnArguments && positionals.length !== wanted.length) {
+    if (positionals.length !== wanted.length) {
       throw new UsageError(
         `usage: ${usageLine(command)}${positionals.length > wanted.length ? ` (unexpected "${positionals[wanted.length]}")` : ''}`,
       );
@@ -100,7 +81,6 @@ export async function main(argv: readonly string[]): Promise<number | undefined>
       json,
       values,
       positionals,
-      argv: rest,
       config: () => {
         config ??= loadConfig(process.env);
         return config;

@@ -1,16 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
+import { testConfig } from '../config.js';
+import type { Db } from '../db/database.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
-import { UsageError } from './command.js';
-import { OAUTH_COMMANDS } from './oauth.commands.js';
+import { parseArguments, UsageError } from './command.js';
+import { oauthCommands } from './oauth.commands.js';
 
-function run(db: Parameters<(typeof OAUTH_COMMANDS)[string]>[0]['db'], line: string) {
+/** `cms <line>` on the test's own database, parsed as main parses it; resolves with what it prints. */
+async function run(db: Db, line: string): Promise<string> {
   const words = line.split(' ');
-  const command = OAUTH_COMMANDS[`${words[0]} ${words[1]}`];
+  const command = oauthCommands.find((c) => c.name === `${words[0]} ${words[1]}`);
   assert.ok(command, line);
-  const printed: string[] = [];
-  return command({ db, print: (text) => printed.push(text) }, words.slice(2)).then(() => printed.join('\n'));
+  const { values, positionals } = parseArguments(command, words.slice(2));
+  const json = values.json === true;
+  const result = await command.run({ json, values, positionals, config: () => testConfig(), db: async () => db });
+  assert.ok(result, line);
+  return json ? JSON.stringify(result.json) : result.text;
 }
 
 test('cms client create prints the client_id; its redirect URIs are checked', async (t) => {

@@ -6,11 +6,6 @@ export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
 export function printResult(result: CommandResult, json: boolean): void {
-  if ('output' in result) {
-    // Re-serialized so --json output is one line, however the command formatted it.
-    process.stdout.write(json ? `${JSON.stringify(JSON.parse(result.output))}\n` : `${result.output}\n`);
-    return;
-  }
   process.stdout.write(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
 }
 

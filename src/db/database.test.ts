@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { ConfigError, loadConfig } from '../config.js';
-import { createDatabase } from './database.js';
+import { createDatabase, hotRead } from './database.js';
 
 test('SQLite opens in WAL mode and fsyncs every commit unless SQLITE_SYNCHRONOUS=normal', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
@@ -24,4 +24,24 @@ test('SQLite opens in WAL mode and fsyncs every commit unless SQLITE_SYNCHRONOUS
   assert.equal(loadConfig({ DATA_DIR: dir }).sqliteSynchronous, 'full');
   assert.equal(loadConfig({ DATA_DIR: dir, SQLITE_SYNCHRONOUS: 'NORMAL' }).sqliteSynchronous, 'normal');
   assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_SYNCHRONOUS: 'off' }), ConfigError);
+});
+
+test('hotRead binds arguments by name, keeps the query constants, and refuses a build that alters an argument', async (t) => {
+  const db = createDatabase('sqlite::memory:');
+  t.after(() => db.close());
+  await sql`create table t (a text, b text, c integer)`.execute(db.kysely);
+  await sql`insert into t values ('x', 'fixed', 1), ('y', 'fixed', 2), ('x', 'other', 3)`.execute(db.kysely);
+  const k = db.kysely as unknown as Kysely<{ t: { a: string; b: string; c: number } }>;
+  // The constant 'fixed' sits between the two arguments in the SQL text; arguments go by name.
+  const build = (_db: unknown, { c, a }: { a: string; c: number }) =>
+    k.selectFrom('t').select(['a', 'b', 'c']).where('c', '>=', c).where('b', '=', 'fixed').where('a', '=', a);
+  const run = (args: { a: string; c: number }) => hotRead(db.kysely, build as never, args) as Promise<{ c: number } | undefined>;
+  assert.deepEqual(await run({ a: 'y', c: 1 }), { a: 'y', b: 'fixed', c: 2 });
+  assert.deepEqual(await run({ c: 2, a: 'x' }), undefined, 'x with c >= 2 is only the "other" row');
+  assert.deepEqual(await run({ a: 'x', c: 0 }), { a: 'x', b: 'fixed', c: 1 });
+  // The same answers through Kysely, as PostgreSQL and transactions run it.
+  assert.deepEqual(await build(db.kysely, { a: 'y', c: 1 }).executeTakeFirst(), { a: 'y', b: 'fixed', c: 2 });
+
+  const altered = (_db: unknown, { a }: { a: string }) => k.selectFrom('t').select('a').where('a', '=', a.toUpperCase());
+  await assert.rejects(hotRead(db.kysely, altered as never, { a: 'x' }), /argument "a" does not reach the query/);
 });

@@ -3,6 +3,7 @@ import type { Db, DialectName } from './database.js';
 import * as m0001 from './migrations/0001_core.js';
 import * as m0002 from './migrations/0002_blogs.js';
 import * as m0003 from './migrations/0003_oauth.js';
+import * as m0004 from './migrations/0004_search_text.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -13,6 +14,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0001_core': m0001,
   '0002_blogs': m0002,
   '0003_oauth': m0003,
+  '0004_search_text': m0004,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

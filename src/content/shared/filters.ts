@@ -1,3 +1,4 @@
+import { decodeHTML } from 'entities';
 import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import type { MatchType } from './schemas.js';
@@ -64,13 +65,12 @@ export function anyListItemMatches(
   return sql<SqlBool>`${normalised} ${op} ${pattern} escape '\\'`;
 }
 
-/** Plain text of HTML for the search index: tags and entities out, whitespace folded. */
+/**
+ * Plain text of HTML for the search index: script and style blocks and tags out, every named and
+ * numeric character reference decoded as a browser would, whitespace (with `&nbsp;`) folded.
+ * Decoding comes after the tags are gone, so an escaped `&lt;b&gt;` stays text.
+ */
 export function htmlToText(html: string): string {
-  return html
-    .replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ')
-    .replace(/<[^>]*>/g, ' ')
-    .replace(/&nbsp;/gi, ' ')
-    .replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e] ?? ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
+  const text = html.replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]*>/g, ' ');
+  return decodeHTML(text).replace(/\s+/g, ' ').trim();
 }

@@ -1,0 +1,54 @@
+import type { SwaggerOptions, SwaggerTransform } from '@fastify/swagger';
+import type { Config } from '../config.js';
+import { packageVersion } from './package-version.js';
+
+/**
+ * @fastify/swagger's options: what the generated document holds besides the routes' own schemas.
+ * /api/openapi.json and /docs both read the one document these produce.
+ */
+export function openapiOptions(config: Config): SwaggerOptions {
+  return {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Content API',
+        version: packageVersion(),
+        description:
+          'Pages and blogs of one website. Every endpoint is also served under /webapps/api/… with the same behaviour. Each endpoint answers its own reference in Markdown to `Accept: text/markdown`.',
+      },
+      servers: [{ url: config.publicUrl }],
+      components: {
+        securitySchemes: {
+          oauth2: {
+            type: 'oauth2',
+            flows: {
+              authorizationCode: {
+                authorizationUrl: `${config.publicUrl}/api/auth/authorize`,
+                tokenUrl: `${config.publicUrl}/api/auth/token`,
+                refreshUrl: `${config.publicUrl}/api/auth/token`,
+                scopes: {
+                  'everything:read': 'Read operations across the API',
+                  'everything:write': 'Write operations across the API, and the corresponding reads',
+                },
+              },
+            },
+          },
+          apiKeyBasic: { type: 'http', scheme: 'basic', description: 'Legacy credentials: API ID as user name, API Key as password' },
+          apiId: { type: 'apiKey', in: 'header', name: 'X-Api-Id' },
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+        },
+      },
+    },
+    transform: documentRoute,
+  };
+}
+
+/** A route's operation: its schema and, with a scope, its security. */
+export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
+  const scope = route.config?.scope;
+  if (!scope || !schema) return { schema, url };
+  return {
+    schema: { ...schema, security: [{ oauth2: [scope] }, { apiKeyBasic: [] }, { apiId: [], apiKey: [] }] } as typeof schema,
+    url,
+  };
+};

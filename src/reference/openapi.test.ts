@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { buildTestApp, json } from '../../test/helpers.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: the document is arbitrary JSON
+type Doc = any;
+
+const PACKAGE = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+async function openapi(t: Parameters<typeof buildTestApp>[0], config: Parameters<typeof buildTestApp>[1] = {}): Promise<Doc> {
+  const { app } = await buildTestApp(t, config);
+  const response = await app.inject({ url: '/api/openapi.json' });
+  assert.equal(response.statusCode, 200, 'public: no credentials needed');
+  return json(response);
+}
+
+function operations(doc: Doc): [string, string, Doc][] {
+  return Object.entries(doc.paths as Record<string, Doc>).flatMap(([path, item]) =>
+    Object.entries(item as Record<string, Doc>)
+      .filter(([method]) => METHODS.has(method))
+      .map(([method, operation]): [string, string, Doc] => [path, method, operation]),
+  );
+}
+
+/** Every local `$ref` in the document, with the JSON pointer it names. */
+function refs(node: unknown, found: string[] = []): string[] {
+  if (Array.isArray(node)) for (const item of node) refs(item, found);
+  else if (node && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') found.push(value);
+      else refs(value, found);
+    }
+  }
+  return found;
+}
+
+function resolve(doc: Doc, ref: string): unknown {
+  assert.ok(ref.startsWith('#/'), `${ref} is local`);
+  return ref
+    .slice(2)
+    .split('/')
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((node: Doc, part) => node?.[part], doc);
+}
+
+test('the OpenAPI version is package.json’s', async (t) => {
+  const doc = await openapi(t);
+  assert.equal(doc.info.version, PACKAGE.version);
+});
+
+test('the document is structurally OpenAPI 3.1: every $ref resolves, every operation has responses and its path parameters', async (t) => {
+  const doc = await openapi(t);
+  assert.equal(doc.openapi, '3.1.0');
+  assert.ok(doc.info.title);
+  const all = refs(doc);
+  assert.ok(all.length > 0);
+  for (const ref of all) assert.ok(resolve(doc, ref), `${ref} resolves`);
+  for (const [path, method, operation] of operations(doc)) {
+    const where = `${method.toUpperCase()} ${path}`;
+    assert.ok(path.startsWith('/'), where);
+    assert.ok(Object.keys(operation.responses ?? {}).length > 0, `${where} has responses`);
+    for (const [status, response] of Object.entries(operation.responses as Record<string, Doc>)) {
+      assert.match(status, /^[1-5]\d\d$/, where);
+      assert.equal(typeof response.description, 'string', `${where} ${status} has a description`);
+    }
+    const declared = (operation.parameters ?? []).filter((p: Doc) => p.in === 'path').map((p: Doc) => p.name);
+    const templated = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+    assert.deepEqual(declared.sort(), templated.sort(), `${where} declares its path parameters`);
+  }
+});

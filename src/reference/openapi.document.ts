@@ -1,6 +1,7 @@
 import type { SwaggerOptions, SwaggerTransform } from '@fastify/swagger';
 import type { Config } from '../config.js';
 import { packageVersion } from './package-version.js';
+import { Problem, problemResponses, problemStatuses } from './problems.openapi.js';
 
 /**
  * @fastify/swagger's options: what the generated document holds besides the routes' own schemas.
@@ -14,10 +15,11 @@ export function openapiOptions(config: Config): SwaggerOptions {
         title: 'Content API',
         version: packageVersion(),
         description:
-          'Pages and blogs of one website. Every endpoint is also served under /webapps/api/… with the same behaviour. Each endpoint answers its own reference in Markdown to `Accept: text/markdown`.',
+          'Pages and blogs of one website. Every endpoint is also served under /webapps/api/… with the same behaviour. Each endpoint answers its own reference in Markdown to `Accept: text/markdown`. Errors are RFC 9457 `application/problem+json` (the `Problem` schema); the OAuth endpoints under /api/auth answer RFC 6749 errors instead.',
       },
       servers: [{ url: config.publicUrl }],
       components: {
+        schemas: { Problem },
         securitySchemes: {
           oauth2: {
             type: 'oauth2',
@@ -43,12 +45,21 @@ export function openapiOptions(config: Config): SwaggerOptions {
   };
 }
 
-/** A route's operation: its schema and, with a scope, its security. */
+/**
+ * A route's operation: its schema plus the problems it can answer and, with a scope, its security.
+ * Documentation only: the error statuses never enter the route's own schema.response, where
+ * Fastify would serialize problem bodies through them and change their bytes.
+ */
 export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
+  if (!schema || schema.hide) return { schema, url };
   const scope = route.config?.scope;
-  if (!scope || !schema) return { schema, url };
+  const response = { ...problemResponses(problemStatuses(route)), ...(schema.response as object | undefined) };
   return {
-    schema: { ...schema, security: [{ oauth2: [scope] }, { apiKeyBasic: [] }, { apiId: [], apiKey: [] }] } as typeof schema,
+    schema: {
+      ...schema,
+      response,
+      ...(scope ? { security: [{ oauth2: [scope] }, { apiKeyBasic: [] }, { apiId: [], apiKey: [] }] } : {}),
+    } as typeof schema,
     url,
   };
 };

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import type { RouteOptions } from 'fastify';
 import { buildTestApp, json } from '../../test/helpers.js';
+import { IdParams } from '../content/shared/schemas.js';
+import { documentRoute } from './openapi.document.js';
+import { problemStatuses } from './problems.openapi.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is arbitrary JSON
 type Doc = any;
@@ -45,6 +49,12 @@ function resolve(doc: Doc, ref: string): unknown {
     .reduce((node: Doc, part) => node?.[part], doc);
 }
 
+function problemStatusesOf(operation: Doc): number[] {
+  return Object.entries(operation.responses as Record<string, Doc>)
+    .filter(([, response]) => response.content?.['application/problem+json'])
+    .map(([status]) => Number(status));
+}
+
 test('the OpenAPI version is package.json’s', async (t) => {
   const doc = await openapi(t);
   assert.equal(doc.info.version, PACKAGE.version);
@@ -69,4 +79,38 @@ test('the document is structurally OpenAPI 3.1: every $ref resolves, every opera
     const templated = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
     assert.deepEqual(declared.sort(), templated.sort(), `${where} declares its path parameters`);
   }
+});
+
+test('each operation lists the problems it can answer, with the shared Problem schema', async (t) => {
+  const doc = await openapi(t);
+  const problem = doc.components.schemas.Problem;
+  for (const field of ['type', 'title', 'status', 'detail', 'instance']) assert.ok(problem.required.includes(field), field);
+  assert.deepEqual(Object.keys(problem.properties.errors.items.properties), ['field', 'message']);
+
+  const get = doc.paths['/api/page/{id}'].get;
+  assert.deepEqual(problemStatusesOf(get), [400, 401, 403, 404]);
+  assert.deepEqual(get.responses['404'].content['application/problem+json'].schema, { $ref: '#/components/schemas/Problem' });
+  assert.deepEqual(problemStatusesOf(doc.paths['/api/page'].get), [400, 401, 403]);
+  assert.deepEqual(problemStatusesOf(doc.paths['/api/page'].post), [400, 401, 403, 404, 409, 412, 413, 415]);
+  assert.deepEqual(problemStatusesOf(doc.paths['/api/blog/{id}'].delete), [400, 401, 403, 404, 412]);
+  assert.match(doc.paths['/api/page'].post.responses['412'].description, /If-Match/);
+  assert.ok(doc.paths['/api/page'].post.responses['201'].content['application/json'], 'success bodies stay as the route declares them');
+  for (const [path, method, operation] of operations(doc).filter(([path]) => path.startsWith('/api/') && !path.startsWith('/api/auth'))) {
+    assert.ok(problemStatusesOf(operation).includes(401), `${method} ${path} documents 401`);
+  }
+});
+
+test('problems are documentation only: the route keeps its own response schemas, and config.problems adds statuses', () => {
+  const schema = { params: IdParams, response: { 204: { type: 'null' } } };
+  const route = {
+    method: 'DELETE',
+    url: '/api/page/:id',
+    schema,
+    config: { scope: 'everything:write', problems: [409] },
+  } as unknown as RouteOptions;
+  const documented = documentRoute({ schema, url: route.url, route, openapiObject: {} });
+  assert.deepEqual(Object.keys(schema.response), ['204'], 'the route schema Fastify serializes with is untouched');
+  assert.deepEqual(Object.keys(documented.schema.response as object), ['204', '400', '401', '403', '404', '409', '412']);
+  const image = { method: 'GET', url: '/images/:name', schema: {}, config: {} } as unknown as RouteOptions;
+  assert.deepEqual(problemStatuses(image), [404], 'any path parameter can name nothing');
 });

@@ -1,5 +1,7 @@
 import type { SwaggerOptions, SwaggerTransform } from '@fastify/swagger';
 import type { Config } from '../config.js';
+import { oauthPaths } from './oauth.openapi.js';
+import { oauthSchemas } from './oauth.schemas.js';
 import { packageVersion } from './package-version.js';
 import { Problem, problemResponses, problemStatuses } from './problems.openapi.js';
 
@@ -18,8 +20,16 @@ export function openapiOptions(config: Config): SwaggerOptions {
           'Pages and blogs of one website. Every endpoint is also served under /webapps/api/… with the same behaviour. Each endpoint answers its own reference in Markdown to `Accept: text/markdown`. Errors are RFC 9457 `application/problem+json` (the `Problem` schema); the OAuth endpoints under /api/auth answer RFC 6749 errors instead.',
       },
       servers: [{ url: config.publicUrl }],
+      // Declared tags set the order of /docs: the content first, the authorization server last.
+      tags: [
+        { name: 'pages', description: 'The website’s pages' },
+        { name: 'blogs', description: 'Blog articles, with their images' },
+        { name: 'images', description: 'Uploaded image files; public' },
+        { name: 'oauth', description: 'The OAuth 2.0 authorization server (docs/oauth.md); its errors are RFC 6749 JSON' },
+      ],
+      paths: oauthPaths(config),
       components: {
-        schemas: { Problem },
+        schemas: { Problem, ...oauthSchemas(config.publicUrl) },
         securitySchemes: {
           oauth2: {
             type: 'oauth2',

@@ -75,6 +75,11 @@ test('the document is structurally OpenAPI 3.1: every $ref resolves, every opera
       assert.match(status, /^[1-5]\d\d$/, where);
       assert.equal(typeof response.description, 'string', `${where} ${status} has a description`);
     }
+    for (const tag of operation.tags ?? [])
+      assert.ok(
+        doc.tags.some((t: Doc) => t.name === tag),
+        `${where}: tag ${tag} is declared`,
+      );
     const declared = (operation.parameters ?? []).filter((p: Doc) => p.in === 'path').map((p: Doc) => p.name);
     const templated = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
     assert.deepEqual(declared.sort(), templated.sort(), `${where} declares its path parameters`);
@@ -113,4 +118,53 @@ test('problems are documentation only: the route keeps its own response schemas,
   assert.deepEqual(Object.keys(documented.schema.response as object), ['204', '400', '401', '403', '404', '409', '412']);
   const image = { method: 'GET', url: '/images/:name', schema: {}, config: {} } as unknown as RouteOptions;
   assert.deepEqual(problemStatuses(image), [404], 'any path parameter can name nothing');
+});
+
+test('the OAuth endpoints are described, registration only when it is on', async (t) => {
+  const doc = await openapi(t);
+  const expected: [string, string][] = [
+    ['/api/auth/authorize', 'get'],
+    ['/api/auth/token', 'post'],
+    ['/api/auth/revoke', 'post'],
+    ['/api/auth/reg', 'post'],
+    ['/.well-known/oauth-authorization-server/api/auth', 'get'],
+    ['/api/auth/.well-known/oauth-authorization-server', 'get'],
+    ['/.well-known/oauth-protected-resource', 'get'],
+  ];
+  for (const [path, method] of expected) assert.ok(doc.paths[path]?.[method], `${method.toUpperCase()} ${path}`);
+
+  const token = doc.paths['/api/auth/token'].post;
+  assert.ok(token.requestBody.content['application/x-www-form-urlencoded']);
+  const [code, refresh] = doc.components.schemas.TokenRequest.anyOf;
+  assert.ok(code.required.includes('code_verifier'));
+  assert.deepEqual(refresh.properties.grant_type.enum, ['refresh_token']);
+  const tokens = resolve(doc, token.responses['200'].content['application/json'].schema.$ref) as Doc;
+  assert.deepEqual(Object.keys(tokens.properties), [
+    'access_token',
+    'token_type',
+    'expires_in',
+    'refresh_token',
+    'refresh_token_expires_in',
+    'scope',
+  ]);
+  const error = resolve(doc, token.responses['400'].content['application/json'].schema.$ref) as Doc;
+  assert.deepEqual(Object.keys(error.properties), ['error', 'error_description']);
+  const parameters = doc.paths['/api/auth/authorize'].get.parameters.map((p: Doc) => p.name);
+  for (const name of [
+    'response_type',
+    'client_id',
+    'redirect_uri',
+    'scope',
+    'state',
+    'code_challenge',
+    'code_challenge_method',
+    'resource',
+  ]) {
+    assert.ok(parameters.includes(name), name);
+  }
+  assert.match(doc.paths['/api/auth/authorize'].get.parameters.find((p: Doc) => p.name === 'scope').description, /order:write/);
+
+  const closed = await openapi(t, { config: { oauth: { dynamicRegistration: false } } });
+  assert.equal(closed.paths['/api/auth/reg'], undefined);
+  assert.ok(closed.paths['/api/auth/token'].post);
 });

@@ -28,6 +28,17 @@ export function sendProblem(reply: FastifyReply, error: AppError, extra: Record<
     });
 }
 
+/** Titles of Fastify's (and its plugins') 4xx errors by status; any other 4xx is titled Bad request. */
+export const FASTIFY_ERROR_TITLES: Readonly<Record<number, string>> = {
+  400: 'Bad request',
+  404: 'Not found',
+  405: 'Method not allowed',
+  406: 'Not acceptable',
+  413: 'Payload too large',
+  415: 'Unsupported media type',
+  429: 'Too many requests',
+};
+
 /** Fastify's own errors (bad JSON, wrong content type, too large) as AppErrors. */
 function fromFastifyError(error: FastifyError): AppError | undefined {
   if (error.validation) {
@@ -35,16 +46,7 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
   }
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
-    const titles: Record<number, string> = {
-      400: 'Bad request',
-      404: 'Not found',
-      405: 'Method not allowed',
-      406: 'Not acceptable',
-      413: 'Payload too large',
-      415: 'Unsupported media type',
-      429: 'Too many requests',
-    };
-    return new AppError(status, titles[status] ?? 'Bad request', error.message);
+    return new AppError(status, FASTIFY_ERROR_TITLES[status] ?? 'Bad request', error.message);
   }
   return undefined;
 }

@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { Config } from '../config.js';
+import { openapiOptions } from './openapi.document.js';
 import { buildReference, type EndpointReference, type RouteInfo, renderMarkdown } from './reference.js';
 
 const ALIAS = /^\/webapps(?=\/api\/)/;
@@ -89,47 +90,7 @@ export async function registerReference(app: FastifyInstance, config: Config): P
     return reply.type('text/markdown; charset=utf-8').send(renderMarkdown(reference, config.publicUrl));
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Content API',
-        version: '1.4.40',
-        description:
-          'Pages and blogs of one website. Every endpoint is also served under /webapps/api/… with the same behaviour. Each endpoint answers its own reference in Markdown to `Accept: text/markdown`.',
-      },
-      servers: [{ url: config.publicUrl }],
-      components: {
-        securitySchemes: {
-          oauth2: {
-            type: 'oauth2',
-            flows: {
-              authorizationCode: {
-                authorizationUrl: `${config.publicUrl}/api/auth/authorize`,
-                tokenUrl: `${config.publicUrl}/api/auth/token`,
-                refreshUrl: `${config.publicUrl}/api/auth/token`,
-                scopes: {
-                  'everything:read': 'Read operations across the API',
-                  'everything:write': 'Write operations across the API, and the corresponding reads',
-                },
-              },
-            },
-          },
-          apiKeyBasic: { type: 'http', scheme: 'basic', description: 'Legacy credentials: API ID as user name, API Key as password' },
-          apiId: { type: 'apiKey', in: 'header', name: 'X-Api-Id' },
-          apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
-        },
-      },
-    },
-    transform: ({ schema, url, route }) => {
-      const scope = route.config?.scope;
-      if (!scope || !schema) return { schema, url };
-      return {
-        schema: { ...schema, security: [{ oauth2: [scope] }, { apiKeyBasic: [] }, { apiId: [], apiKey: [] }] } as typeof schema,
-        url,
-      };
-    },
-  });
+  await app.register(swagger, openapiOptions(config));
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });
   app.get('/api/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
 }

@@ -1,0 +1,119 @@
+import type { Config } from '../config.js';
+import { SCOPES } from '../http/authenticate.js';
+import { AUTH_PATH } from '../oauth/provider.js';
+
+/**
+ * The authorization server's endpoints as OpenAPI paths. Hidden catch-all routes hand them to
+ * oidc-provider (src/oauth/oauth.plugin.ts), so nothing is generated for them: they are written
+ * here, once, and @fastify/swagger merges them with the generated paths (its `openapi.paths`).
+ * The schemas they name are components from oauth.schemas.ts.
+ */
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object) => ({ 'application/json': { schema } });
+const form = (name: string) => ({ required: true, content: { 'application/x-www-form-urlencoded': { schema: ref(name) } } });
+const oauthError = (description: string) => ({ description, content: json(ref('OAuthError')) });
+const noStore = { 'Cache-Control': { description: 'no-store', schema: { type: 'string' } } };
+const tags = ['oauth'];
+
+function query(name: string, description: string, schema: object = { type: 'string' }, required = true) {
+  return { in: 'query', name, required, description, schema };
+}
+
+function authorize(publicUrl: string) {
+  return {
+    tags,
+    summary: 'Authorization request (browser)',
+    description:
+      'Authorization code flow with PKCE (S256). Send the user’s browser here; after login, the choice of website and consent it is sent to redirect_uri with `code`, `state` and `iss` (RFC 9207), or with `error`, `error_description`, `state` and `iss`.',
+    parameters: [
+      query('response_type', 'Only code', { type: 'string', enum: ['code'] }),
+      query('client_id', 'The application’s client_id'),
+      query('redirect_uri', 'One of the client’s registered redirect URIs, byte for byte'),
+      query('scope', `Space-separated, each one of: ${SCOPES.join(' ')}; an unknown one is invalid_scope`),
+      query('state', 'Returned unchanged in the redirect; the application checks it', { type: 'string' }, false),
+      query('code_challenge', 'BASE64URL(SHA-256(code_verifier)) (RFC 7636)'),
+      query('code_challenge_method', 'Only S256', { type: 'string', enum: ['S256'] }),
+      query('resource', `The protected API, exactly ${publicUrl} (RFC 8707)`, { type: 'string', enum: [publicUrl] }),
+    ],
+    responses: {
+      303: {
+        description: 'To the login, website and consent pages, then to redirect_uri with code (or error), state and iss',
+        headers: { Location: { schema: { type: 'string' } } },
+      },
+      400: {
+        description: 'Unknown client_id or a redirect_uri not registered: an HTML error page, no redirect',
+        content: { 'text/html': {} },
+      },
+    },
+  };
+}
+
+const token = {
+  tags,
+  summary: 'Token request: code exchange or refresh',
+  description:
+    'Form-encoded. `authorization_code` exchanges a code with its PKCE code_verifier; `refresh_token` rotates the refresh token (a rotated one used again revokes the connection). Errors are RFC 6749 JSON.',
+  requestBody: form('TokenRequest'),
+  responses: {
+    200: { description: 'Tokens', headers: noStore, content: json(ref('TokenResponse')) },
+    400: oauthError(
+      'invalid_request, invalid_grant (a used, expired or foreign code or refresh token, a wrong code_verifier), invalid_scope, invalid_target, unsupported_grant_type',
+    ),
+    401: oauthError('invalid_client: an unknown client_id'),
+  },
+};
+
+const revoke = {
+  tags,
+  summary: 'Token revocation (RFC 7009)',
+  description:
+    'Revoking either token of a connection revokes the connection. Unknown tokens and other clients’ tokens get 200 and change nothing.',
+  requestBody: form('RevocationRequest'),
+  responses: {
+    200: { description: 'Revoked, or nothing to revoke (empty body)' },
+    400: oauthError('invalid_request: no token or no client_id'),
+    401: oauthError('invalid_client: an unknown client_id'),
+  },
+};
+
+const register = {
+  tags,
+  summary: 'Dynamic client registration (RFC 7591)',
+  description: 'Registers a public client (no secret, PKCE). At most 20 registrations per IP address and hour.',
+  requestBody: { required: true, content: json(ref('ClientMetadata')) },
+  responses: {
+    201: { description: 'Registered', headers: noStore, content: json(ref('RegisteredClient')) },
+    400: oauthError('invalid_redirect_uri or invalid_client_metadata'),
+    429: {
+      ...oauthError('too_many_requests: too many registrations from this address'),
+      headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
+    },
+  },
+};
+
+const serverMetadata = {
+  tags,
+  summary: 'Authorization server metadata (RFC 8414)',
+  description: 'The same document at both addresses; every URL in it is built from PUBLIC_URL.',
+  responses: { 200: { description: 'Metadata', content: json(ref('AuthorizationServerMetadata')) } },
+};
+
+const resourceMetadata = {
+  tags,
+  summary: 'Protected resource metadata (RFC 9728)',
+  description: 'Linked from the resource_metadata parameter of every 401 challenge.',
+  responses: { 200: { description: 'Metadata', content: json(ref('ProtectedResourceMetadata')) } },
+};
+
+export function oauthPaths(config: Config): Record<string, Record<string, object>> {
+  return {
+    [`${AUTH_PATH}/authorize`]: { get: authorize(config.publicUrl) },
+    [`${AUTH_PATH}/token`]: { post: token },
+    [`${AUTH_PATH}/revoke`]: { post: revoke },
+    ...(config.oauth.dynamicRegistration ? { [`${AUTH_PATH}/reg`]: { post: register } } : {}),
+    [`/.well-known/oauth-authorization-server${AUTH_PATH}`]: { get: serverMetadata },
+    [`${AUTH_PATH}/.well-known/oauth-authorization-server`]: { get: serverMetadata },
+    '/.well-known/oauth-protected-resource': { get: resourceMetadata },
+  };
+}

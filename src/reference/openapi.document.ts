@@ -1,0 +1,75 @@
+import type { SwaggerOptions, SwaggerTransform } from '@fastify/swagger';
+import type { Config } from '../config.js';
+import { oauthPaths } from './oauth.openapi.js';
+import { oauthSchemas } from './oauth.schemas.js';
+import { packageVersion } from './package-version.js';
+import { Problem, problemResponses, problemStatuses } from './problems.openapi.js';
+
+/**
+ * @fastify/swagger's options: what the generated document holds besides the routes' own schemas.
+ * /api/openapi.json and /docs both read the one document these produce.
+ */
+export function openapiOptions(config: Config): SwaggerOptions {
+  return {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Content API',
+        version: packageVersion(),
+        description:
+          'Pages and blogs of one website. Every endpoint is also served under /webapps/api/… with the same behaviour. Each endpoint answers its own reference in Markdown to `Accept: text/markdown`. Errors are RFC 9457 `application/problem+json` (the `Problem` schema); the OAuth endpoints under /api/auth answer RFC 6749 errors instead.',
+      },
+      servers: [{ url: config.publicUrl }],
+      // Declared tags set the order of /docs: the content first, the authorization server last.
+      tags: [
+        { name: 'pages', description: 'The website’s pages' },
+        { name: 'blogs', description: 'Blog articles, with their images' },
+        { name: 'images', description: 'Uploaded image files; public' },
+        { name: 'oauth', description: 'The OAuth 2.0 authorization server (docs/oauth.md); its errors are RFC 6749 JSON' },
+      ],
+      paths: oauthPaths(config),
+      components: {
+        schemas: { Problem, ...oauthSchemas(config.publicUrl) },
+        securitySchemes: {
+          oauth2: {
+            type: 'oauth2',
+            flows: {
+              authorizationCode: {
+                authorizationUrl: `${config.publicUrl}/api/auth/authorize`,
+                tokenUrl: `${config.publicUrl}/api/auth/token`,
+                refreshUrl: `${config.publicUrl}/api/auth/token`,
+                scopes: {
+                  'everything:read': 'Read operations across the API',
+                  'everything:write': 'Write operations across the API, and the corresponding reads',
+                },
+              },
+            },
+          },
+          apiKeyBasic: { type: 'http', scheme: 'basic', description: 'Legacy credentials: API ID as user name, API Key as password' },
+          apiId: { type: 'apiKey', in: 'header', name: 'X-Api-Id' },
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+        },
+      },
+    },
+    transform: documentRoute,
+  };
+}
+
+/**
+ * A route's operation: its schema plus the problems it can answer and, with a scope, its security.
+ * Documentation only: the error statuses never enter the route's own schema.response, where
+ * Fastify would serialize problem bodies through them and change their bytes.
+ */
+export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
+  if (!schema || schema.hide) return { schema, url };
+  const scope = route.config?.scope;
+  const response = { ...problemResponses(problemStatuses(route)), ...(schema.response as object | undefined) };
+  return {
+    schema: {
+      ...schema,
+      response,
+      ...(scope ? { security: [{ oauth2: [scope] }, { apiKeyBasic: [] }, { apiId: [], apiKey: [] }] } : {}),
+    } as typeof schema,
+    url,
+  };
+};

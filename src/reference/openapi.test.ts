@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import type { RouteOptions } from 'fastify';
+import { buildTestApp, json } from '../../test/helpers.js';
+import { IdParams } from '../content/shared/schemas.js';
+import { documentRoute } from './openapi.document.js';
+import { problemStatuses } from './problems.openapi.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: the document is arbitrary JSON
+type Doc = any;
+
+const PACKAGE = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+async function openapi(t: Parameters<typeof buildTestApp>[0], config: Parameters<typeof buildTestApp>[1] = {}): Promise<Doc> {
+  const { app } = await buildTestApp(t, config);
+  const response = await app.inject({ url: '/api/openapi.json' });
+  assert.equal(response.statusCode, 200, 'public: no credentials needed');
+  return json(response);
+}
+
+function operations(doc: Doc): [string, string, Doc][] {
+  return Object.entries(doc.paths as Record<string, Doc>).flatMap(([path, item]) =>
+    Object.entries(item as Record<string, Doc>)
+      .filter(([method]) => METHODS.has(method))
+      .map(([method, operation]): [string, string, Doc] => [path, method, operation]),
+  );
+}
+
+/** Every local `$ref` in the document, with the JSON pointer it names. */
+function refs(node: unknown, found: string[] = []): string[] {
+  if (Array.isArray(node)) for (const item of node) refs(item, found);
+  else if (node && typeof node === 'object') {
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') found.push(value);
+      else refs(value, found);
+    }
+  }
+  return found;
+}
+
+function resolve(doc: Doc, ref: string): unknown {
+  assert.ok(ref.startsWith('#/'), `${ref} is local`);
+  return ref
+    .slice(2)
+    .split('/')
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((node: Doc, part) => node?.[part], doc);
+}
+
+function problemStatusesOf(operation: Doc): number[] {
+  return Object.entries(operation.responses as Record<string, Doc>)
+    .filter(([, response]) => response.content?.['application/problem+json'])
+    .map(([status]) => Number(status));
+}
+
+test('the OpenAPI version is package.json’s', async (t) => {
+  const doc = await openapi(t);
+  assert.equal(doc.info.version, PACKAGE.version);
+});
+
+test('the document is structurally OpenAPI 3.1: every $ref resolves, every operation has responses and its path parameters', async (t) => {
+  const doc = await openapi(t);
+  assert.equal(doc.openapi, '3.1.0');
+  assert.ok(doc.info.title);
+  const all = refs(doc);
+  assert.ok(all.length > 0);
+  for (const ref of all) assert.ok(resolve(doc, ref), `${ref} resolves`);
+  for (const [path, method, operation] of operations(doc)) {
+    const where = `${method.toUpperCase()} ${path}`;
+    assert.ok(path.startsWith('/'), where);
+    assert.ok(Object.keys(operation.responses ?? {}).length > 0, `${where} has responses`);
+    for (const [status, response] of Object.entries(operation.responses as Record<string, Doc>)) {
+      assert.match(status, /^[1-5]\d\d$/, where);
+      assert.equal(typeof response.description, 'string', `${where} ${status} has a description`);
+    }
+    for (const tag of operation.tags ?? [])
+      assert.ok(
+        doc.tags.some((t: Doc) => t.name === tag),
+        `${where}: tag ${tag} is declared`,
+      );
+    const declared = (operation.parameters ?? []).filter((p: Doc) => p.in === 'path').map((p: Doc) => p.name);
+    const templated = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+    assert.deepEqual(declared.sort(), templated.sort(), `${where} declares its path parameters`);
+  }
+});
+
+test('each operation lists the problems it can answer, with the shared Problem schema', async (t) => {
+  const doc = await openapi(t);
+  const problem = doc.components.schemas.Problem;
+  for (const field of ['type', 'title', 'status', 'detail', 'instance']) assert.ok(problem.required.includes(field), field);
+  assert.deepEqual(Object.keys(problem.properties.errors.items.properties), ['field', 'message']);
+
+  const get = doc.paths['/api/page/{id}'].get;
+  assert.deepEqual(problemStatusesOf(get), [400, 401, 403, 404]);
+  assert.deepEqual(get.responses['404'].content['application/problem+json'].schema, { $ref: '#/components/schemas/Problem' });
+  assert.deepEqual(problemStatusesOf(doc.paths['/api/page'].get), [400, 401, 403]);
+  assert.deepEqual(problemStatusesOf(doc.paths['/api/page'].post), [400, 401, 403, 404, 409, 412, 413, 415]);
+  assert.deepEqual(problemStatusesOf(doc.paths['/api/blog/{id}'].delete), [400, 401, 403, 404, 412]);
+  assert.match(doc.paths['/api/page'].post.responses['412'].description, /If-Match/);
+  assert.ok(doc.paths['/api/page'].post.responses['201'].content['application/json'], 'success bodies stay as the route declares them');
+  for (const [path, method, operation] of operations(doc).filter(([path]) => path.startsWith('/api/') && !path.startsWith('/api/auth'))) {
+    assert.ok(problemStatusesOf(operation).includes(401), `${method} ${path} documents 401`);
+  }
+});
+
+test('problems are documentation only: the route keeps its own response schemas, and config.problems adds statuses', () => {
+  const schema = { params: IdParams, response: { 204: { type: 'null' } } };
+  const route = {
+    method: 'DELETE',
+    url: '/api/page/:id',
+    schema,
+    config: { scope: 'everything:write', problems: [409] },
+  } as unknown as RouteOptions;
+  const documented = documentRoute({ schema, url: route.url, route, openapiObject: {} });
+  assert.deepEqual(Object.keys(schema.response), ['204'], 'the route schema Fastify serializes with is untouched');
+  assert.deepEqual(Object.keys(documented.schema.response as object), ['204', '400', '401', '403', '404', '409', '412']);
+  const image = { method: 'GET', url: '/images/:name', schema: {}, config: {} } as unknown as RouteOptions;
+  assert.deepEqual(problemStatuses(image), [404], 'any path parameter can name nothing');
+});
+
+test('the OAuth endpoints are described, registration only when it is on', async (t) => {
+  const doc = await openapi(t);
+  const expected: [string, string][] = [
+    ['/api/auth/authorize', 'get'],
+    ['/api/auth/token', 'post'],
+    ['/api/auth/revoke', 'post'],
+    ['/api/auth/reg', 'post'],
+    ['/.well-known/oauth-authorization-server/api/auth', 'get'],
+    ['/api/auth/.well-known/oauth-authorization-server', 'get'],
+    ['/.well-known/oauth-protected-resource', 'get'],
+  ];
+  for (const [path, method] of expected) assert.ok(doc.paths[path]?.[method], `${method.toUpperCase()} ${path}`);
+
+  const token = doc.paths['/api/auth/token'].post;
+  assert.ok(token.requestBody.content['application/x-www-form-urlencoded']);
+  const [code, refresh] = doc.components.schemas.TokenRequest.anyOf;
+  assert.ok(code.required.includes('code_verifier'));
+  assert.deepEqual(refresh.properties.grant_type.enum, ['refresh_token']);
+  const tokens = resolve(doc, token.responses['200'].content['application/json'].schema.$ref) as Doc;
+  assert.deepEqual(Object.keys(tokens.properties), [
+    'access_token',
+    'token_type',
+    'expires_in',
+    'refresh_token',
+    'refresh_token_expires_in',
+    'scope',
+  ]);
+  const error = resolve(doc, token.responses['400'].content['application/json'].schema.$ref) as Doc;
+  assert.deepEqual(Object.keys(error.properties), ['error', 'error_description']);
+  const parameters = doc.paths['/api/auth/authorize'].get.parameters.map((p: Doc) => p.name);
+  for (const name of [
+    'response_type',
+    'client_id',
+    'redirect_uri',
+    'scope',
+    'state',
+    'code_challenge',
+    'code_challenge_method',
+    'resource',
+  ]) {
+    assert.ok(parameters.includes(name), name);
+  }
+  assert.match(doc.paths['/api/auth/authorize'].get.parameters.find((p: Doc) => p.name === 'scope').description, /order:write/);
+
+  const closed = await openapi(t, { config: { oauth: { dynamicRegistration: false } } });
+  assert.equal(closed.paths['/api/auth/reg'], undefined);
+  assert.ok(closed.paths['/api/auth/token'].post);
+});

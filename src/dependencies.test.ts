@@ -2,18 +2,10 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { packageFileAbove } from './reference/package-version.js';
 
 /** The project root, from src/ or from its build in dist/src/. */
-const root = [1, 2]
-  .map((up) => path.resolve(fileURLToPath(import.meta.url), '../'.repeat(up)))
-  .find((dir) => {
-    try {
-      return JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')).name === 'cms-content-api';
-    } catch {
-      return false;
-    }
-  });
+const root = path.dirname(packageFileAbove(import.meta.url));
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -23,18 +15,28 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-test('every runtime dependency is loaded by src/ at run time (a type-only import does not count)', () => {
-  assert.ok(root, 'package.json found');
+/** Whether `code` loads package `name` at run time: a value import, a dynamic import or a require. */
+function loads(code: string, name: string): boolean {
+  const quoted = `'${name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}(?:/[^']*)?'`;
+  return new RegExp(
+    `(?:^import (?!type )[^;]*?from ${quoted}|import\\(${quoted}\\)|[rR]equire\\(import\\.meta\\.url\\)\\(${quoted}\\))`,
+    'm',
+  ).test(code);
+}
+
+test('a type-only import does not count as loading a package', () => {
+  assert.equal(loads("import type { X } from 'left-pad';", 'left-pad'), false);
+  assert.equal(loads("import { type X, y } from 'left-pad/sub';", 'left-pad'), true);
+  assert.equal(loads("const pg = createRequire(import.meta.url)('pg') as typeof PG;", 'pg'), true);
+  assert.equal(loads("import x from 'pg-pool';", 'pg'), false);
+});
+
+test('every runtime dependency is loaded by src/ at run time', () => {
   const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
   const code = sourceFiles(path.join(root, 'src'))
     .map((file) => readFileSync(file, 'utf8'))
     .join('\n');
   for (const name of Object.keys(manifest.dependencies)) {
-    const quoted = `'${name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}(?:/[^']*)?'`;
-    const loaded = new RegExp(
-      `(?:^import (?!type )[^;]*?from ${quoted}|import\\(${quoted}\\)|require\\(import\\.meta\\.url\\)\\(${quoted}\\))`,
-      'm',
-    );
-    assert.match(code, loaded, `${name} is in dependencies but nothing in src/ loads it: remove it, or move it to devDependencies`);
+    assert.ok(loads(code, name), `${name} is in dependencies but nothing in src/ loads it: remove it, or move it to devDependencies`);
   }
 });

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { revokeCredential } from '../src/accounts/account.service.js';
+import { packageFileAbove } from '../src/reference/package-version.js';
 import { buildTestApp, json } from './helpers.js';
 
 test('requests without or with wrong credentials get 401 problem+json with a challenge', async (t) => {
@@ -159,7 +161,7 @@ test('OpenAPI 3.1 document and the docs page come from the same schemas', async 
   assert.equal(response.statusCode, 200);
   const doc = json(response);
   assert.equal(doc.openapi, '3.1.0');
-  assert.equal(doc.info.version, '1.4.40');
+  assert.equal(doc.info.version, JSON.parse(readFileSync(packageFileAbove(import.meta.url), 'utf8')).version);
   assert.ok(doc.paths['/api/page'].get.parameters.some((p: { name: string }) => p.name === 'keywords'));
   assert.ok(doc.paths['/api/page'].post.requestBody);
   assert.deepEqual(doc.paths['/api/page/{id}'].delete.security[0], { oauth2: ['everything:write'] });

@@ -98,6 +98,8 @@ test('each operation lists the problems it can answer, with the shared Problem s
   assert.deepEqual(problemStatusesOf(doc.paths['/api/page'].get), [400, 401, 403]);
   assert.deepEqual(problemStatusesOf(doc.paths['/api/page'].post), [400, 401, 403, 404, 409, 412, 413, 415]);
   assert.deepEqual(problemStatusesOf(doc.paths['/api/blog/{id}'].delete), [400, 401, 403, 404, 412]);
+  // A page with sub pages or blogs cannot be deleted: the route declares the 409 its shape does not imply.
+  assert.deepEqual(problemStatusesOf(doc.paths['/api/page/{id}'].delete), [400, 401, 403, 404, 409, 412]);
   assert.match(doc.paths['/api/page'].post.responses['412'].description, /If-Match/);
   assert.ok(doc.paths['/api/page'].post.responses['201'].content['application/json'], 'success bodies stay as the route declares them');
   for (const [path, method, operation] of operations(doc).filter(([path]) => path.startsWith('/api/') && !path.startsWith('/api/auth'))) {

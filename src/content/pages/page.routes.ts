@@ -54,7 +54,7 @@ export async function registerPages(app: FastifyInstance, { db, prefix }: { db: 
 
   routes.delete(
     '/page/:id',
-    write('Delete a page', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }),
+    write('Delete a page', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }, [409]),
     async (request, reply) => {
       await pages.deletePage(db, principalOf(request).siteId, request.params.id, ifMatch(request));
       return reply.code(204).send(null);

@@ -67,16 +67,18 @@ export const NoQuery = Type.Object({}, { additionalProperties: false });
 
 /**
  * A route's declaration for one resource: its OpenAPI tag, hidden under the /webapps alias, the
- * summary and description of its reference, its schemas, and the scope it needs. The schemas keep
+ * summary and description of its reference, its schemas, the scope it needs, and any error
+ * statuses its shape does not imply. The schemas keep
  * their types, so the handler's request is typed by them.
  */
 export function operations(tag: string, prefix: string) {
   const doc = { tags: [tag], hide: prefix !== '/api' };
   const declare =
     (scope: 'everything:read' | 'everything:write') =>
-    <S extends FastifySchema>(summary: string, description: string, schema: S) => ({
+    <S extends FastifySchema>(summary: string, description: string, schema: S, problems?: readonly number[]) => ({
       schema: { ...doc, summary, description, ...schema },
-      config: { scope },
+      // problems: error statuses beyond those the OpenAPI document derives from the route's shape.
+      config: { scope, ...(problems ? { problems } : {}) },
     });
   return { read: declare('everything:read'), write: declare('everything:write') };
 }

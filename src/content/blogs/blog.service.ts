@@ -86,17 +86,9 @@ const today = () => now().slice(0, 10);
 
 export async function listBlogs(db: DbHandle, siteId: number, query: BlogListQuery): Promise<Listed<BlogRecord>> {
   const { offset, pageSize } = listWindow(query);
-  const filter = {
-    id: query.id,
-    page: query.page,
-    title: query.title,
-    filename: query.filename,
-    tags: query.tags,
-    keywords: query.keywords,
-    matchType: query.matchType,
-    ...(queryBoolean(query.publicContentOnly) ? { publicOn: today() } : {}),
-  };
-  const { rows, total } = await repo.listBlogs(db, siteId, filter, offset, pageSize);
+  const { publicContentOnly, ...filter } = query;
+  const publicOn = queryBoolean(publicContentOnly) ? today() : undefined;
+  const { rows, total } = await repo.listBlogs(db, siteId, { ...filter, publicOn }, offset, pageSize);
   return { records: rows.map(toBlogRecord), total, offset, pageSize };
 }
 

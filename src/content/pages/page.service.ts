@@ -44,15 +44,9 @@ export async function listPages(db: DbHandle, siteId: number, query: PageListQue
   const { offset, pageSize } = listWindow(query);
   const { parent, page_parent } = query;
   const filter = {
-    id: query.id,
-    page: query.page,
+    ...query,
     // parent and page_parent are synonyms; two different values can match nothing.
     parent: parent !== undefined && page_parent !== undefined && parent !== page_parent ? -1 : (parent ?? page_parent),
-    title: query.title,
-    filename: query.filename,
-    tags: query.tags,
-    keywords: query.keywords,
-    matchType: query.matchType,
     publicContentOnly: queryBoolean(query.publicContentOnly),
   };
   const { rows, total } = await repo.listPages(db, siteId, filter, offset, pageSize);

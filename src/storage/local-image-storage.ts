@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -10,6 +10,13 @@ import { type ImageStorage, isImageName, type StagedImage, type StoredImage } fr
 function isMissing(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === 'ENOENT';
 }
+
+/**
+ * A staged file untouched this long was left by a process killed mid-upload. An upload in progress
+ * keeps its file's mtime fresh and no request lasts anywhere near an hour, so a file this old is
+ * not one that another node sharing the folder is still writing.
+ */
+export const ABANDONED_STAGING_MS = 60 * 60 * 1000;
 
 /**
  * Images in a local folder (DATA_DIR/images by default). Staged files go to `.staging/` inside the
@@ -49,6 +56,33 @@ export class LocalImageStorage implements ImageStorage {
       throw error;
     }
     return { token, bytes: out.bytesWritten };
+  }
+
+  /**
+   * Removes staged files that a crashed process left behind; returns how many. Only old ones:
+   * another node may share this folder and be in the middle of an upload.
+   */
+  async removeAbandoned(olderThanMs = ABANDONED_STAGING_MS, now = Date.now()): Promise<number> {
+    let names: string[];
+    try {
+      names = await readdir(this.staging);
+    } catch (error) {
+      if (isMissing(error)) return 0;
+      throw error;
+    }
+    let removed = 0;
+    for (const name of names.filter((n) => n.endsWith('.part'))) {
+      const file = path.join(this.staging, name);
+      try {
+        if (now - (await stat(file)).mtimeMs < olderThanMs) continue;
+        await unlink(file);
+        removed++;
+      } catch (error) {
+        // Another node starting at the same time may have removed it first.
+        if (!isMissing(error)) throw error;
+      }
+    }
+    return removed;
   }
 
   async commit(staged: StagedImage, name: string): Promise<void> {

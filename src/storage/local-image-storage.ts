@@ -5,6 +5,7 @@ import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-files.js';
 import { type ImageStorage, isImageName, type StagedImage, type StoredImage } from './image-storage.js';
 
 function isMissing(error: unknown): boolean {
@@ -32,7 +33,7 @@ export class LocalImageStorage implements ImageStorage {
   }
 
   private ensureFolders(): Promise<unknown> {
-    this.ready ??= mkdir(this.staging, { recursive: true });
+    this.ready ??= mkdir(this.staging, { recursive: true, mode: PRIVATE_DIR_MODE });
     return this.ready;
   }
 
@@ -45,7 +46,7 @@ export class LocalImageStorage implements ImageStorage {
     await this.ensureFolders();
     const token = `${randomBytes(16).toString('hex')}.part`;
     const file = path.join(this.staging, token);
-    const out = createWriteStream(file, { flags: 'wx', mode: 0o644 });
+    const out = createWriteStream(file, { flags: 'wx', mode: PRIVATE_FILE_MODE });
     try {
       await pipeline(Readable.from(chunks), out);
     } catch (error) {

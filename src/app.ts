@@ -62,11 +62,24 @@ export async function buildApp({ config, db, images }: AppDeps): Promise<Fastify
 
   registerHealth(app, db);
   await oauth.register(app);
-  const imageStorage = images ?? new LocalImageStorage(path.join(config.dataDir, 'images'));
+  const imageStorage = images ?? (await localImages(config, app));
   registerImageFiles(app, imageStorage);
   for (const prefix of ['/api', '/webapps/api']) {
     await app.register(async (scope) => registerPages(scope, { db: db.kysely, prefix }), { prefix });
     await app.register(async (scope) => registerBlogs(scope, { db: db.kysely, config, prefix, images: imageStorage }), { prefix });
   }
   return app;
+}
+
+/**
+ * The default storage, with the staged files of a crashed process removed. Here rather than in
+ * startServer: this is where the app takes the folder as its own, so every way of starting (npm
+ * start, cms serve, tests) gets the same; a storage passed in belongs to whoever made it. Once per
+ * start is enough, since only a crash leaves staged files behind.
+ */
+async function localImages(config: Config, app: FastifyInstance): Promise<LocalImageStorage> {
+  const storage = new LocalImageStorage(path.join(config.dataDir, 'images'));
+  const removed = await storage.removeAbandoned();
+  if (removed > 0) app.log.info({ removed }, 'removed staged uploads left by an earlier crash');
+  return storage;
 }

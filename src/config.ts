@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -93,9 +94,9 @@ function cookieSecretsOf(raw: string | undefined, dataDir: string, persist: bool
   if (!persist) return [randomBytes(32).toString('base64url')];
   const file = path.join(dataDir, 'cookie-secret');
   if (existsSync(file)) return [readFileSync(file, 'utf8').trim()];
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const secret = randomBytes(32).toString('base64url');
-  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  writeFileSync(file, `${secret}\n`, { mode: PRIVATE_FILE_MODE });
   return [secret];
 }
 

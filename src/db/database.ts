@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
 import { type Compilable, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect } from 'kysely';
 import type PG from 'pg';
+import { makePrivate } from '../private-files.js';
 import type { Database, DbHandle } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -43,6 +44,11 @@ function loadPg(): typeof PG {
 
 function openSqlite(file: string, synchronous: 'full' | 'normal'): SQLite.Database {
   const sqlite = new SQLite(file);
+  // Only the service's user may read the data. SQLite gives the -wal and -shm files it creates the
+  // database file's mode, so setting it before WAL mode is on covers them; ones left by an earlier
+  // run are set too. chmod rather than a process-wide umask: it also tightens a database an older
+  // version created world-readable, and it holds for the CLI as for the server.
+  if (file !== ':memory:' && file !== '') makePrivate([file, `${file}-wal`, `${file}-shm`]);
   // WAL lets readers run beside the writer; synchronous=FULL fsyncs the WAL on every commit, so a
   // write acknowledged to a client survives a power cut, not only a process crash.
   sqlite.pragma('journal_mode = WAL');

@@ -5,6 +5,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-files.js';
 
 /** What a person (or a test) needs to try the demo; written to DATA_DIR/demo-credentials.json. */
 export interface DemoCredentials {
@@ -25,11 +26,11 @@ export function demoCredentialsFile(config: Pick<Config, 'dataDir'>): string {
 
 export async function writeCredentialsFile(config: Pick<Config, 'dataDir'>, credentials: DemoCredentials): Promise<void> {
   const file = demoCredentialsFile(config);
-  await mkdir(path.dirname(file), { recursive: true });
+  await mkdir(path.dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
   // Written under a temporary name and renamed, so a reader never sees half a file; 0600 because
   // it holds a password and an API key.
   const temporary = `${file}.${process.pid}.tmp`;
-  await writeFile(temporary, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+  await writeFile(temporary, `${JSON.stringify(credentials, null, 2)}\n`, { mode: PRIVATE_FILE_MODE });
   await rename(temporary, file);
 }
 

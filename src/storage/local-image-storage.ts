@@ -1,15 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-files.js';
 import { type ImageStorage, isImageName, type StagedImage, type StoredImage } from './image-storage.js';
 
 function isMissing(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === 'ENOENT';
 }
+
+/**
+ * A staged file untouched this long was left by a process killed mid-upload. An upload in progress
+ * keeps its file's mtime fresh and no request lasts anywhere near an hour, so a file this old is
+ * not one that another node sharing the folder is still writing.
+ */
+export const ABANDONED_STAGING_MS = 60 * 60 * 1000;
 
 /**
  * Images in a local folder (DATA_DIR/images by default). Staged files go to `.staging/` inside the
@@ -25,7 +33,7 @@ export class LocalImageStorage implements ImageStorage {
   }
 
   private ensureFolders(): Promise<unknown> {
-    this.ready ??= mkdir(this.staging, { recursive: true });
+    this.ready ??= mkdir(this.staging, { recursive: true, mode: PRIVATE_DIR_MODE });
     return this.ready;
   }
 
@@ -38,7 +46,7 @@ export class LocalImageStorage implements ImageStorage {
     await this.ensureFolders();
     const token = `${randomBytes(16).toString('hex')}.part`;
     const file = path.join(this.staging, token);
-    const out = createWriteStream(file, { flags: 'wx', mode: 0o644 });
+    const out = createWriteStream(file, { flags: 'wx', mode: PRIVATE_FILE_MODE });
     try {
       await pipeline(Readable.from(chunks), out);
     } catch (error) {
@@ -49,6 +57,33 @@ export class LocalImageStorage implements ImageStorage {
       throw error;
     }
     return { token, bytes: out.bytesWritten };
+  }
+
+  /**
+   * Removes staged files that a crashed process left behind; returns how many. Only old ones:
+   * another node may share this folder and be in the middle of an upload.
+   */
+  async removeAbandoned(olderThanMs = ABANDONED_STAGING_MS, now = Date.now()): Promise<number> {
+    let names: string[];
+    try {
+      names = await readdir(this.staging);
+    } catch (error) {
+      if (isMissing(error)) return 0;
+      throw error;
+    }
+    let removed = 0;
+    for (const name of names.filter((n) => n.endsWith('.part'))) {
+      const file = path.join(this.staging, name);
+      try {
+        if (now - (await stat(file)).mtimeMs < olderThanMs) continue;
+        await unlink(file);
+        removed++;
+      } catch (error) {
+        // Another node starting at the same time may have removed it first.
+        if (!isMissing(error)) throw error;
+      }
+    }
+    return removed;
   }
 
   async commit(staged: StagedImage, name: string): Promise<void> {

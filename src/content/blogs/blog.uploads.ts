@@ -9,7 +9,7 @@ import type { FastifyRequest } from 'fastify';
 import { fileTypeFromBuffer } from 'file-type';
 import { imageSize } from 'image-size';
 import type { Config } from '../../config.js';
-import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from '../../errors.js';
+import { AppError, BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from '../../errors.js';
 import { IMAGE_PATH_PREFIX, IMAGE_TYPES, type ImageMime, type ImageStorage, newImageName } from '../../storage/image-storage.js';
 import type { ReceivedImage } from './blog.images.js';
 import type { ImageRole } from './blog.table.js';
@@ -84,10 +84,25 @@ async function* inspected(source: AsyncIterable<Buffer>, label: string, result: 
   result.head = Buffer.concat(head);
 }
 
+/**
+ * Busboy reports a malformed body (no boundary, a part cut short, no closing boundary, bytes that
+ * are no form) as a plain Error without a status, which the problem handler would answer as a 500.
+ * Only the parser feeds these iterables, so whatever fails in them is the body's fault: a 400.
+ * Errors that carry their own status (the plugin's limits, a premature close) keep it.
+ */
+async function* parsed<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    yield* source;
+  } catch (error) {
+    if (error instanceof AppError || typeof (error as { statusCode?: unknown }).statusCode === 'number') throw error;
+    throw new BadRequestError(`The multipart body is malformed: ${(error as Error).message}.`);
+  }
+}
+
 async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageStorage, maxBytes: number): Promise<ReceivedImage> {
   const label = `${part.fieldname} "${part.filename}"`;
   const found: Partial<Inspection> = {};
-  const staged = await storage.stage(inspected(part.file, label, found));
+  const staged = await storage.stage(inspected(parsed(part.file), label, found));
   try {
     // Busboy stops at the size limit and marks the stream truncated instead of failing it.
     if (part.file.truncated) throw new PayloadTooLargeError(`${label} is larger than ${maxBytes} bytes.`);
@@ -145,15 +160,17 @@ export async function readBlogForm<T>(
   const uploads: ReceivedImage[] = [];
   let data: T | undefined;
   try {
-    const parts = request.parts({
-      limits: {
-        fileSize: limits.maxFileBytes,
-        files: limits.maxFiles,
-        fields: 5,
-        parts: limits.maxFiles + 5,
-        fieldSize: DATA_FIELD_BYTES,
-      },
-    });
+    const parts = parsed(
+      request.parts({
+        limits: {
+          fileSize: limits.maxFileBytes,
+          files: limits.maxFiles,
+          fields: 5,
+          parts: limits.maxFiles + 5,
+          fieldSize: DATA_FIELD_BYTES,
+        },
+      }),
+    );
     for await (const part of parts) {
       if (part.type === 'field') {
         if (part.fieldname !== 'data') throw new ValidationError([{ field: part.fieldname, message: 'is not a known form field' }]);

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { type BlogTestApp, buildBlogApp, filesIn, image } from '../../../test/blog-fixtures.js';
+import { json } from '../../../test/helpers.js';
+
+const BOUNDARY = 'hygieneBoundary';
+
+function part(name: string, body: Buffer | string, filename?: string): Buffer {
+  const disposition = `form-data; name="${name}"${filename ? `; filename="${filename}"` : ''}`;
+  const type = filename ? 'Content-Type: application/octet-stream\r\n' : '';
+  return Buffer.concat([
+    Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: ${disposition}\r\n${type}\r\n`),
+    Buffer.from(body),
+    Buffer.from('\r\n'),
+  ]);
+}
+
+function post(app: BlogTestApp, contentType: string, payload: Buffer) {
+  return app.app.inject({
+    method: 'POST',
+    url: '/api/blog',
+    headers: { ...app.site.headers, 'content-type': contentType },
+    payload,
+  });
+}
+
+test('a malformed multipart body is a 400 problem and leaves no file and no row', async (t) => {
+  const app = await buildBlogApp(t);
+  const data = part('data', JSON.stringify({ page: app.pageId, info_title: 'Broken form' }));
+  const png = await image('png', 40, 30);
+  const cases: Array<[string, string, Buffer]> = [
+    ['no boundary', 'multipart/form-data', Buffer.concat([data, Buffer.from(`--${BOUNDARY}--\r\n`)])],
+    ['no closing boundary after the data field', `multipart/form-data; boundary=${BOUNDARY}`, data],
+    [
+      'no closing boundary in the middle of a file',
+      `multipart/form-data; boundary=${BOUNDARY}`,
+      Buffer.concat([data, part('uploadPrimaryImage', png, 'a.png').subarray(0, -2)]),
+    ],
+    ['garbage bytes', `multipart/form-data; boundary=${BOUNDARY}`, Buffer.from('\x00\xff not a form at all \r\n\r\n\x01\x02')],
+  ];
+  for (const [label, contentType, payload] of cases) {
+    const response = await post(app, contentType, payload);
+    assert.equal(response.statusCode, 400, `${label}: ${response.body}`);
+    assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8', label);
+    assert.equal(json(response).title, 'Bad request', label);
+    assert.equal(json(response).type, '/problems/bad-request', label);
+    assert.deepEqual(await filesIn(app.imagesDir), [], `${label}: no file left, staged or public`);
+  }
+  const listed = await app.app.inject({ url: '/api/blog', headers: app.site.headers });
+  assert.equal(json(listed).meta.total, 0, 'no blog was created');
+});

@@ -10,7 +10,7 @@ import { challengeFor, installAuthentication, requireDeclaredAccess } from './ht
 import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
-import { installProblemHandler } from './http/problem.js';
+import { clientErrorAnswer, installProblemHandler } from './http/problem.js';
 import { installValidators } from './http/validation.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
@@ -37,6 +37,7 @@ export async function buildApp({ config, db, images }: AppDeps): Promise<Fastify
     trustProxy: true,
     bodyLimit: 5 * 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
+    clientErrorHandler: clientErrorAnswer,
   });
   // First, so that every route added after it is checked.
   requireDeclaredAccess(app);

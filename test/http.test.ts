@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { test } from 'node:test';
 import { revokeCredential } from '../src/accounts/account.service.js';
 import { packageFileAbove } from '../src/reference/package-version.js';
@@ -187,4 +189,33 @@ test('unknown routes are 404 problems and every answer carries a request id', as
   assert.ok(response.headers['x-request-id']);
   const echoed = await app.inject({ url: '/healthz', headers: { 'x-request-id': 'abc-123' } });
   assert.equal(echoed.headers['x-request-id'], 'abc-123');
+});
+
+test('a request the HTTP parser refuses gets a problem+json 400 or 431, and the connection closes', async (t) => {
+  const { app } = await buildTestApp(t);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const raw = (request: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.end(request));
+      let answer = '';
+      socket.on('data', (chunk) => {
+        answer += chunk;
+      });
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+    });
+  const check = (answer: string, status: number, type: string) => {
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    assert.match(head, new RegExp(`^HTTP/1.1 ${status} `));
+    assert.match(head, /content-type: application\/problem\+json/i);
+    assert.equal(JSON.parse(body).type, type);
+  };
+  check(await raw('GET /api/page?keywords=crème HTTP/1.1\r\nHost: x\r\n\r\n'), 400, '/problems/bad-request');
+  check(await raw('NOT HTTP AT ALL\r\n\r\n'), 400, '/problems/bad-request');
+  check(
+    await raw(`GET /api/page HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+    431,
+    '/problems/request-header-fields-too-large',
+  );
 });

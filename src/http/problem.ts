@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ForbiddenError, UnauthorizedError, ValidationError } from '../errors.js';
 import { fieldErrors } from './validation.js';
@@ -35,9 +36,34 @@ export const FASTIFY_ERROR_TITLES: Readonly<Record<number, string>> = {
   405: 'Method not allowed',
   406: 'Not acceptable',
   413: 'Payload too large',
+  408: 'Request timeout',
   415: 'Unsupported media type',
   429: 'Too many requests',
+  431: 'Request header fields too large',
 };
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (bytes that are not HTTP, a raw
+ * non-ASCII URL, headers over the size limit, a request that took too long) get a problem+json
+ * like every other error, written straight to the socket, then the connection is closed.
+ */
+export function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const title = FASTIFY_ERROR_TITLES[status] ?? 'Bad request';
+  const body = JSON.stringify({
+    type: `${PROBLEM_TYPE_BASE}${new AppError(status, title, '').type}`,
+    title,
+    status,
+    detail: status === 400 ? 'The request is not valid HTTP (for example a URL with unencoded characters).' : title,
+  });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+}
 
 /** Fastify's own errors (bad JSON, wrong content type, too large) as AppErrors. */
 function fromFastifyError(error: FastifyError): AppError | undefined {

@@ -21,10 +21,12 @@ export interface Started {
   child: ChildProcess;
   base: string;
   output(): string;
+  /** Starts reading stdout (at once unless `stallStdout`: till then it fills up like a stalled reader's pipe). */
+  readStdout(): void;
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export async function start(t: TestContext, env: Record<string, string>): Promise<Started> {
+export async function start(t: TestContext, env: Record<string, string>, { stallStdout = false } = {}): Promise<Started> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const { DATABASE_URL: _url, DEMO_PASSWORD: _password, DEMO_DATA: _demo, ...inherited } = process.env;
@@ -33,7 +35,8 @@ export async function start(t: TestContext, env: Record<string, string>): Promis
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
+  const readStdout = () => child.stdout!.on('data', (chunk) => (output += chunk));
+  if (!stallStdout) readStdout();
   child.stderr!.on('data', (chunk) => (output += chunk));
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
@@ -44,7 +47,7 @@ export async function start(t: TestContext, env: Record<string, string>): Promis
   // oidc-provider warns on every start under Node 20 (it supports 22 and later): a known line,
   // not something this test checks.
   const known = /^oidc-provider WARNING: Unsupported runtime\..*\n/m;
-  return { child, base, output: () => output.replace(known, ''), exit };
+  return { child, base, output: () => output.replace(known, ''), readStdout, exit };
 }
 
 /** Resolves once /healthz answers; fails early if the process exits first. */

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import type pino from 'pino';
 import type { LogLevel } from '../config.js';
 
 /** Query parameters that can carry secrets; they are logged as [redacted]. */
@@ -11,9 +12,11 @@ export function redactUrl(url: string): string {
   return url.replace(SECRET_PARAMS, '$1[redacted]');
 }
 
-export function loggerOptions(level: LogLevel) {
+/** `stream`: where lines go; pino's default (stdout, written synchronously) when absent. */
+export function loggerOptions(level: LogLevel, stream?: pino.DestinationStream) {
   return {
     level,
+    ...(stream ? { stream } : {}),
     // Our serializers never log headers, but plugins do: @fastify/multipart logs its busboy options
     // at trace, request headers included ({ busboyOptions: { headers } }). Redacting by header name
     // at the top or up to two levels down covers that and whatever else logs `{ x: { headers } }`, without

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
+import type pino from 'pino';
 import type { Config } from './config.js';
 import { registerBlogs } from './content/blogs/blog.routes.js';
 import { registerPages } from './content/pages/page.routes.js';
@@ -23,12 +24,14 @@ export interface AppDeps {
   readonly db: Db;
   /** Where uploaded images are kept; a folder under DATA_DIR/images by default. */
   readonly images?: ImageStorage;
+  /** Where log lines go; stdout, written synchronously, when absent (tests, the CLI). */
+  readonly logStream?: pino.DestinationStream;
 }
 
 /** The whole wiring, in order. server.ts only listens; tests call this and use app.inject. */
-export async function buildApp({ config, db, images }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ config, db, images, logStream }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: loggerOptions(config.logLevel),
+    logger: loggerOptions(config.logLevel, logStream),
     genReqId: (req) => {
       const sent = req.headers['x-request-id'];
       return typeof sent === 'string' && /^[\w.-]{1,64}$/.test(sent) ? sent : randomUUID();

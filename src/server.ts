@@ -1,13 +1,17 @@
 import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
+import type pino from 'pino';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import type { Db } from './db/database.js';
 import { type DemoCredentials, demoBanner, demoCredentialsFile } from './demo/credentials.js';
 import { isEntryPoint } from './entry-point.js';
+import { stdoutLog } from './http/stdout-log.js';
 
 export interface StartOptions {
   /** Owner password of a newly seeded demo website (DEMO_PASSWORD); random when absent. */
   readonly demoPassword?: string | undefined;
+  /** Where the app logs (runServer: stdout, bounded); pino's default when absent. */
+  readonly logStream?: pino.DestinationStream;
 }
 
 export interface RunningServer {
@@ -36,7 +40,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   try {
     await migrateToLatest(db);
     const demoCreated = config.demo ? await seedDemo(db.kysely, config, { password: options.demoPassword }) : undefined;
-    app = await buildApp({ config, db });
+    app = await buildApp({ config, db, logStream: options.logStream });
     const address = await app.listen({ host: config.host, port: config.port });
     let closing: Promise<void> | undefined;
     const running = app;
@@ -59,6 +63,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
 /** How long in-flight requests get after SIGTERM; below the usual 30 s an orchestrator waits before SIGKILL. */
 const SHUTDOWN_GRACE_MS = 20_000;
+/** How long the last log lines get to reach a slow stdout reader before the process exits anyway. */
+const LOG_SETTLE_MS = 2_000;
 
 /**
  * The process around startServer: reads the environment, prints the demo credentials once, and
@@ -66,9 +72,14 @@ const SHUTDOWN_GRACE_MS = 20_000;
  */
 export async function runServer(env: NodeJS.ProcessEnv = process.env, { json = false } = {}): Promise<RunningServer> {
   const config = loadConfig(env);
-  const server = await startServer(config, { demoPassword: env.DEMO_PASSWORD || undefined });
+  const logs = stdoutLog();
+  const server = await startServer(config, { demoPassword: env.DEMO_PASSWORD || undefined, logStream: logs.stream });
+  logs.onCaughtUp((dropped) => server.app.log.warn({ dropped }, 'log lines dropped while stdout was not being read'));
   announceDemo(config, server.demoCreated, json);
 
+  // Exits once the log lines are out, or the reader has had its time: a stalled stdout must
+  // never keep the process alive.
+  const exit = (code: number) => void logs.settle(LOG_SETTLE_MS).then(() => process.exit(code));
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(1);
@@ -79,10 +90,10 @@ export async function runServer(env: NodeJS.ProcessEnv = process.env, { json = f
       process.exit(1);
     }, SHUTDOWN_GRACE_MS).unref();
     server.close().then(
-      () => process.exit(0),
+      () => exit(0),
       (err) => {
         server.app.log.error({ err }, 'shutdown failed');
-        process.exit(1);
+        exit(1);
       },
     );
   };

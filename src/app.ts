@@ -11,6 +11,7 @@ import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
 import { clientErrorAnswer, installProblemHandler } from './http/problem.js';
+import { installForwardedHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
@@ -34,13 +35,14 @@ export async function buildApp({ config, db, images }: AppDeps): Promise<Fastify
       return typeof sent === 'string' && /^[\w.-]{1,64}$/.test(sent) ? sent : randomUUID();
     },
     requestIdHeader: false,
-    trustProxy: true,
+    trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: 5 * 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
     clientErrorHandler: clientErrorAnswer,
   });
   // First, so that every route added after it is checked.
   requireDeclaredAccess(app);
+  installForwardedHeaders(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

@@ -183,6 +183,15 @@ export async function completeInteraction(browser: Browser, start: string, answe
   return step;
 }
 
+/** One sign-in on a fresh authorization, as a browser with these extra headers: the login page's answer. */
+export async function signIn(a: OAuthTestApp, email: string, password: string, headers: Record<string, string> = {}): Promise<Step> {
+  const browser = new Browser(a.base, headers);
+  const { challenge } = await pkcePair();
+  const page = await browser.follow(authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge }));
+  const form = formOf(page.html);
+  return browser.follow(form.action, { form: { csrf: form.csrf, decision: 'approve', email, password } });
+}
+
 export async function pkcePair() {
   const verifier = oauth.generateRandomCodeVerifier();
   return { verifier, challenge: await oauth.calculatePKCECodeChallenge(verifier) };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
+import { authorizeUrl, pkcePair, signIn, startOAuthApp } from '../../test/oauth.helpers.js';
 import { ConfigError, loadConfig, type TrustProxy } from '../config.js';
 import { LOGIN_ATTEMPTS } from '../oauth/interaction.steps.js';
 
@@ -20,14 +20,7 @@ async function forgedAttempts(trustProxy: TrustProxy, count: number, t: Paramete
   const a = await startOAuthApp(t, { config: { trustProxy } });
   const statuses: number[] = [];
   for (let i = 0; i < count; i++) {
-    const browser = new Browser(a.base, { 'x-forwarded-for': `203.0.113.${i + 1}` });
-    const { challenge } = await pkcePair();
-    const page = await browser.follow(authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge }));
-    const form = formOf(page.html);
-    const step = await browser.follow(form.action, {
-      form: { csrf: form.csrf, decision: 'approve', email: a.owner.email, password: 'wrong password' },
-    });
-    statuses.push(step.status);
+    statuses.push((await signIn(a, a.owner.email, 'wrong password', { 'x-forwarded-for': `203.0.113.${i + 1}` })).status);
   }
   return statuses;
 }

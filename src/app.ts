@@ -11,9 +11,11 @@ import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
 import { clientErrorAnswer, installProblemHandler } from './http/problem.js';
+import { installApiRateLimit } from './http/rate-limit.js';
 import { installForwardedHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
+import { memoryRateLimits } from './oauth/rate-limit.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
 import { registerImageFiles } from './storage/image.routes.js';
 import type { ImageStorage } from './storage/image-storage.js';
@@ -61,6 +63,8 @@ export async function buildApp({ config, db, images }: AppDeps): Promise<Fastify
   await registerReference(app, config);
   const oauth = createOAuthServer({ config, db: db.kysely, log: app.log });
   installAuthentication(app, [oauth.bearer, apiKeyAuth(db.kysely)]);
+  // After authentication: the limit is per credential. docs/rate-limits.md says why in-process without Redis.
+  installApiRateLimit(app, config.rateLimits.api, config.redisUrl ? oauth.limits : memoryRateLimits());
   installEntityTags(app);
 
   registerHealth(app, db);

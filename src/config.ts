@@ -36,6 +36,11 @@ export interface Config {
   readonly oauth: {
     readonly dynamicRegistration: boolean;
   };
+  /** Requests per minute; 0 switches a limit off. */
+  readonly rateLimits: {
+    /** Per credential (API key or OAuth connection) on the content API. */
+    readonly api: number;
+  };
   /** Create the demo website on an empty database. */
   readonly demo: boolean;
 }
@@ -168,6 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxFiles: integer(env, 'UPLOAD_MAX_FILES', 20, 1, 1000),
     }),
     oauth: Object.freeze({ dynamicRegistration: flag(env, 'OAUTH_DYNAMIC_REGISTRATION', true) }),
+    rateLimits: Object.freeze({ api: integer(env, 'RATE_LIMIT_API', 600, 0, 1_000_000) }),
     demo: flag(env, 'DEMO_DATA', true),
   });
 }

@@ -12,8 +12,11 @@ import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
 import { clientErrorAnswer, installProblemHandler } from './http/problem.js';
+import { installApiRateLimit } from './http/rate-limit.js';
+import { installForwardedHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
+import { memoryRateLimits } from './oauth/rate-limit.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
 import { registerImageFiles } from './storage/image.routes.js';
 import type { ImageStorage } from './storage/image-storage.js';
@@ -37,13 +40,14 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
       return typeof sent === 'string' && /^[\w.-]{1,64}$/.test(sent) ? sent : randomUUID();
     },
     requestIdHeader: false,
-    trustProxy: true,
+    trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: 5 * 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
     clientErrorHandler: clientErrorAnswer,
   });
   // First, so that every route added after it is checked.
   requireDeclaredAccess(app);
+  installForwardedHeaders(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -62,6 +66,8 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   await registerReference(app, config);
   const oauth = createOAuthServer({ config, db: db.kysely, log: app.log });
   installAuthentication(app, [oauth.bearer, apiKeyAuth(db.kysely)]);
+  // After authentication: the limit is per credential. docs/rate-limits.md says why in-process without Redis.
+  installApiRateLimit(app, config.rateLimits.api, config.redisUrl ? oauth.limits : memoryRateLimits());
   installEntityTags(app);
 
   registerHealth(app, db);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files.js';
 
@@ -16,6 +17,11 @@ export interface Config {
   readonly databaseUrl: string;
   readonly redisUrl: string | undefined;
   /**
+   * Which proxies' X-Forwarded-For/-Proto/-Host to believe: none (the client is the socket's
+   * address), the number of proxy hops in front, or the proxies' addresses and CIDR ranges.
+   */
+  readonly trustProxy: TrustProxy;
+  /**
    * SQLite only. `full` (default): every commit is fsynced before the client hears of it, so an
    * acknowledged write survives a power cut too. `normal`: it survives a process crash; a power
    * cut or OS crash can lose the last commits. About twice the token refreshes per second.
@@ -30,9 +36,16 @@ export interface Config {
   readonly oauth: {
     readonly dynamicRegistration: boolean;
   };
+  /** Requests per minute; 0 switches a limit off. */
+  readonly rateLimits: {
+    /** Per credential (API key or OAuth connection) on the content API. */
+    readonly api: number;
+  };
   /** Create the demo website on an empty database. */
   readonly demo: boolean;
 }
+
+export type TrustProxy = false | number | readonly string[];
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -55,6 +68,38 @@ function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean 
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
   if (['0', 'false', 'no', 'off'].includes(raw)) return false;
   throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
+}
+
+/** proxy-addr's names for the reserved ranges, accepted as Fastify's trustProxy accepts them. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function trustedProxyOf(entry: string): string {
+  if (PROXY_RANGE_NAMES.has(entry)) return entry;
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  const bits = family === 6 ? 128 : 32;
+  const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+  if (!family || rest.length || !prefixOk) {
+    throw new ConfigError(`TRUST_PROXY: "${entry}" is not an IP address, a CIDR range (10.0.0.0/8) or loopback/linklocal/uniquelocal`);
+  }
+  return entry;
+}
+
+/**
+ * Off unless set. "true" is refused on purpose: believing every X-Forwarded-For lets any client
+ * choose its own address, which is how the login limit was bypassed (issue 9).
+ */
+function trustProxyOf(raw: string | undefined): TrustProxy {
+  const value = raw?.trim().toLowerCase() ?? '';
+  if (['', '0', 'false', 'off', 'no'].includes(value)) return false;
+  if (/^\d+$/.test(value)) {
+    if (Number(value) > 10) throw new ConfigError(`TRUST_PROXY must be at most 10 hops, got ${value}`);
+    return Number(value);
+  }
+  if (['true', 'on', 'yes', '*'].includes(value)) {
+    throw new ConfigError('TRUST_PROXY=true would believe any client; give the number of proxies in front, or their addresses');
+  }
+  return Object.freeze(value.split(',').map((entry) => trustedProxyOf(entry.trim())));
 }
 
 function publicUrlOf(raw: string): string {
@@ -117,6 +162,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl,
     redisUrl,
+    trustProxy: trustProxyOf(env.TRUST_PROXY),
     sqliteSynchronous,
     cookieSecrets: Object.freeze(
       cookieSecretsOf(env.COOKIE_SECRETS, dataDir, databaseUrl.startsWith('sqlite:') && !databaseUrl.endsWith(':memory:')),
@@ -127,6 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxFiles: integer(env, 'UPLOAD_MAX_FILES', 20, 1, 1000),
     }),
     oauth: Object.freeze({ dynamicRegistration: flag(env, 'OAUTH_DYNAMIC_REGISTRATION', true) }),
+    rateLimits: Object.freeze({ api: integer(env, 'RATE_LIMIT_API', 600, 0, 1_000_000) }),
     demo: flag(env, 'DEMO_DATA', true),
   });
 }

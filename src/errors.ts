@@ -76,6 +76,12 @@ export class ForbiddenError extends AppError {
   }
 }
 
+export class TooManyRequestsError extends AppError {
+  constructor(detail: string) {
+    super(429, 'Too many requests', detail);
+  }
+}
+
 export class PayloadTooLargeError extends AppError {
   constructor(detail: string) {
     super(413, 'Payload too large', detail);

@@ -61,7 +61,11 @@ export async function startOAuthApp(t: TestContext, options: { db?: Db; config?:
 export class Browser {
   private readonly cookies = new Map<string, { name: string; value: string; path: string }>();
 
-  constructor(private readonly base: string) {}
+  /** `headers` go with every request, e.g. an X-Forwarded-For a proxy (or a forger) would add. */
+  constructor(
+    private readonly base: string,
+    private readonly headers: Record<string, string> = {},
+  ) {}
 
   private cookieHeader(url: URL): string {
     return [...this.cookies.values()]
@@ -85,7 +89,7 @@ export class Browser {
 
   async request(target: string, init: { method?: string; form?: Record<string, string | string[]> } = {}): Promise<Response> {
     const url = new URL(target, this.base);
-    const headers: Record<string, string> = { cookie: this.cookieHeader(url), accept: 'text/html' };
+    const headers: Record<string, string> = { ...this.headers, cookie: this.cookieHeader(url), accept: 'text/html' };
     let body: string | undefined;
     if (init.form) {
       const params = new URLSearchParams();
@@ -177,6 +181,15 @@ export async function completeInteraction(browser: Browser, start: string, answe
     step = await browser.follow(form.action, { form: fields });
   }
   return step;
+}
+
+/** One sign-in on a fresh authorization, as a browser with these extra headers: the login page's answer. */
+export async function signIn(a: OAuthTestApp, email: string, password: string, headers: Record<string, string> = {}): Promise<Step> {
+  const browser = new Browser(a.base, headers);
+  const { challenge } = await pkcePair();
+  const page = await browser.follow(authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge }));
+  const form = formOf(page.html);
+  return browser.follow(form.action, { form: { csrf: form.csrf, decision: 'approve', email, password } });
 }
 
 export async function pkcePair() {

@@ -53,7 +53,7 @@ test('pages are HTML with frame-ancestors none, no referrer, no caching; cookies
 });
 
 test('cookies are Secure behind an HTTPS proxy', async (t) => {
-  const a = await startOAuthApp(t);
+  const a = await startOAuthApp(t, { config: { trustProxy: 1 } });
   const { challenge } = await pkcePair();
   const response = await a.app.inject({
     url: authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge }).slice(a.base.length),

@@ -20,6 +20,8 @@ export interface OAuthServer {
   readonly provider: Provider;
   /** The Bearer AuthMethod for installAuthentication. */
   readonly bearer: AuthMethod;
+  /** The shared counters: Redis with REDIS_URL, else the database. */
+  readonly limits: RateLimitStore;
   /** Registers the provider's endpoints, the interaction pages and the metadata documents. */
   register(app: FastifyInstance): Promise<void>;
 }
@@ -98,5 +100,5 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
     });
   }
 
-  return { provider, bearer: bearerAuth(provider, db, config.publicUrl), register };
+  return { provider, bearer: bearerAuth(provider, db, config.publicUrl), limits, register };
 }

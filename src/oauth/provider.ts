@@ -153,7 +153,8 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
   };
 
   const provider = new Provider(issuerOf(config), configuration);
-  // Behind a proxy: X-Forwarded-Proto decides whether cookies are Secure (the app trusts proxies too).
+  // X-Forwarded-Proto decides whether cookies are Secure; installForwardedHeaders has already
+  // replaced it (and X-Forwarded-For/-Host) with what the trusted hops (TRUST_PROXY) said.
   provider.proxy = true;
   installProviderHooks(provider, db, issuerOf(config));
 

@@ -50,6 +50,37 @@ export function databaseRateLimits(db: DbHandle): RateLimitStore {
   };
 }
 
+/**
+ * Counters of this process alone: for limits checked on every request, where a database write
+ * each time would cost more than the limit saves. Lapsed windows are dropped once per window.
+ */
+export function memoryRateLimits(): RateLimitStore {
+  const windows = new Map<string, { count: number; endsAt: number }>();
+  let sweepAt = 0;
+  return {
+    async hit(key, windowSeconds) {
+      const now = Date.now();
+      if (now >= sweepAt) {
+        for (const [k, w] of windows) if (w.endsAt <= now) windows.delete(k);
+        sweepAt = now + windowSeconds * 1000;
+      }
+      let window = windows.get(key);
+      if (!window || window.endsAt <= now) {
+        window = { count: 0, endsAt: now + windowSeconds * 1000 };
+        windows.set(key, window);
+      }
+      window.count += 1;
+      return { count: window.count, retryAfter: Math.max(1, Math.ceil((window.endsAt - now) / 1000)) };
+    },
+    async reset(key) {
+      windows.delete(key);
+    },
+    async close() {
+      windows.clear();
+    },
+  };
+}
+
 // INCR, and start the window's expiry on its first hit, in one round trip and atomically.
 const HIT_SCRIPT = `local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end

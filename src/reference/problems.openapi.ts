@@ -47,6 +47,7 @@ const PROBLEM_STATUSES: Readonly<Record<number, string>> = {
   412: 'If-Match does not match the record’s current ETag',
   413: 'The body, a form field or an uploaded file is too large, or the upload has too many files',
   415: 'The body’s content type is not accepted, or an uploaded file is not a supported image',
+  429: 'These credentials made more requests this minute than RATE_LIMIT_API allows; Retry-After says when to try again',
 };
 
 type DocumentedRoute = Pick<RouteOptions, 'method' | 'url' | 'schema' | 'config'>;
@@ -59,7 +60,8 @@ export function problemStatuses(route: DocumentedRoute): number[] {
   const add = (...codes: number[]) => {
     for (const code of codes) statuses.add(code);
   };
-  if (route.config?.scope) add(401, 403);
+  // Every authenticated route counts against its credential's RATE_LIMIT_API.
+  if (route.config?.scope) add(401, 403, 429);
   if (schema.querystring || schema.params || schema.body) add(400);
   // A path parameter (`:id`, an image's `:name`) names something that may not exist.
   if (/\/:\w/.test(route.url)) add(404);

@@ -1,0 +1,32 @@
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { TrustProxy } from '../config.js';
+
+/**
+ * TRUST_PROXY as Fastify's `trustProxy`. A hop count is given as a function: Fastify (5.12)
+ * trusts no X-Forwarded-Proto/-Host for a bare number, while `i < hops` believes the proto and
+ * host the nearest proxy sent, and `hops` addresses of X-Forwarded-For counted from the socket.
+ */
+export function trustProxyOption(trust: TrustProxy): FastifyServerOptions['trustProxy'] {
+  if (trust === false) return false;
+  if (typeof trust === 'number') return (_address: string, hop: number) => hop < trust;
+  return [...trust];
+}
+
+const FORWARDED = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host'] as const;
+
+/**
+ * The authorization server (Koa inside oidc-provider) reads X-Forwarded-* itself, believing the
+ * first value whoever sent it. Replacing them with what Fastify concluded from the trusted hops
+ * alone gives both one answer: a client cannot make its cookies Secure-less, its address another.
+ * Requests without these headers are left alone (the socket already says everything).
+ */
+export function installForwardedHeaders(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    const headers = request.raw.headers;
+    if (!FORWARDED.some((name) => headers[name] !== undefined)) return;
+    const { ip, protocol, host } = request;
+    headers['x-forwarded-for'] = ip;
+    headers['x-forwarded-proto'] = protocol;
+    headers['x-forwarded-host'] = host;
+  });
+}

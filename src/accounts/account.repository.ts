@@ -39,6 +39,27 @@ export async function addSiteUser(db: DbHandle, siteId: number, userId: number, 
     .execute();
 }
 
+/** Returns whether the user had the website. */
+export async function removeSiteUser(db: DbHandle, siteId: number, userId: number): Promise<boolean> {
+  const result = await db.deleteFrom('site_users').where('site_id', '=', siteId).where('user_id', '=', userId).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** Users with their websites, by e-mail; only the users of `siteId` when it is given. */
+export async function listUsersWithSites(db: DbHandle, siteId?: number) {
+  let query = db
+    .selectFrom('users')
+    .leftJoin('site_users', 'site_users.user_id', 'users.id')
+    .leftJoin('sites', 'sites.id', 'site_users.site_id')
+    .select(['users.id', 'users.email', 'users.created_at', 'sites.id as site_id', 'sites.name as site_name', 'site_users.role'])
+    .orderBy('users.email')
+    .orderBy('sites.id');
+  if (siteId !== undefined) {
+    query = query.where('users.id', 'in', db.selectFrom('site_users').select('user_id').where('site_id', '=', siteId));
+  }
+  return query.execute();
+}
+
 /** The websites a user may act for, in id order. */
 export async function sitesOfUser(db: DbHandle, userId: number) {
   return db

@@ -29,17 +29,62 @@ export async function createUser(
   if (input.password.length < 8) throw new BadRequestError('A password needs at least 8 characters.');
   await requireSite(db, input.siteId);
   const existing = await repo.findUserByEmail(db, email);
-  if (existing) throw new ConflictError(`A user with the e-mail ${email} exists already.`);
+  if (existing) {
+    throw new ConflictError(
+      `A user with the e-mail ${email} exists already; give them another website with: cms user add-site --email ${email} --site ${input.siteId}`,
+    );
+  }
   const id = await repo.insertUser(db, email, await hashPassword(input.password), now());
   await repo.addSiteUser(db, input.siteId, id, input.role ?? 'owner');
   return { id, email };
 }
 
-export async function grantSiteAccess(db: DbHandle, email: string, siteId: number, role: 'owner' | 'admin' = 'admin') {
-  await requireSite(db, siteId);
+export async function requireUser(db: DbHandle, email: string) {
   const user = await repo.findUserByEmail(db, email.trim().toLowerCase());
   if (!user) throw new NotFoundError(`There is no user ${email}.`);
+  return user;
+}
+
+export type SiteRole = 'owner' | 'admin';
+
+/** Gives an existing user another website (or a new role on one they have). */
+export async function addSiteToUser(db: DbHandle, email: string, siteId: number, role: SiteRole = 'owner') {
+  const site = await requireSite(db, siteId);
+  const user = await requireUser(db, email);
   await repo.addSiteUser(db, siteId, user.id, role);
+  return { userId: user.id, email: user.email, siteId, siteName: site.name, role };
+}
+
+/**
+ * Takes a website away from a user. The caller ends the user's OAuth connections to it first
+ * (src/oauth/connection.service.ts: revokeUserConnections), so nothing they approved outlives it.
+ */
+export async function removeSiteFromUser(db: DbHandle, email: string, siteId: number) {
+  const user = await requireUser(db, email);
+  if (!(await repo.removeSiteUser(db, siteId, user.id))) {
+    throw new NotFoundError(`The user ${user.email} does not have website ${siteId}.`);
+  }
+  return { userId: user.id, email: user.email, siteId };
+}
+
+export interface UserView {
+  id: number;
+  email: string;
+  createdAt: string;
+  sites: { id: number; name: string; role: SiteRole }[];
+}
+
+/** Users and their websites; with `siteId`, only that website's users (with all their websites). */
+export async function listUsers(db: DbHandle, siteId?: number): Promise<UserView[]> {
+  if (siteId !== undefined) await requireSite(db, siteId);
+  const users = new Map<number, UserView>();
+  for (const row of await repo.listUsersWithSites(db, siteId)) {
+    const user = users.get(row.id) ?? { id: row.id, email: row.email, createdAt: row.created_at, sites: [] };
+    users.set(row.id, user);
+    if (row.site_id !== null && row.site_name !== null && row.role !== null)
+      user.sites.push({ id: row.site_id, name: row.site_name, role: row.role });
+  }
+  return [...users.values()];
 }
 
 export interface NewCredential {

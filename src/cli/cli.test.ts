@@ -100,6 +100,57 @@ test('cms manages websites, users and API keys; a created key works until it is 
   assert.equal(ok(await cms(env, 'apikey', 'revoke', key.apiId, '--json')).revoked, true, 'revoking twice is harmless');
 });
 
+test('cms user: one account holds several websites; add-site, remove-site and list', async (t) => {
+  const env = await tempDataDir(t);
+  for (const name of ['Bakery', 'Florist', 'Garage']) ok(await cms(env, 'site', 'create', '--name', name, '--json'));
+  ok(await cms(env, 'user', 'create', '--email', 'ann@example.com', '--password', 'long enough', '--site', '1', '--json'));
+  ok(await cms(env, 'user', 'create', '--email', 'bob@example.com', '--password', 'long enough', '--site', '3', '--json'));
+  assert.deepEqual(ok(await cms(env, 'user', 'add-site', '--email', 'Ann@Example.com', '--site', '2', '--json')), {
+    userId: 1,
+    email: 'ann@example.com',
+    siteId: 2,
+    siteName: 'Florist',
+    role: 'owner',
+  });
+  ok(await cms(env, 'user', 'add-site', '--email', 'bob@example.com', '--site', '2', '--role', 'admin', '--json'));
+
+  const { users } = ok(await cms(env, 'user', 'list', '--json'));
+  assert.deepEqual(
+    users.map((u: { email: string; sites: unknown[] }) => [u.email, u.sites]),
+    [
+      [
+        'ann@example.com',
+        [
+          { id: 1, name: 'Bakery', role: 'owner' },
+          { id: 2, name: 'Florist', role: 'owner' },
+        ],
+      ],
+      [
+        'bob@example.com',
+        [
+          { id: 2, name: 'Florist', role: 'admin' },
+          { id: 3, name: 'Garage', role: 'owner' },
+        ],
+      ],
+    ],
+  );
+  assert.match(users[0].createdAt, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+  const ofGarage = ok(await cms(env, 'user', 'list', '--site', '3', '--json'));
+  assert.deepEqual(
+    ofGarage.users.map((u: { email: string }) => u.email),
+    ['bob@example.com'],
+    'only the users of that website, with all their websites',
+  );
+  assert.equal(ofGarage.users[0].sites.length, 2);
+
+  const removed = ok(await cms(env, 'user', 'remove-site', '--email', 'ann@example.com', '--site', '1', '--json'));
+  assert.deepEqual(removed, { userId: 1, email: 'ann@example.com', siteId: 1, revokedConnections: 0 });
+  const after = ok(await cms(env, 'user', 'list', '--site', '1', '--json'));
+  assert.deepEqual(after, { users: [] });
+  const text = await cms(env, 'user', 'list');
+  assert.match(text.stdout, /^ID\s+E-MAIL\s+CREATED \(UTC\)\s+WEBSITES\n1\s+ann@example.com\s+.*2 Florist \(owner\)\n/);
+});
+
 test('mistakes exit 2 (usage) or 1 (failure) with one JSON error on stderr and nothing on stdout', async (t) => {
   const env = await tempDataDir(t);
   ok(await cms(env, 'site', 'create', '--name', 'Only', '--json'));
@@ -123,7 +174,19 @@ test('mistakes exit 2 (usage) or 1 (failure) with one JSON error on stderr and n
     [['apikey', 'revoke', 'ak_unknown'], 1, /no API credential ak_unknown/],
     [['user', 'create', '--email', 'not-an-address', '--password', 'long enough', '--site', '1'], 1, /not an e-mail address/],
     [['user', 'create', '--email', 'x@example.com', '--password', 'short', '--site', '1'], 1, /at least 8 characters/],
-    [['user', 'create', '--email', 'taken@example.com', '--password', 'long enough', '--site', '1'], 1, /exists already/],
+    [
+      ['user', 'create', '--email', 'taken@example.com', '--password', 'long enough', '--site', '1'],
+      1,
+      /exists already.*cms user add-site --email taken@example.com --site 1/,
+    ],
+    [['user', 'add-site', '--email', 'nobody@example.com', '--site', '1'], 1, /no user nobody@example.com/],
+    [['user', 'add-site', '--email', 'taken@example.com', '--site', '42'], 1, /no website 42/],
+    [['user', 'add-site', '--email', 'taken@example.com'], 2, /--site is required/],
+    [['user', 'add-site', '--email', 'taken@example.com', '--site', '1', '--role', 'king'], 2, /--role must be owner or admin/],
+    [['user', 'remove-site', '--email', 'taken@example.com', '--site', '42'], 1, /does not have website 42/],
+    [['user', 'remove-site', '--site', '1'], 2, /--email is required/],
+    [['user', 'list', '--site', 'x'], 2, /--site must be a website id/],
+    [['user', 'list', '--site', '42'], 1, /no website 42/],
   ];
   // Independent and read-only after the set-up: run side by side to keep the suite quick.
   const runs = await Promise.all(cases.map(([args]) => cms(env, ...args, '--json')));
@@ -154,6 +217,9 @@ test('cms help lists every command with its usage; no command means help', async
     'site create',
     'site list',
     'user create',
+    'user add-site',
+    'user remove-site',
+    'user list',
     'apikey create',
     'apikey list',
     'apikey revoke',
@@ -178,10 +244,11 @@ test('the OAuth commands run through cms like the others, with --json as one lin
   // oidc-provider warns on stderr when it loads under Node 20; these commands load it.
   const quiet = (run: Run) => ({ ...run, stderr: run.stderr.replace(/^oidc-provider WARNING: Unsupported runtime\..*\n/gm, '') });
   const created = ok(quiet(await cms(env, 'client', 'create', '--name', 'App', '--redirect-uri', 'https://app.example/cb', '--json')));
-  assert.deepEqual(created.redirect_uris, ['https://app.example/cb']);
-  const listed = ok(quiet(await cms(env, 'client', 'list', '--json')));
-  assert.ok(listed.some((c: { client_id: string }) => c.client_id === created.client_id));
-  assert.deepEqual(ok(quiet(await cms(env, 'connection', 'list', '--site', '1', '--json'))), []);
+  assert.deepEqual(created.redirectUris, ['https://app.example/cb']);
+  const { clients } = ok(quiet(await cms(env, 'client', 'list', '--json')));
+  const listed = clients.find((c: { clientId: string }) => c.clientId === created.clientId);
+  assert.deepEqual(Object.keys(listed).sort(), ['applicationType', 'clientId', 'createdAt', 'name', 'redirectUris', 'source']);
+  assert.deepEqual(ok(quiet(await cms(env, 'connection', 'list', '--site', '1', '--json'))), { connections: [] });
   const missing = quiet(await cms(env, 'connection', 'revoke', 'nope', '--json'));
   assert.equal(missing.code, 1);
   assert.deepEqual(JSON.parse(missing.stderr), { error: 'There is no OAuth connection nope.' });

@@ -1,8 +1,18 @@
 import { findSite, listCredentials, listSites } from '../accounts/account.repository.js';
-import { createCredential, createSite, createUser, revokeCredential } from '../accounts/account.service.js';
+import {
+  addSiteToUser,
+  createCredential,
+  createSite,
+  createUser,
+  listUsers,
+  removeSiteFromUser,
+  requireUser,
+  revokeCredential,
+  type SiteRole,
+} from '../accounts/account.service.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { NotFoundError } from '../errors.js';
-import { type Command, optionalOption, requiredOption, siteIdOption, UsageError } from './command.js';
+import { type Command, type CommandContext, optionalOption, requiredOption, siteIdOption, UsageError } from './command.js';
 import { oauthCommands } from './oauth.commands.js';
 import { table } from './output.js';
 
@@ -59,13 +69,70 @@ const userCreate: Command = {
   usage: '--email EMAIL --password PASSWORD --site ID [--role owner|admin]',
   options: { email: { type: 'string' }, password: { type: 'string' }, site: { type: 'string' }, role: { type: 'string' } },
   async run(ctx) {
-    const role = optionalOption(ctx, 'role') ?? 'owner';
-    if (role !== 'owner' && role !== 'admin') throw new UsageError(`--role must be owner or admin, got "${role}"`);
+    const role = roleOption(ctx);
     const siteId = siteIdOption(ctx);
     const email = requiredOption(ctx, 'email');
     const password = requiredOption(ctx, 'password');
     const user = await createUser((await ctx.db()).kysely, { email, password, siteId, role });
     return { json: { ...user, siteId, role }, text: `Created user ${user.id} (${user.email}), ${role} of website ${siteId}.` };
+  },
+};
+
+function roleOption(ctx: CommandContext): SiteRole {
+  const role = optionalOption(ctx, 'role') ?? 'owner';
+  if (role !== 'owner' && role !== 'admin') throw new UsageError(`--role must be owner or admin, got "${role}"`);
+  return role;
+}
+
+const userAddSite: Command = {
+  name: 'user add-site',
+  summary: 'Give an existing user another website (or another role on one)',
+  usage: '--email EMAIL --site ID [--role owner|admin]',
+  options: { email: { type: 'string' }, site: { type: 'string' }, role: { type: 'string' } },
+  async run(ctx) {
+    const role = roleOption(ctx);
+    const siteId = siteIdOption(ctx);
+    const added = await addSiteToUser((await ctx.db()).kysely, requiredOption(ctx, 'email'), siteId, role);
+    return { json: added, text: `${added.email} is now ${role} of website ${siteId} (${added.siteName}).` };
+  },
+};
+
+const userRemoveSite: Command = {
+  name: 'user remove-site',
+  summary: 'Take a website away from a user; the OAuth connections they approved for it end',
+  usage: '--email EMAIL --site ID',
+  options: { email: { type: 'string' }, site: { type: 'string' } },
+  async run(ctx) {
+    const siteId = siteIdOption(ctx);
+    const email = requiredOption(ctx, 'email');
+    const db = (await ctx.db()).kysely;
+    const user = await requireUser(db, email);
+    // Connections first: if this stops half-way, running it again finishes the job.
+    const { revokeUserConnections } = await import('../oauth/connection.service.js');
+    const revokedConnections = await revokeUserConnections(db, user.id, siteId);
+    const removed = await removeSiteFromUser(db, email, siteId);
+    return {
+      json: { ...removed, revokedConnections },
+      text: `${removed.email} no longer has website ${siteId}; ${revokedConnections} OAuth connection(s) ended.`,
+    };
+  },
+};
+
+const userList: Command = {
+  name: 'user list',
+  summary: 'List the users and their websites',
+  usage: '[--site ID]',
+  options: { site: { type: 'string' } },
+  async run(ctx) {
+    const siteId = ctx.values.site === undefined ? undefined : siteIdOption(ctx);
+    const users = await listUsers((await ctx.db()).kysely, siteId);
+    return {
+      json: { users },
+      text: table(
+        ['ID', 'E-MAIL', 'CREATED (UTC)', 'WEBSITES'],
+        users.map((u) => [String(u.id), u.email, u.createdAt, u.sites.map((s) => `${s.id} ${s.name} (${s.role})`).join(', ') || '-']),
+      ),
+    };
   },
 };
 
@@ -137,6 +204,9 @@ export const COMMANDS: readonly Command[] = [
   siteCreate,
   siteList,
   userCreate,
+  userAddSite,
+  userRemoveSite,
+  userList,
   apikeyCreate,
   apikeyList,
   apikeyRevoke,

@@ -17,10 +17,9 @@ const clientCreate: Command = {
     const redirectUris = repeatedOption(ctx, 'redirect-uri');
     const { createClient } = await clientService();
     const client = await createClient((await ctx.db()).kysely, { name, redirectUris });
-    const created = { client_id: client.clientId, name: client.name, redirect_uris: client.redirectUris };
     return {
-      json: created,
-      text: `Created client ${created.client_id} (${created.name})\n  redirect URIs: ${created.redirect_uris.join(' ')}`,
+      json: client,
+      text: `Created client ${client.clientId} (${client.name})\n  redirect URIs: ${client.redirectUris.join(' ')}`,
     };
   },
 };
@@ -32,7 +31,7 @@ const clientList: Command = {
     const { listClients } = await clientService();
     const clients = await listClients((await ctx.db()).kysely);
     return {
-      json: clients,
+      json: { clients },
       text: clients.map((c) => `${c.client_id}\t${c.name}\t${c.source}\t${c.redirect_uris.join(' ')}`).join('\n') || 'No OAuth clients.',
     };
   },
@@ -51,7 +50,7 @@ const connectionList: Command = {
       (c) =>
         `${c.id}\t${c.status}\t${c.client_name} (${c.client_id})\t${c.user_email}\t${c.scopes.join(' ')}\tlast used ${c.last_used_at ?? 'never'}`,
     );
-    return { json: connections, text: lines.join('\n') || `No OAuth connections for website ${siteId}.` };
+    return { json: { connections }, text: lines.join('\n') || `No OAuth connections for website ${siteId}.` };
   },
 };
 

@@ -6,7 +6,19 @@ export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
 export function printResult(result: CommandResult, json: boolean): void {
-  process.stdout.write(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
+  process.stdout.write(json ? `${JSON.stringify(camelCased(result.json))}\n` : `${result.text}\n`);
+}
+
+/**
+ * Every --json answer in one casing: keys are camelCase whatever the service's rows call them
+ * (`client_id` → `clientId`), at any depth. Values are left alone.
+ */
+export function camelCased(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(camelCased);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, inner]) => [key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()), camelCased(inner)]),
+  );
 }
 
 /** Prints the error on stderr (as {"error": …} with --json) and returns the exit code. */

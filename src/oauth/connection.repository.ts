@@ -82,6 +82,18 @@ export async function findLapsedGrantIds(db: DbHandle, now: string): Promise<str
   return rows.map((r) => r.grant_id);
 }
 
+/** The grants of a user's live connections to one website. */
+export async function findUserGrantIds(db: DbHandle, userId: number, siteId: number): Promise<string[]> {
+  const rows = await db
+    .selectFrom('oauth_connections')
+    .select('grant_id')
+    .where('user_id', '=', userId)
+    .where('site_id', '=', siteId)
+    .where('status', '=', 'active')
+    .execute();
+  return rows.map((r) => r.grant_id);
+}
+
 /**
  * Deletes every token and code of the grant and the grant itself, and records why. One
  * transaction, so no reader sees a connection marked active whose tokens are half gone.

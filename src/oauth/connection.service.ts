@@ -68,6 +68,13 @@ export async function revokeConnection(db: DbHandle, id: string): Promise<void> 
   await repo.endGrant(db, connection.grant_id, 'revoked', now());
 }
 
+/** Ends every connection a user approved for a website (the user is losing that website); returns how many. */
+export async function revokeUserConnections(db: DbHandle, userId: number, siteId: number): Promise<number> {
+  const grantIds = await repo.findUserGrantIds(db, userId, siteId);
+  for (const grantId of grantIds) await repo.endGrant(db, grantId, 'revoked', now());
+  return grantIds.length;
+}
+
 /** The provider revoked a grant itself (refresh token reuse, code reuse, RFC 7009): record it. */
 export async function revokeGrant(db: DbHandle, grantId: string, status: 'revoked' | 'expired' = 'revoked'): Promise<void> {
   await repo.endGrant(db, grantId, status, now());

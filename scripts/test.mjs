@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// Runs every compiled test file (dist/src/**/*.test.js, dist/test/**/*.test.js) with node's test
+// runner, passing any further arguments on (e.g. --test-reporter=dot).
+//
+// The files are named one by one because `node --test DIR` means different things across the
+// supported Node versions: Node 20 searches the folder, Node 22 and later read each argument as a
+// glob pattern and find nothing in a bare folder name (which Node 20 does not expand).
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+
+function testFiles(dir) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith('.test.js'))
+    .map((entry) => path.join(entry.parentPath ?? entry.path, entry.name))
+    .sort();
+}
+
+const files = ['dist/src', 'dist/test'].flatMap((dir) => testFiles(dir));
+if (files.length === 0) {
+  console.error('No compiled tests in dist/: run `npm run build` first.');
+  process.exit(1);
+}
+const args = process.argv.slice(2);
+const reporter = args.some((arg) => arg.startsWith('--test-reporter')) ? [] : ['--test-reporter=spec'];
+const result = spawnSync(process.execPath, ['--test', ...reporter, ...args, ...files], { stdio: 'inherit' });
+process.exit(result.status ?? 1);

@@ -50,7 +50,7 @@ export function learnPaths(before: Row | undefined, after: Row, uploads: Uploads
   if (uploads.primary && after.info_img !== before?.info_img) shaByPath.set(after.info_img, sha256(uploads.primary));
   const added = (after.info_more_images as string[]).filter((p) => !(before?.info_more_images ?? []).includes(p));
   assert.equal(added.length, uploads.additional.length, 'each additional upload is listed once');
-  added.forEach((p, i) => shaByPath.set(p, sha256(uploads.additional[i] as Buffer)));
+  for (const [i, p] of added.entries()) shaByPath.set(p, sha256(uploads.additional[i] as Buffer));
 }
 
 export class Writer {
@@ -138,7 +138,7 @@ export class Writer {
     const data = { ...id, ...(step.record ? {} : { page: blogPage }), ...dropList, info_title: step.title };
     const parts: [string, FormPart][] = [['data', JSON.stringify(data)]];
     if (step.uploads.primary) parts.push(['uploadPrimaryImage', { file: step.uploads.primary, filename: 'p.jpg' }]);
-    step.uploads.additional.forEach((file, i) => parts.push(['uploadAdditionalImage', { file, filename: `a${i}.jpg` }]));
+    for (const [i, file] of step.uploads.additional.entries()) parts.push(['uploadAdditionalImage', { file, filename: `a${i}.jpg` }]);
     const body = await form(parts);
     return fetch(`${base}/api/blog`, { method: 'POST', headers: { authorization, ...body.headers }, body: body.payload });
   }

@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type pino from 'pino';
 import type { Config } from './config.js';
 import { registerBlogs } from './content/blogs/blog.routes.js';
+import { removeOrphanImages } from './content/blogs/image-cleanup.js';
 import { registerPages } from './content/pages/page.routes.js';
 import type { Db } from './db/database.js';
 import { apiKeyAuth } from './http/api-key.auth.js';
@@ -18,6 +19,7 @@ import { installValidators } from './http/validation.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
 import { memoryRateLimits } from './oauth/rate-limit.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
+import { DatabaseImageStorage } from './storage/database-image-storage.js';
 import { registerImageFiles } from './storage/image.routes.js';
 import type { ImageStorage } from './storage/image-storage.js';
 import { LocalImageStorage } from './storage/local-image-storage.js';
@@ -25,7 +27,7 @@ import { LocalImageStorage } from './storage/local-image-storage.js';
 export interface AppDeps {
   readonly config: Config;
   readonly db: Db;
-  /** Where uploaded images are kept; a folder under DATA_DIR/images by default. */
+  /** Where uploaded images are kept; IMAGE_STORAGE's driver (swept at start) when absent. */
   readonly images?: ImageStorage;
   /** Where log lines go; stdout, written synchronously, when absent (tests, the CLI). */
   readonly logStream?: pino.DestinationStream;
@@ -72,7 +74,7 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
 
   registerHealth(app, db);
   await oauth.register(app);
-  const imageStorage = images ?? (await localImages(config, app));
+  const imageStorage = images ?? (await configuredImages(config, db, app));
   registerImageFiles(app, imageStorage);
   for (const prefix of ['/api', '/webapps/api']) {
     await app.register(async (scope) => registerPages(scope, { db: db.kysely, prefix }), { prefix });
@@ -82,14 +84,18 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
 }
 
 /**
- * The default storage, with the staged files of a crashed process removed. Here rather than in
- * startServer: this is where the app takes the folder as its own, so every way of starting (npm
- * start, cms serve, tests) gets the same; a storage passed in belongs to whoever made it. Once per
- * start is enough, since only a crash leaves staged files behind.
+ * The storage IMAGE_STORAGE names, with what a crash left in it removed (staged uploads, images no
+ * record shows; see removeOrphanImages for the grace period). Here rather than in startServer: this
+ * is where the app takes the storage as its own, so every way of starting (npm start, cms serve,
+ * tests) gets the same; a storage passed in belongs to whoever made it. Once per start is enough,
+ * since only a crash (or a failed clean-up) leaves orphans behind.
  */
-async function localImages(config: Config, app: FastifyInstance): Promise<LocalImageStorage> {
-  const storage = new LocalImageStorage(path.join(config.dataDir, 'images'));
-  const removed = await storage.removeAbandoned();
-  if (removed > 0) app.log.info({ removed }, 'removed staged uploads left by an earlier crash');
+async function configuredImages(config: Config, db: Db, app: FastifyInstance): Promise<ImageStorage> {
+  const storage =
+    config.images.storage === 'database' ? new DatabaseImageStorage(db.kysely) : new LocalImageStorage(path.join(config.dataDir, 'images'));
+  const removed = await removeOrphanImages(db.kysely, storage, config.images.cleanupGraceMs);
+  if (removed.staged + removed.unreferenced > 0) {
+    app.log.info({ ...removed, storage: config.images.storage }, 'removed staged uploads and unreferenced images left by an earlier crash');
+  }
   return storage;
 }

@@ -33,6 +33,15 @@ export interface Config {
     readonly maxFileBytes: number;
     readonly maxFiles: number;
   };
+  readonly images: {
+    /** `local`: files in DATA_DIR/images. `database`: rows in the database, for nodes without a shared disk. */
+    readonly storage: ImageStorageKind;
+    /**
+     * The start-up sweep removes staged uploads and unreferenced images only when older than this:
+     * younger ones may belong to an upload another node is still writing or committing.
+     */
+    readonly cleanupGraceMs: number;
+  };
   readonly oauth: {
     readonly dynamicRegistration: boolean;
   };
@@ -46,6 +55,8 @@ export interface Config {
 }
 
 export type TrustProxy = false | number | readonly string[];
+
+export type ImageStorageKind = 'local' | 'database';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -155,6 +166,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const sqliteSynchronous = (env.SQLITE_SYNCHRONOUS || 'full').toLowerCase();
   if (sqliteSynchronous !== 'full' && sqliteSynchronous !== 'normal') throw new ConfigError('SQLITE_SYNCHRONOUS must be full or normal');
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL must be redis://… or rediss://…');
+  const imageStorage = (env.IMAGE_STORAGE || 'local').toLowerCase();
+  if (imageStorage !== 'local' && imageStorage !== 'database') throw new ConfigError('IMAGE_STORAGE must be local or database');
   return Object.freeze({
     publicUrl: publicUrlOf(env.PUBLIC_URL || `http://localhost:${port || 8080}`),
     host: env.HOST || '0.0.0.0',
@@ -171,6 +184,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uploads: Object.freeze({
       maxFileBytes: integer(env, 'UPLOAD_MAX_FILE_BYTES', 10 * 1024 * 1024, 1024, 1024 ** 3),
       maxFiles: integer(env, 'UPLOAD_MAX_FILES', 20, 1, 1000),
+    }),
+    images: Object.freeze({
+      storage: imageStorage,
+      cleanupGraceMs: integer(env, 'IMAGE_CLEANUP_GRACE_SECONDS', 3600, 0, 30 * 24 * 3600) * 1000,
     }),
     oauth: Object.freeze({ dynamicRegistration: flag(env, 'OAUTH_DYNAMIC_REGISTRATION', true) }),
     rateLimits: Object.freeze({ api: integer(env, 'RATE_LIMIT_API', 600, 0, 1_000_000) }),

@@ -4,7 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import sharp from 'sharp';
-import type { Config } from '../src/config.js';
+import type { Config, ImageStorageKind } from '../src/config.js';
+import { DatabaseImageStorage } from '../src/storage/database-image-storage.js';
+import type { ImageStorage } from '../src/storage/image-storage.js';
+import { LocalImageStorage } from '../src/storage/local-image-storage.js';
 import { buildTestApp, json, type TestApp } from './helpers.js';
 
 export type ImageFormat = 'jpeg' | 'png' | 'gif' | 'webp' | 'avif';
@@ -56,6 +59,25 @@ export async function filesIn(dir: string): Promise<string[]> {
   } catch {
     return [];
   }
+}
+
+/** Both storage drivers, for suites that run once per driver. */
+export const DRIVERS: readonly ImageStorageKind[] = ['local', 'database'];
+
+/** A storage over the same folder or database as the app's own. */
+export function storageOf(app: BlogTestApp): ImageStorage {
+  return app.config.images.storage === 'database' ? new DatabaseImageStorage(app.db.kysely) : new LocalImageStorage(app.imagesDir);
+}
+
+/** What the app's storage holds, whichever the driver: committed image names and staged objects. */
+export async function storedImages(app: BlogTestApp): Promise<{ committed: string[]; staged: number }> {
+  if (app.config.images.storage === 'database') {
+    const rows = await app.db.kysely.selectFrom('images').select('name').execute();
+    return { committed: rows.flatMap((r) => (r.name ? [r.name] : [])).sort(), staged: rows.filter((r) => !r.name).length };
+  }
+  const files = await filesIn(app.imagesDir);
+  const staged = files.filter((f) => f.startsWith(`.staging${path.sep}`));
+  return { committed: files.filter((f) => !staged.includes(f)).sort(), staged: staged.length };
 }
 
 export type FormPart = string | { file: Buffer; filename: string; type?: string };

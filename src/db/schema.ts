@@ -3,6 +3,7 @@ import type { ApiCredentialsTable, SitesTable, SiteUsersTable, UsersTable } from
 import type { BlogImagesTable, BlogsTable } from '../content/blogs/blog.table.js';
 import type { PagesTable } from '../content/pages/page.table.js';
 import type { OAuthTables } from '../oauth/oauth.tables.js';
+import type { ImageChunksTable, ImagesTable } from '../storage/image.table.js';
 
 /** Every table, gathered from the features that own them (each `*.table.ts` sits beside its feature). */
 export interface Database extends OAuthTables {
@@ -13,6 +14,8 @@ export interface Database extends OAuthTables {
   pages: PagesTable;
   blogs: BlogsTable;
   blog_images: BlogImagesTable;
+  images: ImagesTable;
+  image_chunks: ImageChunksTable;
 }
 
 /**

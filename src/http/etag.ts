@@ -11,6 +11,11 @@ function listedTags(header: string): string[] {
   return header.split(',').map((t) => t.trim().replace(/^W\//, ''));
 }
 
+/** Whether If-None-Match names `tag` (or is `*`): the client's copy is current, answer 304. */
+export function noneMatchHas(ifNoneMatch: string | undefined, tag: string): boolean {
+  return ifNoneMatch !== undefined && (ifNoneMatch.trim() === '*' || listedTags(ifNoneMatch).includes(tag));
+}
+
 /**
  * Every successful GET gets a strong ETag (unless its handler set one) and answers 304 when the
  * client's If-None-Match already names it.
@@ -24,8 +29,7 @@ export function installEntityTags(app: FastifyInstance): void {
       tag = entityTag(payload);
       reply.header('etag', tag);
     }
-    const ifNoneMatch = request.headers['if-none-match'];
-    if (ifNoneMatch && (ifNoneMatch.trim() === '*' || listedTags(ifNoneMatch).includes(tag))) {
+    if (noneMatchHas(request.headers['if-none-match'], tag)) {
       reply.code(304);
       return '';
     }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import type { DbHandle } from '../db/schema.js';
 
 /** The image types the service accepts, by their sniffed MIME type, with the extension they are stored under. */
 export const IMAGE_TYPES = {
@@ -20,6 +21,13 @@ const NAME = /^[0-9a-f]{32}\.(jpg|png|gif|webp|avif)$/;
 
 export function isImageName(name: string): boolean {
   return NAME.test(name);
+}
+
+const MIME_OF_EXTENSION = Object.fromEntries(Object.entries(IMAGE_TYPES).map(([mime, ext]) => [ext, mime])) as Record<string, ImageMime>;
+
+/** The MIME type a generated name stands for (its extension was chosen from the sniffed type). */
+export function mimeOf(name: string): ImageMime | undefined {
+  return MIME_OF_EXTENSION[name.slice(name.lastIndexOf('.') + 1)];
 }
 
 export function newImageName(mime: ImageMime): string {
@@ -49,14 +57,27 @@ export interface StoredImage {
  * Where uploaded images live. Writes are two-phase so a record and its files succeed or fail
  * together: `stage` streams the bytes to a temporary object, `commit` gives it its public name once
  * the record is saved, `discard` drops it otherwise. Names are generated (see newImageName).
+ *
+ * Staged objects and committed images that no record shows are what a crash leaves behind;
+ * `removeAbandoned` and `committedBefore` let the start-up sweep find them (src/content/blogs/
+ * image-cleanup.ts), only past an age that no upload in progress on another node can reach.
  */
 export interface ImageStorage {
   stage(chunks: AsyncIterable<Uint8Array>): Promise<StagedImage>;
-  commit(staged: StagedImage, name: string): Promise<void>;
+  /**
+   * `within` is the transaction that saves the record showing the image. A storage in the
+   * database commits in it, so the record and its image become visible together and a rollback
+   * undoes both; a storage elsewhere ignores it (the caller removes the file on a rollback).
+   */
+  commit(staged: StagedImage, name: string, within?: DbHandle): Promise<void>;
   /** Never throws: a staged object that is already gone is fine. */
   discard(staged: StagedImage): Promise<void>;
   /** Removes a committed image; a missing one is not an error. */
   remove(name: string): Promise<void>;
   exists(name: string): Promise<boolean>;
   open(name: string): Promise<StoredImage | undefined>;
+  /** Removes staged objects last written before `before` (ms since the epoch); returns how many. */
+  removeAbandoned(before: number): Promise<number>;
+  /** Names of committed images last written before `before` (ms since the epoch). */
+  committedBefore(before: number): AsyncIterable<string>;
 }

@@ -12,12 +12,15 @@ function isMissing(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === 'ENOENT';
 }
 
-/**
- * A staged file untouched this long was left by a process killed mid-upload. An upload in progress
- * keeps its file's mtime fresh and no request lasts anywhere near an hour, so a file this old is
- * not one that another node sharing the folder is still writing.
- */
-export const ABANDONED_STAGING_MS = 60 * 60 * 1000;
+/** The paths of a folder's entries whose names pass `keep`; none if the folder does not exist yet. */
+async function filesIn(dir: string, keep: (name: string) => boolean): Promise<string[]> {
+  try {
+    return (await readdir(dir)).filter(keep).map((name) => path.join(dir, name));
+  } catch (error) {
+    if (isMissing(error)) return [];
+    throw error;
+  }
+}
 
 /**
  * Images in a local folder (DATA_DIR/images by default). Staged files go to `.staging/` inside the
@@ -60,22 +63,15 @@ export class LocalImageStorage implements ImageStorage {
   }
 
   /**
-   * Removes staged files that a crashed process left behind; returns how many. Only old ones:
-   * another node may share this folder and be in the middle of an upload.
+   * Removes staged files not written to since `before`. An upload in progress keeps its file's
+   * mtime fresh, so an old one was left by a process killed mid-upload, not written by another node
+   * sharing the folder.
    */
-  async removeAbandoned(olderThanMs = ABANDONED_STAGING_MS, now = Date.now()): Promise<number> {
-    let names: string[];
-    try {
-      names = await readdir(this.staging);
-    } catch (error) {
-      if (isMissing(error)) return 0;
-      throw error;
-    }
+  async removeAbandoned(before: number): Promise<number> {
     let removed = 0;
-    for (const name of names.filter((n) => n.endsWith('.part'))) {
-      const file = path.join(this.staging, name);
+    for (const file of await filesIn(this.staging, (name) => name.endsWith('.part'))) {
       try {
-        if (now - (await stat(file)).mtimeMs < olderThanMs) continue;
+        if ((await stat(file)).mtimeMs >= before) continue;
         await unlink(file);
         removed++;
       } catch (error) {
@@ -84,6 +80,17 @@ export class LocalImageStorage implements ImageStorage {
       }
     }
     return removed;
+  }
+
+  /** A rename keeps the mtime, so a committed file's age is its upload's. */
+  async *committedBefore(before: number): AsyncIterable<string> {
+    for (const file of await filesIn(this.root, isImageName)) {
+      try {
+        if ((await stat(file)).mtimeMs < before) yield path.basename(file);
+      } catch (error) {
+        if (!isMissing(error)) throw error;
+      }
+    }
   }
 
   async commit(staged: StagedImage, name: string): Promise<void> {

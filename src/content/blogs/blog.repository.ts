@@ -158,3 +158,10 @@ export async function imagePathInUse(db: DbHandle, path: string): Promise<boolea
     .executeTakeFirst();
   return page !== undefined;
 }
+
+/** Which of `paths` a blog's image rows name (indexed: the cheap first check of the start-up sweep). */
+export async function pathsWithImageRows(db: DbHandle, paths: readonly string[]): Promise<Set<string>> {
+  if (paths.length === 0) return new Set();
+  const rows = await db.selectFrom('blog_images').select('path').distinct().where('path', 'in', paths).execute();
+  return new Set(rows.map((r) => r.path));
+}

@@ -131,7 +131,7 @@ function imageColumns(plan: ImagePlan): Stored {
 
 /**
  * POST: insert without `id`, update with it. The record and its uploaded files succeed or fail
- * together: files are committed (renamed to their public names) as the last step inside the
+ * together: files are committed (given their public names) as the last step inside the
  * transaction, removed again if the transaction fails, and staged files not used are discarded.
  * Files the blog stopped showing are removed after the commit when nothing else refers to them.
  */
@@ -166,9 +166,10 @@ export async function saveBlog(
         input.id === undefined
           ? await insert(trx, siteId, changes, imageRequest)
           : await update(trx, siteId, input.id, changes, imageRequest, options.precondition);
-      // Last step before COMMIT: the files get their public names.
+      // Last step before COMMIT: the files get their public names (a database storage names
+      // them in this transaction, so they become visible with the record).
       for (const upload of result.plan.commit) {
-        await deps.images.commit(upload.staged, upload.name);
+        await deps.images.commit(upload.staged, upload.name, trx);
         committed.push(upload.name);
       }
       return { record: result.record, created: input.id === undefined, dropped: result.plan.dropped };
@@ -177,7 +178,9 @@ export async function saveBlog(
     await Promise.all(committed.map((name) => deps.images.remove(name).catch(() => {})));
     throw error;
   } finally {
-    const used = new Set(committed);
+    // After a failure every upload is discarded, committed ones too: a rollback returns a
+    // database storage's commit to the staged state (a local file already renamed is simply gone).
+    const used = new Set(outcome ? committed : []);
     await Promise.all(uploads.filter((u) => !used.has(u.name)).map((u) => deps.images.discard(u.staged)));
   }
   await removeUnused(deps, outcome.dropped);

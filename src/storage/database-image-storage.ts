@@ -1,0 +1,149 @@
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { DbHandle } from '../db/schema.js';
+import { formatTimestamp, now, parseTimestamp } from '../db/time.js';
+import { type ImageStorage, isImageName, mimeOf, type StagedImage, type StoredImage } from './image-storage.js';
+
+/**
+ * Bytes per stored chunk. An upload holds at most one chunk in memory before writing it, and a
+ * read holds one at a time; 256 KiB keeps the rows small for both databases and the round trips
+ * few (a 10 MiB image is 40 rows).
+ */
+export const IMAGE_CHUNK_BYTES = 256 * 1024;
+
+/** Committed names are listed this many at a time, so a large table is never read whole. */
+const LIST_BATCH = 500;
+
+/**
+ * Images in the database (IMAGE_STORAGE=database), so every node serves every image without a
+ * shared disk. A staged image is a row without a name, written chunk by chunk as the upload
+ * arrives; the commit names it inside the record's transaction.
+ */
+export class DatabaseImageStorage implements ImageStorage {
+  constructor(private readonly db: DbHandle) {}
+
+  async stage(chunks: AsyncIterable<Uint8Array>): Promise<StagedImage> {
+    const token = randomBytes(16).toString('hex');
+    await this.db.insertInto('images').values({ token, name: null, mime: null, bytes: 0, created_at: now(), committed_at: null }).execute();
+    try {
+      let pending: Uint8Array[] = [];
+      let pendingBytes = 0;
+      let seq = 0;
+      let bytes = 0;
+      // Writes whole chunks while there are enough bytes (and, at the end, what is left).
+      const write = async (end: boolean) => {
+        while (pendingBytes >= IMAGE_CHUNK_BYTES || (end && pendingBytes > 0)) {
+          const whole = Buffer.concat(pending, pendingBytes);
+          const data = whole.subarray(0, IMAGE_CHUNK_BYTES);
+          const rest = whole.subarray(data.length);
+          pending = rest.length > 0 ? [rest] : [];
+          pendingBytes = rest.length;
+          await this.db.insertInto('image_chunks').values({ token, seq: seq++, data }).execute();
+        }
+      };
+      for await (const chunk of chunks) {
+        bytes += chunk.length;
+        pending.push(chunk);
+        pendingBytes += chunk.length;
+        await write(false);
+      }
+      await write(true);
+      await this.db.updateTable('images').set({ bytes }).where('token', '=', token).execute();
+      return { token, bytes };
+    } catch (error) {
+      await this.discard({ token, bytes: 0 });
+      throw error;
+    }
+  }
+
+  async commit(staged: StagedImage, name: string, within: DbHandle = this.db): Promise<void> {
+    const mime = mimeOf(name);
+    if (!isImageName(name) || !mime) throw new Error(`not an image name: ${name}`);
+    const result = await within
+      .updateTable('images')
+      .set({ name, mime, committed_at: now() })
+      .where('token', '=', staged.token)
+      .where('committed_at', 'is', null)
+      .executeTakeFirst();
+    // Gone: discarded, or swept as abandoned by another node. The record must not name it.
+    if (Number(result.numUpdatedRows) !== 1) throw new Error(`staged image ${staged.token} is gone`);
+  }
+
+  async discard(staged: StagedImage): Promise<void> {
+    // The chunks go with the row (on delete cascade).
+    await this.db
+      .deleteFrom('images')
+      .where('token', '=', staged.token)
+      .where('committed_at', 'is', null)
+      .execute()
+      .catch(() => {});
+  }
+
+  async remove(name: string): Promise<void> {
+    await this.db.deleteFrom('images').where('name', '=', name).execute();
+  }
+
+  async exists(name: string): Promise<boolean> {
+    if (!isImageName(name)) return false;
+    const row = await this.db.selectFrom('images').select('token').where('name', '=', name).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async open(name: string): Promise<StoredImage | undefined> {
+    if (!isImageName(name)) return undefined;
+    const row = await this.db.selectFrom('images').select(['token', 'bytes', 'committed_at']).where('name', '=', name).executeTakeFirst();
+    if (!row?.committed_at) return undefined;
+    return {
+      stream: Readable.from(this.chunksOf(row.token, row.bytes)),
+      bytes: row.bytes,
+      modified: new Date(parseTimestamp(row.committed_at)),
+    };
+  }
+
+  /**
+   * One chunk per query, so a slow client holds no connection and no more than one chunk. Images
+   * never change; one removed while it is being sent ends the stream with an error rather than
+   * with fewer bytes than the Content-Length promised.
+   */
+  private async *chunksOf(token: string, bytes: number): AsyncGenerator<Buffer> {
+    let sent = 0;
+    for (let seq = 0; sent < bytes; seq++) {
+      const chunk = await this.db
+        .selectFrom('image_chunks')
+        .select('data')
+        .where('token', '=', token)
+        .where('seq', '=', seq)
+        .executeTakeFirst();
+      if (!chunk) throw new Error(`image ${token} was removed while it was being read`);
+      sent += chunk.data.length;
+      yield chunk.data;
+    }
+  }
+
+  async removeAbandoned(before: number): Promise<number> {
+    const result = await this.db
+      .deleteFrom('images')
+      .where('committed_at', 'is', null)
+      .where('created_at', '<', formatTimestamp(new Date(before)))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  async *committedBefore(before: number): AsyncIterable<string> {
+    const cutoff = formatTimestamp(new Date(before));
+    for (let after = ''; ; ) {
+      const rows = await this.db
+        .selectFrom('images')
+        .select('name')
+        .where('committed_at', '<', cutoff)
+        .where('name', '>', after)
+        .orderBy('name')
+        .limit(LIST_BATCH)
+        .execute();
+      for (const row of rows) if (row.name) yield row.name;
+      const last = rows.at(-1)?.name;
+      if (!last || rows.length < LIST_BATCH) return;
+      after = last;
+    }
+  }
+}

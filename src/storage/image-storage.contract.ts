@@ -1,0 +1,110 @@
+/**
+ * What every ImageStorage driver promises, as one suite each driver's test file runs against its
+ * own storage (local-image-storage.test.ts, database-image-storage.test.ts), so the drivers
+ * cannot drift apart. Not a test file itself: it has no storage to test.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { buffer } from 'node:stream/consumers';
+import { type TestContext, test } from 'node:test';
+import { type ImageStorage, newImageName } from './image-storage.js';
+
+async function* chunksOf(bytes: Buffer, size = 64 * 1024): AsyncGenerator<Uint8Array> {
+  for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
+}
+
+async function* failingAfter(bytes: Buffer): AsyncGenerator<Uint8Array> {
+  yield bytes;
+  throw new Error('the client went away');
+}
+
+async function listed(storage: ImageStorage, before = Date.now() + 5_000): Promise<string[]> {
+  const names: string[] = [];
+  for await (const name of storage.committedBefore(before)) names.push(name);
+  return names.sort();
+}
+
+async function read(storage: ImageStorage, name: string): Promise<Buffer | undefined> {
+  const image = await storage.open(name);
+  return image && buffer(image.stream);
+}
+
+export function imageStorageContract(driver: string, make: (t: TestContext) => Promise<ImageStorage>): void {
+  test(`${driver}: a staged image is invisible until committed, then served byte for byte`, async (t) => {
+    const storage = await make(t);
+    // Large enough to span several chunks of any driver, and not a multiple of 64 KiB.
+    const bytes = randomBytes(700 * 1024 + 123);
+    const staged = await storage.stage(chunksOf(bytes));
+    assert.equal(staged.bytes, bytes.length);
+    const name = newImageName('image/png');
+    assert.equal(await storage.exists(name), false);
+    assert.deepEqual(await listed(storage), [], 'a staged image is not a committed one');
+
+    await storage.commit(staged, name);
+    assert.equal(await storage.exists(name), true);
+    const image = await storage.open(name);
+    assert.ok(image);
+    assert.equal(image.bytes, bytes.length);
+    assert.ok(Math.abs(image.modified.getTime() - Date.now()) < 5_000, 'modified is about now');
+    assert.ok((await buffer(image.stream)).equals(bytes));
+    assert.deepEqual(await listed(storage), [name]);
+    assert.deepEqual(await listed(storage, Date.now() - 60_000), [], 'not committed before a minute ago');
+
+    await storage.discard(staged);
+    assert.ok((await read(storage, name))?.equals(bytes), 'discarding a committed image changes nothing');
+  });
+
+  test(`${driver}: discard drops a staged image, which can then not be committed`, async (t) => {
+    const storage = await make(t);
+    const staged = await storage.stage(chunksOf(Buffer.from('abc')));
+    await storage.discard(staged);
+    await storage.discard(staged);
+    await assert.rejects(storage.commit(staged, newImageName('image/jpeg')));
+    assert.equal(await storage.removeAbandoned(Date.now() + 5_000), 0, 'nothing staged is left');
+  });
+
+  test(`${driver}: a source that fails mid-upload leaves nothing staged`, async (t) => {
+    const storage = await make(t);
+    await assert.rejects(storage.stage(failingAfter(randomBytes(300 * 1024))), /the client went away/);
+    assert.equal(await storage.removeAbandoned(Date.now() + 5_000), 0);
+  });
+
+  test(`${driver}: an empty image round-trips`, async (t) => {
+    const storage = await make(t);
+    const staged = await storage.stage(chunksOf(Buffer.alloc(0)));
+    const name = newImageName('image/gif');
+    await storage.commit(staged, name);
+    assert.equal((await read(storage, name))?.length, 0);
+  });
+
+  test(`${driver}: remove deletes a committed image; a missing one is fine`, async (t) => {
+    const storage = await make(t);
+    const name = newImageName('image/webp');
+    await storage.commit(await storage.stage(chunksOf(Buffer.from('webp bytes'))), name);
+    await storage.remove(name);
+    assert.equal(await storage.exists(name), false);
+    assert.equal(await storage.open(name), undefined);
+    await storage.remove(name);
+    await storage.remove(newImageName('image/avif'));
+  });
+
+  test(`${driver}: only generated names are ever read`, async (t) => {
+    const storage = await make(t);
+    for (const name of ['../cms.sqlite', '.staging', 'a.jpg', `${'a'.repeat(32)}.svg`, `${'A'.repeat(32)}.jpg`, '']) {
+      assert.equal(await storage.exists(name), false, name);
+      assert.equal(await storage.open(name), undefined, name);
+    }
+    await assert.rejects(storage.commit(await storage.stage(chunksOf(Buffer.from('x'))), '../escape.jpg'));
+  });
+
+  test(`${driver}: removeAbandoned removes staged images older than the cut-off and keeps younger ones`, async (t) => {
+    const storage = await make(t);
+    const staged = await storage.stage(chunksOf(Buffer.from('in progress elsewhere')));
+    const committed = newImageName('image/png');
+    await storage.commit(await storage.stage(chunksOf(Buffer.from('committed'))), committed);
+    assert.equal(await storage.removeAbandoned(Date.now() - 60_000), 0, 'younger than the cut-off: kept');
+    assert.equal(await storage.removeAbandoned(Date.now() + 5_000), 1, 'older: removed');
+    await assert.rejects(storage.commit(staged, newImageName('image/png')), 'it is gone');
+    assert.equal(await storage.exists(committed), true, 'committed images are never abandoned');
+  });
+}

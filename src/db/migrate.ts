@@ -4,6 +4,7 @@ import * as m0001 from './migrations/0001_core.js';
 import * as m0002 from './migrations/0002_blogs.js';
 import * as m0003 from './migrations/0003_oauth.js';
 import * as m0004 from './migrations/0004_search_text.js';
+import * as m0007 from './migrations/0007_console.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0002_blogs': m0002,
   '0003_oauth': m0003,
   '0004_search_text': m0004,
+  '0007_console': m0007,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

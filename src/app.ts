@@ -3,6 +3,8 @@ import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type pino from 'pino';
 import type { Config } from './config.js';
+import { registerConsole } from './console/console.routes.js';
+import { registerFrontDoor } from './console/front-door.js';
 import { registerBlogs } from './content/blogs/blog.routes.js';
 import { removeOrphanImages } from './content/blogs/image-cleanup.js';
 import { registerPages } from './content/pages/page.routes.js';
@@ -74,6 +76,8 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
 
   registerHealth(app, db);
   await oauth.register(app);
+  await registerConsole(app, { provider: oauth.provider, db: db.kysely, config, limits: oauth.limits });
+  registerFrontDoor(app, { config, db: db.kysely });
   const imageStorage = images ?? (await configuredImages(config, db, app));
   registerImageFiles(app, imageStorage);
   for (const prefix of ['/api', '/webapps/api']) {

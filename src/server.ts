@@ -29,17 +29,19 @@ export interface RunningServer {
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   // Loaded only now, after the configuration was read: importing oidc-provider prints a runtime
   // warning on Node 20, which would otherwise come before (and muddle) a one-line config error.
-  const [{ buildApp }, { createDatabase }, { migrateToLatest }, { seedDemo }] = await Promise.all([
+  const [{ buildApp }, { createDatabase }, { migrateToLatest }, { seedDemo }, { addDemoTryRedirect }] = await Promise.all([
     import('./app.js'),
     import('./db/database.js'),
     import('./db/migrate.js'),
     import('./demo/seed.js'),
+    import('./oauth/client.service.js'),
   ]);
   const db = createDatabase(config.databaseUrl, { synchronous: config.sqliteSynchronous });
   let app: FastifyInstance | undefined;
   try {
     await migrateToLatest(db);
     const demoCreated = config.demo ? await seedDemo(db.kysely, config, { password: options.demoPassword }) : undefined;
+    if (config.demo) await addDemoTryRedirect(db.kysely, config.publicUrl);
     app = await buildApp({ config, db, logStream: options.logStream });
     const address = await app.listen({ host: config.host, port: config.port });
     let closing: Promise<void> | undefined;

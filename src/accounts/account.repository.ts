@@ -31,6 +31,10 @@ export async function findUser(db: DbHandle, userId: number) {
   return db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
 }
 
+export async function updatePasswordHash(db: DbHandle, userId: number, passwordHash: string): Promise<void> {
+  await db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).execute();
+}
+
 export async function addSiteUser(db: DbHandle, siteId: number, userId: number, role: 'owner' | 'admin'): Promise<void> {
   await db
     .insertInto('site_users')

@@ -3,9 +3,10 @@ import type { DbHandle } from '../db/schema.js';
 import { now } from '../db/time.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import * as repo from './account.repository.js';
-import { hashPassword, randomToken, sha256 } from './secrets.js';
+import { hashPassword, randomToken, sha256, verifyPassword } from './secrets.js';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+export const MIN_PASSWORD_LENGTH = 8;
 
 export async function createSite(db: DbHandle, name: string): Promise<{ id: number; name: string }> {
   const trimmed = name.trim();
@@ -26,7 +27,8 @@ export async function createUser(
 ): Promise<{ id: number; email: string }> {
   const email = input.email.trim().toLowerCase();
   if (!EMAIL.test(email)) throw new BadRequestError(`"${input.email}" is not an e-mail address.`);
-  if (input.password.length < 8) throw new BadRequestError('A password needs at least 8 characters.');
+  if (input.password.length < MIN_PASSWORD_LENGTH)
+    throw new BadRequestError(`A password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
   await requireSite(db, input.siteId);
   const existing = await repo.findUserByEmail(db, email);
   if (existing) {
@@ -108,4 +110,18 @@ export async function revokeCredential(db: DbHandle, apiId: string): Promise<voi
     const found = await repo.readCredential(db, apiId);
     if (!found) throw new NotFoundError(`There is no API credential ${apiId}.`);
   }
+}
+
+/** Changes a password after checking the current one (the owner console); hashed like every other. */
+export async function changePassword(
+  db: DbHandle,
+  userId: number,
+  input: { current: string; next: string; repeat: string },
+): Promise<void> {
+  const user = await repo.findUser(db, userId);
+  if (!user) throw new NotFoundError('This account no longer exists.');
+  if (!(await verifyPassword(input.current, user.password_hash))) throw new BadRequestError('The current password is not correct.');
+  if (input.next.length < MIN_PASSWORD_LENGTH) throw new BadRequestError(`A password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
+  if (input.next !== input.repeat) throw new BadRequestError('The new password and its repetition differ.');
+  await repo.updatePasswordHash(db, userId, await hashPassword(input.next));
 }

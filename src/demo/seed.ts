@@ -6,7 +6,7 @@ import { savePage } from '../content/pages/page.service.js';
 import { dialectOf } from '../db/database.js';
 import type { DbHandle } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
-import { createDemoClient } from '../oauth/client.service.js';
+import { createDemoClient, demoRedirectUris } from '../oauth/client.service.js';
 import { seedDemoBlogs } from './blogs.seed.js';
 import { type DemoCredentials, writeCredentialsFile } from './credentials.js';
 import { DEMO_PAGES, DEMO_SITE_NAME, type DemoPage } from './demo.content.js';
@@ -41,7 +41,7 @@ export async function seedDemo(db: DbHandle, config: Config, options: SeedOption
     const password = options.password ?? randomToken(12);
     await createUser(tx, { email: DEMO_OWNER_EMAIL, password, siteId: site.id, role: 'owner' });
     const credential = await createCredential(tx, site.id, 'demo');
-    const oauthClient = await createDemoClient(tx);
+    const oauthClient = await createDemoClient(tx, demoRedirectUris(config.publicUrl));
     const credentials: DemoCredentials = {
       url: config.publicUrl,
       siteId: site.id,

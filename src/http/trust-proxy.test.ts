@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { authorizeUrl, pkcePair, signIn, startOAuthApp } from '../../test/oauth.helpers.js';
 import { ConfigError, loadConfig, type TrustProxy } from '../config.js';
-import { LOGIN_ATTEMPTS } from '../oauth/interaction.steps.js';
+import { LOGIN_ATTEMPTS } from '../oauth/login.js';
 
 const trustOf = (value: string | undefined) => loadConfig({ DATA_DIR: 'test-output/data', TRUST_PROXY: value }).trustProxy;
 

@@ -5,7 +5,8 @@ import { hotRead } from '../db/database.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { DbHandle } from '../db/schema.js';
 import { now } from '../db/time.js';
-import { BadRequestError } from '../errors.js';
+import { BadRequestError, NotFoundError } from '../errors.js';
+import { revokeClientConnections } from './connection.service.js';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'file:', 'vbscript:', 'about:', 'blob:']);
@@ -69,16 +70,24 @@ export interface NewClient {
   redirectUris: readonly string[];
   /** Fixed id (the demo client); generated otherwise. */
   clientId?: string;
+  /** The console user registering it: they own it, and it is theirs alone to change. */
+  ownerUserId?: number;
+}
+
+/** Refuses a client without a name or with a redirect URI a web client may not have. */
+function checkedRedirectUris(uris: readonly string[]): string[] {
+  const trimmed = uris.map((uri) => uri.trim()).filter(Boolean);
+  if (!trimmed.length) throw new BadRequestError('A client needs at least one redirect URI.');
+  const problems = trimmed.map((uri) => redirectUriProblem(uri, 'web')).filter(Boolean);
+  if (problems.length) throw new BadRequestError(`Redirect URI ${problems.join('; ')}.`);
+  return [...new Set(trimmed)];
 }
 
 export async function createClient(db: DbHandle, input: NewClient): Promise<{ clientId: string; name: string; redirectUris: string[] }> {
   const name = input.name.trim();
   if (!name) throw new BadRequestError('A client needs a name.');
-  if (!input.redirectUris.length) throw new BadRequestError('A client needs at least one redirect URI.');
-  const problems = input.redirectUris.map((uri) => redirectUriProblem(uri, 'web')).filter(Boolean);
-  if (problems.length) throw new BadRequestError(`Redirect URI ${problems.join('; ')}.`);
+  const redirectUris = checkedRedirectUris(input.redirectUris);
   const clientId = input.clientId ?? newClientId();
-  const redirectUris = [...new Set(input.redirectUris)];
   await db
     .insertInto('oauth_clients')
     .values({
@@ -86,9 +95,10 @@ export async function createClient(db: DbHandle, input: NewClient): Promise<{ cl
       name,
       redirect_uris: JSON.stringify(redirectUris),
       application_type: 'web',
-      source: 'cli',
+      source: input.ownerUserId === undefined ? 'cli' : 'console',
       metadata: '{}',
       created_at: now(),
+      owner_user_id: input.ownerUserId ?? null,
     })
     .execute();
   return { clientId, name, redirectUris };
@@ -97,6 +107,33 @@ export async function createClient(db: DbHandle, input: NewClient): Promise<{ cl
 export const DEMO_CLIENT_ID = 'demo-client';
 /** A local script's callback and Postman's, so the demo can be tried without writing a client. */
 export const DEMO_REDIRECT_URIS = ['http://127.0.0.1:8976/callback', 'https://oauth.pstmn.io/v1/callback'];
+
+/**
+ * The demo client's redirect URIs on this server: the fixed ones and the /try page, which runs
+ * the whole flow in the browser. /try is left out where a web client may not use it (plain http
+ * on a host other than localhost).
+ */
+export function demoRedirectUris(publicUrl: string): string[] {
+  const tryPage = `${publicUrl}/try`;
+  return redirectUriProblem(tryPage, 'web') ? [...DEMO_REDIRECT_URIS] : [...DEMO_REDIRECT_URIS, tryPage];
+}
+
+/**
+ * At start-up with demo data on: a demo client seeded earlier, or under another PUBLIC_URL, gains
+ * this server's /try page as a redirect URI. Nothing happens without a demo client.
+ */
+export async function addDemoTryRedirect(db: DbHandle, publicUrl: string): Promise<void> {
+  const existing = await db.selectFrom('oauth_clients').select('redirect_uris').where('client_id', '=', DEMO_CLIENT_ID).executeTakeFirst();
+  if (!existing) return;
+  const uris = JSON.parse(existing.redirect_uris) as string[];
+  const wanted = demoRedirectUris(publicUrl).filter((uri) => !uris.includes(uri));
+  if (!wanted.length) return;
+  await db
+    .updateTable('oauth_clients')
+    .set({ redirect_uris: JSON.stringify([...uris, ...wanted]) })
+    .where('client_id', '=', DEMO_CLIENT_ID)
+    .execute();
+}
 
 /** For the demo seeder: the demo client, created once (calling it again changes nothing). */
 export async function createDemoClient(
@@ -147,6 +184,48 @@ export async function insertRegisteredClient(db: DbHandle, payload: AdapterPaylo
       created_at: now(),
     })
     .execute();
+}
+
+/** The clients a user registered in the console, oldest first. */
+export async function listOwnedClients(db: DbHandle, userId: number) {
+  const rows = await db
+    .selectFrom('oauth_clients')
+    .select(['client_id', 'name', 'redirect_uris', 'created_at'])
+    .where('owner_user_id', '=', userId)
+    .orderBy('created_at')
+    .orderBy('client_id')
+    .execute();
+  return rows.map((row) => ({ ...row, redirect_uris: JSON.parse(row.redirect_uris) as string[] }));
+}
+
+/** One of the user's clients; another user's (or the operator's) is a 404, as if it did not exist. */
+export async function findOwnedClient(db: DbHandle, userId: number, clientId: string) {
+  const owned = (await listOwnedClients(db, userId)).find((client) => client.client_id === clientId);
+  if (!owned) throw new NotFoundError(`You have no OAuth client ${clientId}.`);
+  return owned;
+}
+
+/** Replaces the redirect URIs; the next authorization request is checked against the new ones. */
+export async function updateOwnedRedirectUris(db: DbHandle, userId: number, clientId: string, uris: readonly string[]): Promise<string[]> {
+  await findOwnedClient(db, userId, clientId);
+  const redirectUris = checkedRedirectUris(uris);
+  await db
+    .updateTable('oauth_clients')
+    .set({ redirect_uris: JSON.stringify(redirectUris) })
+    .where('client_id', '=', clientId)
+    .where('owner_user_id', '=', userId)
+    .execute();
+  return redirectUris;
+}
+
+/**
+ * Deletes the client after ending every connection made with it: their tokens go with their
+ * grants (the connection rows themselves go with the client, by foreign key).
+ */
+export async function deleteOwnedClient(db: DbHandle, userId: number, clientId: string): Promise<void> {
+  await findOwnedClient(db, userId, clientId);
+  await revokeClientConnections(db, clientId);
+  await db.deleteFrom('oauth_clients').where('client_id', '=', clientId).where('owner_user_id', '=', userId).execute();
 }
 
 export async function findClientRow(db: DbHandle, clientId: string) {

@@ -94,6 +94,17 @@ export async function findUserGrantIds(db: DbHandle, userId: number, siteId: num
   return rows.map((r) => r.grant_id);
 }
 
+/** The grants of a client's live connections, on any website. */
+export async function findClientGrantIds(db: DbHandle, clientId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('oauth_connections')
+    .select('grant_id')
+    .where('client_id', '=', clientId)
+    .where('status', '=', 'active')
+    .execute();
+  return rows.map((r) => r.grant_id);
+}
+
 /**
  * Deletes every token and code of the grant and the grant itself, and records why. One
  * transaction, so no reader sees a connection marked active whose tokens are half gone.

@@ -75,6 +75,13 @@ export async function revokeUserConnections(db: DbHandle, userId: number, siteId
   return grantIds.length;
 }
 
+/** Ends every live connection made with a client (the client is being deleted). */
+export async function revokeClientConnections(db: DbHandle, clientId: string): Promise<number> {
+  const grantIds = await repo.findClientGrantIds(db, clientId);
+  for (const grantId of grantIds) await repo.endGrant(db, grantId, 'revoked', now());
+  return grantIds.length;
+}
+
 /** The provider revoked a grant itself (refresh token reuse, code reuse, RFC 7009): record it. */
 export async function revokeGrant(db: DbHandle, grantId: string, status: 'revoked' | 'expired' = 'revoked'): Promise<void> {
   await repo.endGrant(db, grantId, status, now());

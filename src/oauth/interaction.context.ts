@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import type { Config } from '../config.js';
@@ -46,4 +46,18 @@ export function parseForm(body: string): Form {
     form[key] = seen === undefined ? value : [...(Array.isArray(seen) ? seen : [seen]), value];
   }
   return form;
+}
+
+/**
+ * HTML forms only, in this plugin scope: a JSON or any other body is a 415, so a handler's body
+ * is always what parseForm made. Pages that a person sees never cache or send a Referer.
+ */
+export function acceptFormsOnly(scope: FastifyInstance): void {
+  scope.removeAllContentTypeParsers();
+  scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_req, body, done) =>
+    done(null, parseForm(String(body))),
+  );
+  scope.addHook('onSend', async (_request, reply) => {
+    reply.header('referrer-policy', 'no-referrer').header('cache-control', 'no-store');
+  });
 }

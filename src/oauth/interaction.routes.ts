@@ -3,15 +3,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errors } from 'oidc-provider';
 import { type Static, Type } from 'typebox';
 import { findClientRow } from './client.service.js';
-import { type Form, formValue, type Interaction, type InteractionDeps, parseForm, type StepContext } from './interaction.context.js';
+import { acceptFormsOnly, type Form, formValue, type Interaction, type InteractionDeps, type StepContext } from './interaction.context.js';
 import { consentStep, loginStep, siteStep } from './interaction.steps.js';
 import { AUTH_PATH } from './provider.js';
-import { csrfToken, csrfValid, renderPage } from './views.js';
-
-function sendPage(reply: FastifyReply, status: number, template: string, data: Record<string, unknown>): FastifyReply {
-  const page = renderPage(template, data);
-  return reply.code(status).headers(page.headers).send(page.html);
-}
+import { csrfToken, csrfValid, sendPage } from './views.js';
 
 function expired(reply: FastifyReply): FastifyReply {
   return sendPage(reply, 400, 'error', {
@@ -67,14 +62,7 @@ type StepName = keyof typeof STEPS;
 export async function registerInteractions(app: FastifyInstance, deps: InteractionDeps): Promise<void> {
   await app.register(async (plain) => {
     const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
-    // HTML forms only: a JSON body is a 415 here, so the form is always what parseForm made.
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_req, body, done) =>
-      done(null, parseForm(String(body))),
-    );
-    scope.addHook('onSend', async (_request, reply) => {
-      reply.header('referrer-policy', 'no-referrer').header('cache-control', 'no-store');
-    });
+    acceptFormsOnly(plain);
 
     scope.get(
       `${AUTH_PATH}/interaction/:uid`,

@@ -1,33 +1,9 @@
-import { findUser, findUserByEmail, sitesOfUser } from '../accounts/account.repository.js';
-import { hashPassword, randomToken, verifyPassword } from '../accounts/secrets.js';
+import { findUser, sitesOfUser } from '../accounts/account.repository.js';
 import { SCOPES } from '../http/authenticate.js';
 import { createConnection } from './connection.service.js';
 import { formValue, formValues, type StepContext } from './interaction.context.js';
+import { attemptLogin } from './login.js';
 import { SCOPE_TITLES } from './scopes.js';
-
-/** Sign-in attempts allowed per e-mail address and IP address in one window (counted in the database or Redis). */
-export const LOGIN_ATTEMPTS = 5;
-/** Per e-mail address from all IPs: many addresses cannot share out a guessing campaign. */
-export const LOGIN_ATTEMPTS_PER_ACCOUNT = 20;
-/** Per IP address over all e-mail addresses: one address cannot spray a password over many accounts. */
-export const LOGIN_ATTEMPTS_PER_IP = 50;
-export const LOGIN_WINDOW_SECONDS = 15 * 60;
-
-/**
- * The counters an attempt adds to, each with its limit. A success resets the first two: the
- * user has proved the password. Not the per-IP one, or a sprayer would clear it with an account
- * of its own.
- */
-export function loginLimits(email: string, ip: string) {
-  return [
-    { key: `login:${email}:${ip}`, limit: LOGIN_ATTEMPTS, resetOnSuccess: true },
-    { key: `login-account:${email}`, limit: LOGIN_ATTEMPTS_PER_ACCOUNT, resetOnSuccess: true },
-    { key: `login-ip:${ip}`, limit: LOGIN_ATTEMPTS_PER_IP, resetOnSuccess: false },
-  ] as const;
-}
-
-// An unknown e-mail address costs the same scrypt time as a wrong password, so timing tells nothing.
-let decoyHash: Promise<string> | undefined;
 
 function accountOf(step: StepContext): number {
   return Number(step.interaction.session?.accountId);
@@ -38,29 +14,14 @@ export const loginStep = {
 
   async submit(step: StepContext) {
     const email = formValue(step.form, 'email').trim().toLowerCase();
-    const password = formValue(step.form, 'password');
-    const limits = loginLimits(email, step.request.ip);
-    const hits = await Promise.all(limits.map(({ key }) => step.limits.hit(key, LOGIN_WINDOW_SECONDS)));
-    const over = hits.filter((hit, i) => hit.count > limits[i]!.limit);
-    if (over.length) {
-      const retryAfter = Math.max(...over.map((hit) => hit.retryAfter));
-      const minutes = Math.ceil(retryAfter / 60);
-      step.reply.header('retry-after', String(retryAfter));
-      return step.page(429, 'login', {
-        email,
-        error: `Too many failed sign-in attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
-      });
+    const outcome = await attemptLogin(step.db, step.limits, { email, password: formValue(step.form, 'password'), ip: step.request.ip });
+    if (!outcome.ok) {
+      if (outcome.retryAfter) step.reply.header('retry-after', String(outcome.retryAfter));
+      return step.page(outcome.status, 'login', { email, error: outcome.error });
     }
-    const user = email ? await findUserByEmail(step.db, email) : undefined;
-    decoyHash ??= hashPassword(randomToken());
-    const valid = await verifyPassword(password, user?.password_hash ?? (await decoyHash));
-    if (!user || !valid) {
-      return step.page(400, 'login', { email, error: 'The e-mail address or password is not correct.' });
-    }
-    await Promise.all(limits.filter((l) => l.resetOnSuccess).map(({ key }) => step.limits.reset(key)));
-    const sites = await sitesOfUser(step.db, user.id);
+    const sites = await sitesOfUser(step.db, outcome.userId);
     const only = sites.length === 1 ? { select_site: { siteId: sites[0]!.id } } : {};
-    return step.finish({ login: { accountId: String(user.id) }, ...only });
+    return step.finish({ login: { accountId: String(outcome.userId) }, ...only });
   },
 };
 

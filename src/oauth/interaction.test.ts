@@ -13,7 +13,7 @@ import {
 } from '../../test/oauth.helpers.js';
 import { createDatabase } from '../db/database.js';
 import { listConnections } from './connection.service.js';
-import { LOGIN_ATTEMPTS } from './interaction.steps.js';
+import { LOGIN_ATTEMPTS } from './login.js';
 
 async function loginPage(a: Awaited<ReturnType<typeof startOAuthApp>>, browser = new Browser(a.base)) {
   const { challenge } = await pkcePair();

@@ -1,13 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formOf, signIn, startOAuthApp } from '../../test/oauth.helpers.js';
-import {
-  LOGIN_ATTEMPTS,
-  LOGIN_ATTEMPTS_PER_ACCOUNT,
-  LOGIN_ATTEMPTS_PER_IP,
-  LOGIN_WINDOW_SECONDS,
-  loginLimits,
-} from './interaction.steps.js';
+import { LOGIN_ATTEMPTS, LOGIN_ATTEMPTS_PER_ACCOUNT, LOGIN_ATTEMPTS_PER_IP, LOGIN_WINDOW_SECONDS, loginLimits } from './login.js';
 import { databaseRateLimits } from './rate-limit.js';
 
 /** Signed in: the next page is the website choice, no longer the login form. */

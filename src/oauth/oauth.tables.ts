@@ -8,11 +8,16 @@ export interface OAuthClientsTable {
   redirect_uris: string;
   /** 'web' (exact match) or 'native' (RFC 8252: loopback port may vary). */
   application_type: 'web' | 'native';
-  /** How it came to exist: 'cli' (an operator) or 'dynamic' (RFC 7591, client_name unverified). */
-  source: 'cli' | 'dynamic';
+  /**
+   * How it came to exist: 'cli' (an operator, the demo seeder), 'console' (a signed-in owner) or
+   * 'dynamic' (RFC 7591, anonymous). Only a dynamic client is shown as unverified (docs/console.md).
+   */
+  source: 'cli' | 'console' | 'dynamic';
   /** JSON object: any further metadata a dynamic registration sent (client_uri, logo_uri…). */
   metadata: string;
   created_at: Timestamp;
+  /** The user who registered it in the owner console; null for the CLI's and dynamic ones. */
+  owner_user_id: number | null;
 }
 
 export type ConnectionStatus = 'active' | 'revoked' | 'expired';

@@ -16,6 +16,8 @@ import { renderPage } from './views.js';
 export const AUTH_PATH = '/api/auth';
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 export const CODE_TTL_SECONDS = 60;
+/** A sign-in lasts a day, on the OAuth pages and in the owner console alike (one session). */
+export const SESSION_TTL_SECONDS = 24 * 60 * 60;
 
 export function issuerOf(config: Config): string {
   return `${config.publicUrl}${AUTH_PATH}`;
@@ -139,7 +141,7 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
       // The connection ends when its refresh token does (rolling); the grant must not end first.
       Grant: 10 * 365 * 24 * 60 * 60,
       Interaction: 30 * 60,
-      Session: 24 * 60 * 60,
+      Session: SESSION_TTL_SECONDS,
     },
     interactions: {
       url: (_ctx, interaction) => `${AUTH_PATH}/interaction/${interaction.uid}`,

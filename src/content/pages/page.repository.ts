@@ -135,3 +135,14 @@ export async function countChildren(db: DbHandle, siteId: number, id: number): P
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/** Every page of a website, only what an outline needs, in menu order. */
+export async function pageOutline(db: DbHandle, siteId: number) {
+  return db
+    .selectFrom('pages')
+    .select(['page', 'page_usertitle', 'page_menuname', 'page_alias', 'page_parent', 'page_order', 'page_privacy'])
+    .where('site_id', '=', siteId)
+    .orderBy('page_order')
+    .orderBy('page')
+    .execute();
+}

@@ -163,3 +163,47 @@ export async function deletePage(db: DbHandle, siteId: number, id: number, preco
     await repo.deletePage(trx, siteId, id);
   });
 }
+
+export interface PageNode {
+  id: number;
+  title: string;
+  alias: string;
+  privacy: number;
+  children: PageNode[];
+}
+
+/**
+ * The website's pages as a tree, in menu order. A page whose parent does not exist (or that sits
+ * in a cycle) is shown at the top level rather than lost.
+ */
+export async function pageTree(db: DbHandle, siteId: number): Promise<PageNode[]> {
+  const rows = await repo.pageOutline(db, siteId);
+  const nodes = new Map<number, PageNode>();
+  for (const row of rows) {
+    nodes.set(row.page, {
+      id: row.page,
+      title: row.page_usertitle || row.page_menuname || `Page ${row.page}`,
+      alias: row.page_alias,
+      privacy: row.page_privacy,
+      children: [],
+    });
+  }
+  const parentOf = new Map(rows.map((row) => [row.page, row.page_parent]));
+  // Whether `id` is among the ancestors of `start`: a cycle in the data.
+  const inCycle = (id: number, start: number) => {
+    const seen = new Set<number>();
+    for (let at: number | undefined = start; at !== undefined && !seen.has(at); at = parentOf.get(at)) {
+      if (at === id) return true;
+      seen.add(at);
+    }
+    return false;
+  };
+  const roots: PageNode[] = [];
+  for (const row of rows) {
+    const node = nodes.get(row.page)!;
+    const parent = nodes.get(row.page_parent);
+    if (parent && !inCycle(node.id, row.page_parent)) parent.children.push(node);
+    else roots.push(node);
+  }
+  return roots;
+}

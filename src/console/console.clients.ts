@@ -1,0 +1,126 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { Type } from 'typebox';
+import { BadRequestError } from '../errors.js';
+import { createClient, deleteOwnedClient, findOwnedClient, listOwnedClients, updateOwnedRedirectUris } from '../oauth/client.service.js';
+import { formValue } from '../oauth/interaction.context.js';
+import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, consoleHandler } from './console.http.js';
+
+const ClientParams = Type.Object({ clientId: Type.String({ pattern: '^[\\w-]{1,64}$' }) });
+const CLIENTS = `${CONSOLE_PATH}/clients`;
+const NAME_MAX = 100;
+
+/** One URI a line (or separated by spaces): how a person pastes a list into a text area. */
+function urisOf(text: string): string[] {
+  return text.split(/\s+/).filter(Boolean);
+}
+
+/** Runs a change; a refused value shows the form again with what was typed, not a 303 that loses it. */
+async function orFormAgain(
+  again: (error: string) => Promise<FastifyReply>,
+  change: () => Promise<unknown>,
+): Promise<FastifyReply | undefined> {
+  try {
+    await change();
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof BadRequestError)) throw error;
+    return again(error.message);
+  }
+}
+
+/** The OAuth clients a user registered: theirs alone; anyone else's id is a 404. */
+export async function registerClientPages(app: FastifyInstance, deps: ConsoleDeps): Promise<void> {
+  const scope = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { db } = deps;
+  const listPage = async (ctx: ConsoleContext, status: number, data: Record<string, unknown> = {}) =>
+    ctx.page(status, 'console-clients', 'clients', {
+      clients: await listOwnedClients(db, ctx.user.id),
+      name: '',
+      redirectUris: '',
+      nameMax: NAME_MAX,
+      example: `${deps.config.publicUrl.startsWith('https:') ? 'https://app.example' : 'http://localhost:3000'}/callback`,
+      ...data,
+    });
+
+  scope.get(
+    CLIENTS,
+    { schema: { hide: true } },
+    consoleHandler(deps, 'GET', (ctx) => listPage(ctx, 200)),
+  );
+
+  scope.post(
+    CLIENTS,
+    { schema: { hide: true } },
+    consoleHandler(deps, 'POST', async (ctx) => {
+      const name = formValue(ctx.form, 'name').trim();
+      const redirectUris = formValue(ctx.form, 'redirect_uris');
+      let clientId = '';
+      const refused = await orFormAgain(
+        (error) => listPage(ctx, 400, { name, redirectUris, error }),
+        async () => {
+          if (name.length > NAME_MAX) throw new BadRequestError(`A client name has at most ${NAME_MAX} characters.`);
+          ({ clientId } = await createClient(db, { name, redirectUris: urisOf(redirectUris), ownerUserId: ctx.user.id }));
+        },
+      );
+      return refused ?? ctx.seeOther(`${CLIENTS}/${clientId}`, { clientId, notice: `${name} is registered.` });
+    }),
+  );
+
+  const clientPage = async (ctx: ConsoleContext, status: number, data: Record<string, unknown> = {}) => {
+    const { clientId } = ctx.request.params as { clientId: string };
+    const client = await findOwnedClient(db, ctx.user.id, clientId);
+    return ctx.page(status, 'console-client', 'clients', {
+      client,
+      redirectUris: client.redirect_uris.join('\n'),
+      authorizeExample: `${deps.config.publicUrl}/api/auth/authorize?client_id=${client.client_id}&response_type=code&redirect_uri=…&code_challenge=…&code_challenge_method=S256&scope=everything:read&resource=${deps.config.publicUrl}`,
+      ...data,
+    });
+  };
+
+  scope.get(
+    `${CLIENTS}/:clientId`,
+    { schema: { hide: true, params: ClientParams } },
+    consoleHandler(deps, 'GET', (ctx) => clientPage(ctx, 200)),
+  );
+
+  scope.post(
+    `${CLIENTS}/:clientId`,
+    { schema: { hide: true, params: ClientParams } },
+    consoleHandler(deps, 'POST', async (ctx) => {
+      const { clientId } = ctx.request.params as { clientId: string };
+      const redirectUris = formValue(ctx.form, 'redirect_uris');
+      const refused = await orFormAgain(
+        (error) => clientPage(ctx, 400, { redirectUris, error }),
+        () => updateOwnedRedirectUris(db, ctx.user.id, clientId, urisOf(redirectUris)),
+      );
+      return refused ?? ctx.seeOther(`${CLIENTS}/${clientId}`, { notice: 'The redirect URIs are saved.' });
+    }),
+  );
+
+  scope.get(
+    `${CLIENTS}/:clientId/delete`,
+    { schema: { hide: true, params: ClientParams } },
+    consoleHandler(deps, 'GET', async (ctx) => {
+      const { clientId } = ctx.request.params as { clientId: string };
+      const client = await findOwnedClient(db, ctx.user.id, clientId);
+      return ctx.page(200, 'console-confirm', 'clients', {
+        heading: `Delete ${client.name}?`,
+        message: `Every connection made with ${client.name}, on any website, ends now, and authorization requests with client_id ${client.client_id} are refused. This cannot be undone.`,
+        action: `${CLIENTS}/${clientId}/delete`,
+        confirm: 'Delete client',
+        cancel: `${CLIENTS}/${clientId}`,
+      });
+    }),
+  );
+
+  scope.post(
+    `${CLIENTS}/:clientId/delete`,
+    { schema: { hide: true, params: ClientParams } },
+    consoleHandler(deps, 'POST', async (ctx) => {
+      const { clientId } = ctx.request.params as { clientId: string };
+      await deleteOwnedClient(db, ctx.user.id, clientId);
+      return ctx.seeOther(CLIENTS, { notice: `The client ${clientId} is deleted.` });
+    }),
+  );
+}

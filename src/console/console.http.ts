@@ -1,0 +1,103 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type Provider from 'oidc-provider';
+import type { Config } from '../config.js';
+import type { DbHandle } from '../db/schema.js';
+import { AppError } from '../errors.js';
+import type { Form } from '../oauth/interaction.context.js';
+import type { RateLimitStore } from '../oauth/rate-limit.js';
+import { csrfToken, csrfValid, sendPage } from '../oauth/views.js';
+import { type ConsoleUser, currentUser } from './console.session.js';
+import { type Flash, setFlash, takeFlash } from './flash.js';
+
+export const CONSOLE_PATH = '/console';
+
+export interface ConsoleDeps {
+  readonly provider: Provider;
+  readonly db: DbHandle;
+  readonly config: Config;
+  readonly limits: RateLimitStore;
+}
+
+/** Which top-bar entry a page belongs to. */
+export type Section = 'sites' | 'clients' | 'account';
+
+/** A signed-in request: who, and how to answer it. */
+export interface ConsoleContext {
+  readonly user: ConsoleUser;
+  readonly request: FastifyRequest;
+  readonly reply: FastifyReply;
+  /** The form fields of a POST (empty for a GET). */
+  readonly form: Form;
+  /** Renders a console page: the top bar, the CSRF token, the flash of the last POST. */
+  page(status: number, template: string, section: Section, data?: Record<string, unknown>): FastifyReply;
+  /** Answers a POST: 303 to `location`, with a message for the next page (RFC 9110 §15.4.4). */
+  seeOther(location: string, flash?: Flash): FastifyReply;
+}
+
+/** The form token of a signed-in session: bound to the session's uid, which never leaves the server. */
+export function sessionCsrf(config: Config, user: ConsoleUser): string {
+  return csrfToken(config.cookieSecrets, `console:${user.sessionUid}`);
+}
+
+export function errorPage(reply: FastifyReply, status: number, title: string, message: string): FastifyReply {
+  return sendPage(reply, status, 'error', { title, message, back: CONSOLE_PATH });
+}
+
+/**
+ * A console route: signed out, the browser goes to the sign-in page (and comes back); on a POST,
+ * a form without this session's CSRF token is refused with 403 before anything is done.
+ */
+export function consoleHandler(deps: ConsoleDeps, method: 'GET' | 'POST', handler: (ctx: ConsoleContext) => Promise<FastifyReply>) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const user = await currentUser(deps.provider, deps.db, request, reply);
+    if (!user) {
+      const next = method === 'GET' ? `?next=${encodeURIComponent(request.url)}` : '';
+      return reply.code(303).header('location', `${CONSOLE_PATH}/login${next}`).send();
+    }
+    const form = (request.body as Form | undefined) ?? {};
+    const csrf = sessionCsrf(deps.config, user);
+    if (method === 'POST' && !csrfValid(deps.config.cookieSecrets, `console:${user.sessionUid}`, form.csrf)) {
+      return errorPage(
+        reply,
+        403,
+        'This form has expired',
+        'The form was not sent from this signed-in console. Reload the page and try again.',
+      );
+    }
+    return handler({
+      user,
+      request,
+      reply,
+      form,
+      page(status, template, section, data = {}) {
+        const flash = takeFlash(deps.provider, deps.config.cookieSecrets, request, reply);
+        return sendPage(reply, status, template, { ...data, flash, user, csrf, section, wide: true }, { script: true });
+      },
+      seeOther(location, flash) {
+        if (flash) setFlash(deps.provider, deps.config.cookieSecrets, request, reply, flash);
+        return reply.code(303).header('location', location).send();
+      },
+    });
+  };
+}
+
+/**
+ * Errors of console routes as pages: a malformed id in a URL, or one that is not the user's, is
+ * the same 404 as a missing one; a refused form value reads as what it is.
+ */
+export function installConsoleErrors(scope: FastifyInstance): void {
+  scope.setErrorHandler(async (error: FastifyError, request, reply) => {
+    if (error.validation && error.validationContext === 'params') {
+      return errorPage(reply, 404, 'Not found', 'There is nothing here, or it is not yours to see.');
+    }
+    if (error instanceof AppError && error.status === 404) {
+      return errorPage(reply, 404, 'Not found', 'There is nothing here, or it is not yours to see.');
+    }
+    if (error instanceof AppError || (error.statusCode && error.statusCode < 500)) {
+      const status = error instanceof AppError ? error.status : (error.statusCode ?? 400);
+      return errorPage(reply, status, 'This request cannot be done', error.message);
+    }
+    request.log.error({ err: error }, 'console error');
+    return errorPage(reply, 500, 'Something went wrong', 'The console could not finish this request. Try again in a moment.');
+  });
+}

@@ -1,0 +1,161 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { createCredential } from '../accounts/account.service.js';
+import { getPage, pageTree } from '../content/pages/page.service.js';
+import { listClients } from '../oauth/client.service.js';
+import { listConnections } from '../oauth/connection.service.js';
+import { formValue } from '../oauth/interaction.context.js';
+import { SCOPE_TITLES } from '../oauth/scopes.js';
+import { CONSOLE_PATH, type ConsoleDeps, consoleHandler } from './console.http.js';
+import { requireUserSite, revokeSiteConnection, revokeSiteCredential, siteCredentials } from './console.service.js';
+
+const SiteParams = Type.Object({ siteId: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }) });
+const ConnectionParams = Type.Object({
+  siteId: SiteParams.properties.siteId,
+  connectionId: Type.String({ pattern: '^con_[\\w-]{1,64}$' }),
+});
+const CredentialParams = Type.Object({ siteId: SiteParams.properties.siteId, apiId: Type.String({ pattern: '^ak_[\\w-]{1,64}$' }) });
+const PageParams = Type.Object({ siteId: SiteParams.properties.siteId, pageId: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }) });
+
+const LABEL_MAX = 100;
+
+export const sitePath = (siteId: number, rest = '') => `${CONSOLE_PATH}/sites/${siteId}${rest}`;
+
+/** A website's connections, API credentials and page tree: each an id the user must own. */
+export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps): Promise<void> {
+  const scope = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { db } = deps;
+
+  scope.get(
+    `${CONSOLE_PATH}/sites/:siteId`,
+    { schema: { hide: true, params: SiteParams } },
+    consoleHandler(deps, 'GET', async (ctx) => {
+      const { siteId } = ctx.request.params as { siteId: number };
+      const site = await requireUserSite(db, ctx.user.id, siteId);
+      const [connections, clients] = await Promise.all([listConnections(db, siteId), listClients(db)]);
+      const sourceOf = new Map(clients.map((client) => [client.client_id, client.source]));
+      return ctx.page(200, 'console-connections', 'sites', {
+        site,
+        tab: 'connections',
+        connections: connections.map((c) => ({
+          ...c,
+          verified: sourceOf.get(c.client_id) !== 'dynamic',
+          scopeTitles: c.scopes.map((s) => SCOPE_TITLES[s] ?? s),
+        })),
+      });
+    }),
+  );
+
+  scope.get(
+    `${CONSOLE_PATH}/sites/:siteId/connections/:connectionId/revoke`,
+    { schema: { hide: true, params: ConnectionParams } },
+    consoleHandler(deps, 'GET', async (ctx) => {
+      const { siteId, connectionId } = ctx.request.params as { siteId: number; connectionId: string };
+      const site = await requireUserSite(db, ctx.user.id, siteId);
+      const connection = (await listConnections(db, siteId)).find((c) => c.id === connectionId && c.status === 'active');
+      if (!connection) return ctx.seeOther(sitePath(siteId), { error: 'That connection has already ended.' });
+      return ctx.page(200, 'console-confirm', 'sites', {
+        heading: `Revoke ${connection.client_name}?`,
+        message: `${connection.client_name} loses access to ${site.name} at once: its next request is refused. Your other websites' connections are not affected. To connect it again, it has to ask you again.`,
+        action: sitePath(siteId, `/connections/${connectionId}/revoke`),
+        confirm: 'Revoke access',
+        cancel: sitePath(siteId),
+      });
+    }),
+  );
+
+  scope.post(
+    `${CONSOLE_PATH}/sites/:siteId/connections/:connectionId/revoke`,
+    { schema: { hide: true, params: ConnectionParams } },
+    consoleHandler(deps, 'POST', async (ctx) => {
+      const { siteId, connectionId } = ctx.request.params as { siteId: number; connectionId: string };
+      await revokeSiteConnection(db, ctx.user.id, siteId, connectionId);
+      return ctx.seeOther(sitePath(siteId), { notice: 'The connection is revoked. Its tokens no longer work.' });
+    }),
+  );
+
+  scope.get(
+    `${CONSOLE_PATH}/sites/:siteId/credentials`,
+    { schema: { hide: true, params: SiteParams } },
+    consoleHandler(deps, 'GET', async (ctx) => {
+      const { siteId } = ctx.request.params as { siteId: number };
+      const site = await requireUserSite(db, ctx.user.id, siteId);
+      const credentials = await siteCredentials(db, ctx.user.id, siteId);
+      return ctx.page(200, 'console-credentials', 'sites', {
+        site,
+        tab: 'credentials',
+        credentials,
+        labelMax: LABEL_MAX,
+        base: deps.config.publicUrl,
+      });
+    }),
+  );
+
+  scope.post(
+    `${CONSOLE_PATH}/sites/:siteId/credentials`,
+    { schema: { hide: true, params: SiteParams } },
+    consoleHandler(deps, 'POST', async (ctx) => {
+      const { siteId } = ctx.request.params as { siteId: number };
+      await requireUserSite(db, ctx.user.id, siteId);
+      const label = formValue(ctx.form, 'label').trim();
+      if (!label || label.length > LABEL_MAX) {
+        return ctx.seeOther(sitePath(siteId, '/credentials'), { error: `Give the credential a label of 1 to ${LABEL_MAX} characters.` });
+      }
+      const created = await createCredential(db, siteId, label);
+      return ctx.seeOther(sitePath(siteId, '/credentials'), { credential: { apiId: created.apiId, apiKey: created.apiKey, label } });
+    }),
+  );
+
+  scope.get(
+    `${CONSOLE_PATH}/sites/:siteId/credentials/:apiId/revoke`,
+    { schema: { hide: true, params: CredentialParams } },
+    consoleHandler(deps, 'GET', async (ctx) => {
+      const { siteId, apiId } = ctx.request.params as { siteId: number; apiId: string };
+      const credential = (await siteCredentials(db, ctx.user.id, siteId)).find((c) => c.api_id === apiId && !c.revoked_at);
+      if (!credential) return ctx.seeOther(sitePath(siteId, '/credentials'), { error: 'That credential is already revoked.' });
+      return ctx.page(200, 'console-confirm', 'sites', {
+        heading: `Revoke the credential “${credential.label || credential.api_id}”?`,
+        message: `Requests signed with API ID ${credential.api_id} are refused from now on. This cannot be undone; create a new credential if you need one.`,
+        action: sitePath(siteId, `/credentials/${apiId}/revoke`),
+        confirm: 'Revoke credential',
+        cancel: sitePath(siteId, '/credentials'),
+      });
+    }),
+  );
+
+  scope.post(
+    `${CONSOLE_PATH}/sites/:siteId/credentials/:apiId/revoke`,
+    { schema: { hide: true, params: CredentialParams } },
+    consoleHandler(deps, 'POST', async (ctx) => {
+      const { siteId, apiId } = ctx.request.params as { siteId: number; apiId: string };
+      await revokeSiteCredential(db, ctx.user.id, siteId, apiId);
+      return ctx.seeOther(sitePath(siteId, '/credentials'), { notice: `The credential ${apiId} is revoked.` });
+    }),
+  );
+
+  scope.get(
+    `${CONSOLE_PATH}/sites/:siteId/pages`,
+    { schema: { hide: true, params: SiteParams } },
+    consoleHandler(deps, 'GET', async (ctx) => {
+      const { siteId } = ctx.request.params as { siteId: number };
+      const site = await requireUserSite(db, ctx.user.id, siteId);
+      return ctx.page(200, 'console-pages', 'sites', { site, tab: 'pages', tree: await pageTree(db, siteId) });
+    }),
+  );
+
+  // The page as the API returns it, readable with the console's sign-in (the API itself wants a credential).
+  scope.get(
+    `${CONSOLE_PATH}/sites/:siteId/pages/:pageId/json`,
+    { schema: { hide: true, params: PageParams } },
+    consoleHandler(deps, 'GET', async (ctx) => {
+      const { siteId, pageId } = ctx.request.params as { siteId: number; pageId: number };
+      await requireUserSite(db, ctx.user.id, siteId);
+      const page = await getPage(db, siteId, pageId);
+      return ctx.reply
+        .type('application/json; charset=utf-8')
+        .header('x-content-type-options', 'nosniff')
+        .send(JSON.stringify(page, null, 2));
+    }),
+  );
+}

@@ -1,0 +1,234 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  authorizeUrl,
+  Browser,
+  completeInteraction,
+  connect,
+  type OAuthTestApp,
+  pkcePair,
+  startOAuthApp,
+} from '../../test/oauth.helpers.js';
+import { listCredentials } from '../accounts/account.repository.js';
+import { createUser } from '../accounts/account.service.js';
+import { createClient } from '../oauth/client.service.js';
+import { listConnections } from '../oauth/connection.service.js';
+
+/** The console's sign-in, as a browser does it: the form (and its cookie), then the POST. */
+async function consoleLogin(a: OAuthTestApp, password = a.owner.password, email = a.owner.email) {
+  const browser = new Browser(a.base);
+  const page = await browser.request('/console/login');
+  assert.equal(page.status, 200);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
+  const response = await browser.request('/console/login', { form: { csrf, email, password, next: '/console' } });
+  return { browser, response };
+}
+
+/** The CSRF token of a console page (every signed-in page carries it in the sign-out form). */
+async function csrfOf(browser: Browser, path = '/console'): Promise<string> {
+  const html = await (await browser.request(path)).text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
+  assert.ok(csrf, `no csrf on ${path}`);
+  return csrf;
+}
+
+test('console: signed out goes to the sign-in page; a wrong password is refused; a right one shows the websites', async (t) => {
+  const a = await startOAuthApp(t);
+  const anonymous = await new Browser(a.base).request('/console/sites/1');
+  assert.equal(anonymous.status, 303);
+  assert.equal(anonymous.headers.get('location'), '/console/login?next=%2Fconsole%2Fsites%2F1');
+
+  const wrong = await consoleLogin(a, 'not the password');
+  assert.equal(wrong.response.status, 400);
+  assert.match(await wrong.response.text(), /not correct/);
+
+  const { browser, response } = await consoleLogin(a);
+  assert.equal(response.status, 303);
+  assert.equal(response.headers.get('location'), '/console');
+  const session = response.headers.getSetCookie().find((c) => c.startsWith('_session='));
+  assert.match(String(session), /httponly/i);
+  assert.match(String(session), /samesite=lax/i);
+  const home = await browser.request('/console');
+  assert.equal(home.status, 200);
+  const html = await home.text();
+  assert.match(html, /Test site/);
+  assert.match(html, /Second site/);
+  assert.match(String(home.headers.get('content-security-policy')), /frame-ancestors 'none'/);
+  assert.equal(home.headers.get('referrer-policy'), 'no-referrer');
+  assert.equal(home.headers.get('cache-control'), 'no-store');
+});
+
+test('console: one session with the OAuth pages, both ways; signing out ends it for both', async (t) => {
+  const a = await startOAuthApp(t);
+  // Signed in on the OAuth pages → signed in on the console.
+  const { browser } = await connect(a, { site: a.site.siteId });
+  assert.equal((await browser.request('/console')).status, 200);
+
+  // Signed in on the console → the OAuth flow asks no password, it starts at the website choice.
+  const consoleSide = (await consoleLogin(a)).browser;
+  const { challenge } = await pkcePair();
+  const step = await consoleSide.follow(authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge }));
+  assert.equal(step.status, 200);
+  assert.match(step.html, /Choose a website/);
+  assert.doesNotMatch(step.html, /type="password"/);
+
+  const out = await consoleSide.request('/console/logout', { form: { csrf: await csrfOf(consoleSide) } });
+  assert.equal(out.status, 303);
+  assert.equal(out.headers.get('location'), '/console/login');
+  assert.equal((await consoleSide.request('/console')).status, 303);
+  const again = await consoleSide.follow(authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge }));
+  assert.match(again.html, /type="password"/, 'the OAuth pages ask for the password again');
+});
+
+test('console: a POST without the session CSRF token is refused and changes nothing', async (t) => {
+  const a = await startOAuthApp(t);
+  const { browser } = await consoleLogin(a);
+  const before = (await listCredentials(a.db.kysely, a.site.siteId)).length;
+  for (const csrf of [undefined, 'forged', await csrfOf(new Browser(a.base), '/console/login')]) {
+    const response = await browser.request(`/console/sites/${a.site.siteId}/credentials`, {
+      form: { label: 'x', ...(csrf ? { csrf } : {}) },
+    });
+    assert.equal(response.status, 403);
+  }
+  assert.equal((await listCredentials(a.db.kysely, a.site.siteId)).length, before);
+  // Another session's token is no token for this one.
+  const other = (await consoleLogin(a)).browser;
+  const foreign = await browser.request('/console/account/password', {
+    form: { csrf: await csrfOf(other), current: a.owner.password, password: 'new password 1', repeat: 'new password 1' },
+  });
+  assert.equal(foreign.status, 403);
+  // The sign-in form needs its own token too.
+  const bare = await new Browser(a.base).request('/console/login', { form: { email: a.owner.email, password: a.owner.password } });
+  assert.equal(bare.status, 403);
+  // A JSON body is not a form.
+  const json = await fetch(`${a.base}/console/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  assert.equal(json.status, 415);
+});
+
+test("console: another website's id, or a record of another website or user, is a 404", async (t) => {
+  const a = await startOAuthApp(t, { twoSites: false });
+  const { browser } = await consoleLogin(a);
+  const csrf = await csrfOf(browser);
+  const foreign = a.site2.siteId;
+  for (const path of [
+    `/console/sites/${foreign}`,
+    `/console/sites/${foreign}/credentials`,
+    `/console/sites/${foreign}/pages`,
+    '/console/sites/abc',
+    '/console/sites/0',
+    '/console/nothing',
+  ]) {
+    assert.equal((await browser.request(path)).status, 404, path);
+  }
+  const created = await browser.request(`/console/sites/${foreign}/credentials`, { form: { csrf, label: 'sneaky' } });
+  assert.equal(created.status, 404);
+  // The other website's credential through the user's own website's URL.
+  const revoke = await browser.request(`/console/sites/${a.site.siteId}/credentials/${a.site2.apiId}/revoke`, { form: { csrf } });
+  assert.equal(revoke.status, 404);
+  assert.equal((await listCredentials(a.db.kysely, foreign)).find((c) => c.api_id === a.site2.apiId)?.revoked_at, null);
+
+  // A connection of the other website (made by its own owner) named under this one's URL.
+  const stranger = await createUser(a.db.kysely, { email: 'stranger@example.com', password: 'stranger password', siteId: foreign });
+  assert.ok(stranger.id);
+  const { challenge } = await pkcePair();
+  const step = await completeInteraction(new Browser(a.base), authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge }), {
+    login: { email: 'stranger@example.com', password: 'stranger password' },
+  });
+  assert.ok(step.callback);
+  const [theirs] = await listConnections(a.db.kysely, foreign);
+  assert.ok(theirs);
+  const cross = await browser.request(`/console/sites/${a.site.siteId}/connections/${theirs.id}/revoke`, { form: { csrf } });
+  assert.equal(cross.status, 404);
+  assert.equal((await listConnections(a.db.kysely, foreign))[0]?.status, 'active');
+
+  // Another user's OAuth client.
+  const { clientId } = await createClient(a.db.kysely, {
+    name: 'Theirs',
+    redirectUris: ['https://theirs.example/cb'],
+    ownerUserId: stranger.id,
+  });
+  assert.equal((await browser.request(`/console/clients/${clientId}`)).status, 404);
+  assert.equal((await browser.request(`/console/clients/${clientId}/delete`, { form: { csrf } })).status, 404);
+  // The operator's client (no owner) is nobody's to edit here.
+  assert.equal((await browser.request(`/console/clients/${a.clientId}`)).status, 404);
+});
+
+test('console: revoking a connection ends that token at once and leaves the other website connected', async (t) => {
+  const a = await startOAuthApp(t);
+  const first = await connect(a, { site: a.site.siteId });
+  const second = await connect(a, { site: a.site2.siteId });
+  const { browser } = await consoleLogin(a);
+  const [connection] = await listConnections(a.db.kysely, a.site.siteId);
+  assert.ok(connection);
+  const confirm = await browser.request(`/console/sites/${a.site.siteId}/connections/${connection.id}/revoke`);
+  assert.equal(confirm.status, 200);
+  assert.match(await confirm.text(), /Revoke Test app\?/);
+  const revoked = await browser.request(`/console/sites/${a.site.siteId}/connections/${connection.id}/revoke`, {
+    form: { csrf: await csrfOf(browser) },
+  });
+  assert.equal(revoked.status, 303);
+  const api = (token: string) => fetch(`${a.base}/api/page`, { headers: { authorization: `Bearer ${token}` } });
+  assert.equal((await api(first.tokens.access_token)).status, 401);
+  assert.equal((await api(second.tokens.access_token)).status, 200);
+  const after = await (await browser.request(`/console/sites/${a.site.siteId}`)).text();
+  assert.match(after, /The connection is revoked/);
+  assert.match(after, /badge danger">revoked/);
+});
+
+test('console: the password changes only with the current one, and the new one signs in', async (t) => {
+  const a = await startOAuthApp(t);
+  const { browser } = await consoleLogin(a);
+  const csrf = await csrfOf(browser);
+  const wrong = await browser.request('/console/account/password', {
+    form: { csrf, current: 'nope', password: 'brand new pass', repeat: 'brand new pass' },
+  });
+  assert.equal(wrong.status, 400);
+  assert.match(await wrong.text(), /current password is not correct/);
+  const short = await browser.request('/console/account/password', {
+    form: { csrf, current: a.owner.password, password: 'short', repeat: 'short' },
+  });
+  assert.equal(short.status, 400);
+  const changed = await browser.request('/console/account/password', {
+    form: { csrf, current: a.owner.password, password: 'brand new pass', repeat: 'brand new pass' },
+  });
+  assert.equal(changed.status, 303);
+  assert.match(await (await browser.request('/console/account')).text(), /Your password is changed/);
+  assert.equal((await consoleLogin(a, a.owner.password)).response.status, 400);
+  assert.equal((await consoleLogin(a, 'brand new pass')).response.status, 303);
+});
+
+test('console: a new API key is shown once, then only its API ID', async (t) => {
+  const a = await startOAuthApp(t);
+  const { browser } = await consoleLogin(a);
+  const created = await browser.request(`/console/sites/${a.site.siteId}/credentials`, {
+    form: { csrf: await csrfOf(browser), label: 'Build server' },
+  });
+  assert.equal(created.status, 303);
+  const shown = await (await browser.request(String(created.headers.get('location')))).text();
+  const key = /id="new-api-key">(sk_[\w-]+)</.exec(shown)?.[1];
+  const apiId = /id="new-api-id">(ak_[\w-]+)</.exec(shown)?.[1];
+  assert.ok(key && apiId);
+  const again = await (await browser.request(`/console/sites/${a.site.siteId}/credentials`)).text();
+  assert.doesNotMatch(again, new RegExp(key));
+  assert.match(again, new RegExp(apiId));
+  const api = await fetch(`${a.base}/api/page`, {
+    headers: { authorization: `Basic ${Buffer.from(`${apiId}:${key}`).toString('base64')}` },
+  });
+  assert.equal(api.status, 200);
+});
+
+test('front door: / links to the docs, the OpenAPI document and the console; /try is allowed its script and nothing more', async (t) => {
+  const a = await startOAuthApp(t);
+  const home = await fetch(`${a.base}/`);
+  assert.equal(home.status, 200);
+  const html = await home.text();
+  for (const link of ['/docs', '/api/openapi.json', '/console', '/try']) assert.match(html, new RegExp(`href="${link}"`));
+  assert.doesNotMatch(String(home.headers.get('content-security-policy')), /script-src/);
+  const tryPage = await fetch(`${a.base}/try`);
+  const policy = String(tryPage.headers.get('content-security-policy'));
+  const nonce = /script-src 'nonce-([^']+)'/.exec(policy)?.[1];
+  assert.ok(nonce);
+  assert.match(await tryPage.text(), new RegExp(`<script src="/try.js" nonce="${nonce.replace(/[+/]/g, '\\$&')}">`));
+  assert.match(policy, /connect-src 'self'/);
+  assert.equal((await fetch(`${a.base}/try.js`)).headers.get('content-type'), 'text/javascript; charset=utf-8');
+});

@@ -86,10 +86,15 @@ export const siteStep = {
   },
 };
 
+/** The resource this authorization is for: the REST API or the MCP server (checked at /authorize). */
+function requestedResource(step: StepContext): string {
+  return String(step.interaction.params.resource);
+}
+
 /** The scopes this authorization asks the owner about, in the spec's order. */
 function requestedScopes(step: StepContext): string[] {
   const missing = step.interaction.prompt.details.missingResourceScopes as Record<string, string[]> | undefined;
-  const asked = new Set(missing?.[step.config.publicUrl] ?? []);
+  const asked = new Set(missing?.[requestedResource(step)] ?? []);
   return SCOPES.filter((scope) => asked.has(scope));
 }
 
@@ -127,7 +132,7 @@ export const consentStep = {
 
     const clientId = String(step.interaction.params.client_id);
     const accountId = String(accountOf(step));
-    const resource = step.config.publicUrl;
+    const resource = requestedResource(step);
     const grant = new step.provider.Grant({ accountId, clientId });
     grant.addResourceScope(resource, granted.join(' '));
     const rejected = requested.filter((scope) => !approved.has(scope));

@@ -11,6 +11,7 @@ import { protectedResourceMetadata } from './metadata.js';
 import { purgeExpiredPayloads } from './oauth.adapter.js';
 import { AUTH_PATH, createProvider, issuerOf } from './provider.js';
 import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.js';
+import { protectedResources, type ResourceName } from './resources.js';
 
 /** Dynamic registrations allowed per IP address and hour (RFC 7591 §5 asks for a gate). */
 const REGISTRATIONS_PER_HOUR = 20;
@@ -18,8 +19,8 @@ const PURGE_EVERY_MS = 60 * 60 * 1000;
 
 export interface OAuthServer {
   readonly provider: Provider;
-  /** The Bearer AuthMethod for installAuthentication. */
-  readonly bearer: AuthMethod;
+  /** The Bearer AuthMethod of each protected resource: a token is accepted only by its own. */
+  readonly bearer: Readonly<Record<ResourceName, AuthMethod>>;
   /** The shared counters: Redis with REDIS_URL, else the database. */
   readonly limits: RateLimitStore;
   /** Registers the provider's endpoints, the interaction pages and the metadata documents. */
@@ -35,6 +36,7 @@ const PROVIDER_HEADERS = {
 
 export function createOAuthServer({ config, db, log }: { config: Config; db: DbHandle; log: FastifyBaseLogger }): OAuthServer {
   const provider = createProvider(config, db, log);
+  const resources = protectedResources(config.publicUrl);
   const limits: RateLimitStore = config.redisUrl ? redisRateLimits(config.redisUrl) : databaseRateLimits(db);
   const callback = provider.callback();
 
@@ -77,10 +79,13 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
 
     await registerInteractions(app, { provider, db, config, limits });
 
-    const resourceMetadata = protectedResourceMetadata(config.publicUrl, issuerOf(config));
-    app.get('/.well-known/oauth-protected-resource', { schema: { hide: true } }, async (_request, reply) =>
-      reply.header('cache-control', 'public, max-age=300').send(resourceMetadata),
-    );
+    // RFC 9728 §3.1: a resource with a path has its metadata at the well-known path + that path.
+    for (const resource of Object.values(resources)) {
+      const metadata = protectedResourceMetadata(resource, config.publicUrl, issuerOf(config));
+      app.get(resource.metadataPath, { schema: { hide: true } }, async (_request, reply) =>
+        reply.header('cache-control', 'public, max-age=300').send(metadata),
+      );
+    }
 
     // Expired codes, tokens and sessions, and connections past their 90 days, are cleared hourly.
     const purge = async () => {
@@ -100,5 +105,9 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
     });
   }
 
-  return { provider, bearer: bearerAuth(provider, db, config.publicUrl), limits, register };
+  const bearer = {
+    api: bearerAuth(provider, db, resources.api.url),
+    mcp: bearerAuth(provider, db, resources.mcp.url),
+  };
+  return { provider, bearer, limits, register };
 }

@@ -11,6 +11,7 @@ import { protectedResourceMetadata } from './metadata.js';
 import { purgeExpiredPayloads } from './oauth.adapter.js';
 import { AUTH_PATH, createProvider, issuerOf } from './provider.js';
 import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.js';
+import { withoutRequestedScope } from './registration.body.js';
 import { protectedResources, type ResourceName } from './resources.js';
 
 /** Dynamic registrations allowed per IP address and hour (RFC 7591 §5 asks for a gate). */
@@ -41,9 +42,9 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
   const callback = provider.callback();
 
   /** Hands the raw request to the provider, with the URL it would see if mounted at /api/auth. */
-  function forward(request: FastifyRequest, reply: FastifyReply, url: string, originalUrl = request.raw.url) {
+  function forward(request: FastifyRequest, reply: FastifyReply, url: string, originalUrl = request.raw.url, body = request.raw) {
     reply.hijack();
-    const raw = request.raw as IncomingMessage & { originalUrl?: string };
+    const raw = body as IncomingMessage & { originalUrl?: string };
     // oidc-provider works out its mount path from originalUrl minus url (oidc_context urlFor).
     raw.originalUrl = originalUrl;
     raw.url = url;
@@ -69,7 +70,7 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
             .header('cache-control', 'no-store')
             .send({ error: 'too_many_requests', error_description: 'too many client registrations from this address; try again later' });
         }
-        return forward(request, reply, '/reg');
+        return forward(request, reply, '/reg', request.raw.url, await withoutRequestedScope(request.raw));
       });
       // RFC 8414 §3.1: the metadata of issuer {base}/api/auth is also at /.well-known/…/api/auth.
       scope.get(`/.well-known/oauth-authorization-server${AUTH_PATH}`, { schema: { hide: true } }, (request, reply) =>

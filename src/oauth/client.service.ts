@@ -53,7 +53,9 @@ export async function readClientMetadata(db: DbHandle, clientId: string): Promis
 }
 
 function toMetadata(row: ClientRow | undefined): AdapterPayload | undefined {
-  if (!row) return undefined;
+  // A metadata document client is described by its document, fetched again when the cache lapses;
+  // its row only names it for the connection list.
+  if (!row || row.source === 'metadata_document') return undefined;
   return {
     ...(JSON.parse(row.metadata) as AdapterPayload),
     client_id: row.client_id,
@@ -151,4 +153,22 @@ export async function insertRegisteredClient(db: DbHandle, payload: AdapterPaylo
 
 export async function findClientRow(db: DbHandle, clientId: string) {
   return db.selectFrom('oauth_clients').select(['client_id', 'name', 'source']).where('client_id', '=', clientId).executeTakeFirst();
+}
+
+/**
+ * A Client ID Metadata Document client, as the owner approved it: recorded so that its
+ * connections are listed (and revoked) like any other, under the name its document gave.
+ */
+export async function recordMetadataDocumentClient(db: DbHandle, metadata: AdapterPayload): Promise<void> {
+  const row = {
+    name: String(metadata.client_name ?? metadata.client_id),
+    redirect_uris: JSON.stringify(metadata.redirect_uris ?? []),
+    application_type: (metadata.application_type === 'native' ? 'native' : 'web') as ApplicationType,
+    metadata: '{}',
+  };
+  await db
+    .insertInto('oauth_clients')
+    .values({ client_id: String(metadata.client_id), source: 'metadata_document', created_at: now(), ...row })
+    .onConflict((oc) => oc.column('client_id').doUpdateSet(row))
+    .execute();
 }

@@ -42,7 +42,8 @@ async function stepContext(
   const client = await findClientRow(deps.db, String(interaction.params.client_id));
   const view = {
     clientName: client?.name ?? String(interaction.params.client_id),
-    unverified: client?.source === 'dynamic',
+    // Registered by anyone, or described by a document anyone can publish: the owner should know.
+    unverified: client ? client.source !== 'cli' : true,
     csrf: csrfToken(deps.config.cookieSecrets, uid),
     action: `${AUTH_PATH}/interaction/${uid}/${interaction.prompt.name}`,
   };

@@ -1,6 +1,8 @@
 import { findUser, findUserByEmail, sitesOfUser } from '../accounts/account.repository.js';
 import { hashPassword, randomToken, verifyPassword } from '../accounts/secrets.js';
 import { SCOPES } from '../http/authenticate.js';
+import { recordMetadataDocumentClient } from './client.service.js';
+import { isMetadataDocumentClientId } from './client-metadata.js';
 import { createConnection } from './connection.service.js';
 import { formValue, formValues, type StepContext } from './interaction.context.js';
 import { SCOPE_TITLES } from './scopes.js';
@@ -138,6 +140,10 @@ export const consentStep = {
     const rejected = requested.filter((scope) => !approved.has(scope));
     if (rejected.length) grant.rejectResourceScope(resource, rejected.join(' '));
     const grantId = await grant.save();
+    if (isMetadataDocumentClientId(clientId)) {
+      const client = await step.provider.Client.find(clientId);
+      if (client) await recordMetadataDocumentClient(step.db, client.metadata());
+    }
     await createConnection(step.db, { grantId, userId: Number(accountId), clientId, siteId: site.id, scopes: granted });
     return step.finish({ consent: { grantId } });
   },

@@ -9,7 +9,7 @@ export interface OAuthClientsTable {
   /** 'web' (exact match) or 'native' (RFC 8252: loopback port may vary). */
   application_type: 'web' | 'native';
   /** How it came to exist: 'cli' (an operator) or 'dynamic' (RFC 7591, client_name unverified). */
-  source: 'cli' | 'dynamic';
+  source: 'cli' | 'dynamic' | 'metadata_document';
   /** JSON object: any further metadata a dynamic registration sent (client_uri, logo_uri…). */
   metadata: string;
   created_at: Timestamp;

@@ -5,6 +5,7 @@ import { findUser } from '../accounts/account.repository.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { newClientId } from './client.service.js';
+import { clientMetadataDocuments } from './client-metadata.js';
 import { readConnectionSite } from './connection.repository.js';
 import { REFRESH_TTL_SECONDS } from './connection.service.js';
 import { KyselyAdapter } from './oauth.adapter.js';
@@ -68,7 +69,9 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
   const resourceList = Object.values(protectedResources(publicUrl))
     .map((r) => r.url)
     .join(' or ');
+  const documents = clientMetadataDocuments(config);
   const configuration: Configuration = {
+    ...(documents.fetch ? { fetch: documents.fetch } : {}),
     adapter: (name: string) => new KyselyAdapter(db, name),
     clientAuthMethods: ['none'],
     clientDefaults: {
@@ -102,6 +105,7 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
         issueRegistrationAccessToken: false,
         idFactory: () => newClientId(),
       },
+      clientIdMetadataDocument: documents.feature,
       resourceIndicators: {
         enabled: true,
         // A missing resource is an error, not "whatever the server thinks" (DESIGN §4).

@@ -214,6 +214,11 @@ test('MCP: revoking the connection takes effect on the next call; tokens are bou
   assert.equal(mcp.status, 401);
   assert.match(String(mcp.headers.get('www-authenticate')), /error="invalid_token", resource_metadata=".*\/oauth-protected-resource\/mcp"/);
 
+  // Stateless: nothing to GET or DELETE.
+  const stream = await fetch(`${a.base}/mcp`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } });
+  assert.equal(stream.status, 405);
+  assert.equal(stream.headers.get('allow'), 'POST');
+
   // The connection shows up like any other, and the owner revokes it.
   await ok(agent, 'list_pages', {});
   const connections = await listConnections(a.db.kysely, a.site.siteId);

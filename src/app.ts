@@ -18,6 +18,7 @@ import { clientErrorAnswer, installProblemHandler } from './http/problem.js';
 import { installApiRateLimit } from './http/rate-limit.js';
 import { installForwardedHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
+import { registerMcp } from './mcp/mcp.routes.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
 import { memoryRateLimits } from './oauth/rate-limit.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
@@ -69,7 +70,7 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
   const oauth = createOAuthServer({ config, db: db.kysely, log: app.log });
-  installAuthentication(app, [oauth.bearer, apiKeyAuth(db.kysely)]);
+  installAuthentication(app, { api: [oauth.bearer.api, apiKeyAuth(db.kysely)], mcp: [oauth.bearer.mcp] });
   // After authentication: the limit is per credential. docs/rate-limits.md says why in-process without Redis.
   installApiRateLimit(app, config.rateLimits.api, config.redisUrl ? oauth.limits : memoryRateLimits());
   installEntityTags(app);
@@ -84,6 +85,10 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
     await app.register(async (scope) => registerPages(scope, { db: db.kysely, prefix }), { prefix });
     await app.register(async (scope) => registerBlogs(scope, { db: db.kysely, config, prefix, images: imageStorage }), { prefix });
   }
+  // After the content routes: its tools are built from their schemas.
+  await registerMcp(app, {
+    deps: { db: db.kysely, images: imageStorage, warn: (message, error) => app.log.warn({ err: error }, message) },
+  });
   return app;
 }
 

@@ -44,6 +44,13 @@ export interface Config {
   };
   readonly oauth: {
     readonly dynamicRegistration: boolean;
+    /** Accept https URL client_ids described by a Client ID Metadata Document (MCP clients use them). */
+    readonly clientMetadataDocuments: boolean;
+    /**
+     * Tests only, never read from the environment: metadata documents are fetched trusting this
+     * certificate authority, and from loopback or private addresses, which are refused otherwise.
+     */
+    readonly clientMetadataFetch?: { readonly ca: string };
   };
   /** Requests per minute; 0 switches a limit off. */
   readonly rateLimits: {
@@ -189,7 +196,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       storage: imageStorage,
       cleanupGraceMs: integer(env, 'IMAGE_CLEANUP_GRACE_SECONDS', 3600, 0, 30 * 24 * 3600) * 1000,
     }),
-    oauth: Object.freeze({ dynamicRegistration: flag(env, 'OAUTH_DYNAMIC_REGISTRATION', true) }),
+    oauth: Object.freeze({
+      dynamicRegistration: flag(env, 'OAUTH_DYNAMIC_REGISTRATION', true),
+      clientMetadataDocuments: flag(env, 'OAUTH_CLIENT_METADATA_DOCUMENTS', true),
+    }),
     rateLimits: Object.freeze({ api: integer(env, 'RATE_LIMIT_API', 600, 0, 1_000_000) }),
     demo: flag(env, 'DEMO_DATA', true),
   });

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { createCredential } from '../accounts/account.service.js';
 import { getPage, pageTree } from '../content/pages/page.service.js';
-import { listClients } from '../oauth/client.service.js';
+import { isVerifiedClient, listClients } from '../oauth/client.service.js';
 import { listConnections } from '../oauth/connection.service.js';
 import { formValue } from '../oauth/interaction.context.js';
 import { SCOPE_TITLES } from '../oauth/scopes.js';
@@ -40,7 +40,7 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
         tab: 'connections',
         connections: connections.map((c) => ({
           ...c,
-          verified: sourceOf.get(c.client_id) !== 'dynamic',
+          verified: isVerifiedClient(sourceOf.get(c.client_id)),
           scopeTitles: c.scopes.map((s) => SCOPE_TITLES[s] ?? s),
         })),
       });

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseTimestamp } from '../db/time.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import { protectedResources, type ResourceName } from '../oauth/resources.js';
 
 export const SCOPES = ['everything:read', 'everything:write', 'product:read', 'product:write', 'order:read', 'order:write'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -32,6 +33,11 @@ declare module 'fastify' {
     scope?: Scope;
     /** Declares a route open to anyone. Every route under /api needs this or a scope. */
     public?: true;
+    /**
+     * The protected resource a scoped route belongs to: the content API (default), or the MCP
+     * server, which takes only Bearer tokens issued for {base_url}/mcp.
+     */
+    resource?: ResourceName;
   }
 }
 
@@ -50,16 +56,28 @@ export function hasScope(scopes: ReadonlySet<string>, needed: Scope): boolean {
   return access === 'read' && scopes.has(`${area}:write`);
 }
 
+function resourceOf(request: FastifyRequest): ResourceName {
+  return request.routeOptions.config?.resource ?? 'api';
+}
+
+/**
+ * The WWW-Authenticate challenge of a 401 or 403: it names the metadata (RFC 9728) of the
+ * resource the route belongs to, so an MCP client discovers the MCP resource, not the REST one.
+ * Only the REST API also takes HTTP Basic API credentials.
+ */
 export function challengeFor(publicUrl: string) {
-  const metadata = `resource_metadata="${publicUrl}/.well-known/oauth-protected-resource"`;
-  return (error: UnauthorizedError | ForbiddenError): string => {
+  const resources = protectedResources(publicUrl);
+  return (error: UnauthorizedError | ForbiddenError, request: FastifyRequest): string => {
+    const resource = resourceOf(request);
+    const realm = resource === 'mcp' ? 'content-mcp' : 'content-api';
+    const metadata = `resource_metadata="${publicUrl}${resources[resource].metadataPath}"`;
     if (error instanceof ForbiddenError) {
-      return `Bearer realm="content-api", error="insufficient_scope", scope="${error.requiredScope ?? ''}", ${metadata}`;
+      return `Bearer realm="${realm}", error="insufficient_scope", scope="${error.requiredScope ?? ''}", ${metadata}`;
     }
     const bearer = error.bearerError
-      ? `Bearer realm="content-api", error="${error.bearerError}", ${metadata}`
-      : `Bearer realm="content-api", ${metadata}`;
-    return `${bearer}, Basic realm="content-api"`;
+      ? `Bearer realm="${realm}", error="${error.bearerError}", ${metadata}`
+      : `Bearer realm="${realm}", ${metadata}`;
+    return resource === 'api' ? `${bearer}, Basic realm="content-api"` : bearer;
   };
 }
 
@@ -67,11 +85,11 @@ export function credentialsPresent(request: FastifyRequest): boolean {
   return Boolean(request.headers.authorization || request.headers['x-api-id'] || request.headers['x-api-key']);
 }
 
-const GUARDED = /^\/(webapps\/)?api(\/|$)/;
+const GUARDED = /^\/((webapps\/)?api|mcp)(\/|$)/;
 
 /**
- * Refuses, at start-up, any route under /api or /webapps/api that declares neither a scope nor
- * `public: true`: a route cannot forget its permission. Install it before any route is added.
+ * Refuses, at start-up, any route under /api, /webapps/api or /mcp that declares neither a scope
+ * nor `public: true`: a route cannot forget its permission. Install it before any route is added.
  */
 export function requireDeclaredAccess(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
@@ -81,26 +99,31 @@ export function requireDeclaredAccess(app: FastifyInstance): void {
   });
 }
 
+const MISSING_CREDENTIALS: Record<ResourceName, string> = {
+  api: 'Send an OAuth access token (Authorization: Bearer) or API credentials (HTTP Basic API_ID:API_KEY, or X-Api-Id and X-Api-Key).',
+  mcp: 'Send an OAuth access token issued for this MCP server (Authorization: Bearer); the WWW-Authenticate header names its metadata.',
+};
+
 /**
  * Authenticates every route that declares `config.scope`, before its body is read, so an
- * unauthenticated upload is refused without being streamed. Methods are tried in order.
+ * unauthenticated upload is refused without being streamed. Each resource has its own methods,
+ * tried in order: the REST API takes its Bearer tokens and API keys, the MCP server its tokens only.
  */
-export function installAuthentication(app: FastifyInstance, methods: readonly AuthMethod[]): void {
+export function installAuthentication(app: FastifyInstance, methods: Readonly<Record<ResourceName, readonly AuthMethod[]>>): void {
   app.decorateRequest('principal', undefined);
   app.addHook('onRequest', async (request) => {
     const needed = request.routeOptions.config.scope;
     if (!needed) return;
+    const resource = resourceOf(request);
     let principal: Principal | undefined;
-    for (const method of methods) {
+    for (const method of methods[resource]) {
       principal = await method.authenticate(request);
       if (principal) break;
     }
     if (!principal) {
       throw request.headers.authorization?.toLowerCase().startsWith('bearer ')
         ? new UnauthorizedError('The access token is not valid.', 'invalid_token')
-        : new UnauthorizedError(
-            'Send an OAuth access token (Authorization: Bearer) or API credentials (HTTP Basic API_ID:API_KEY, or X-Api-Id and X-Api-Key).',
-          );
+        : new UnauthorizedError(MISSING_CREDENTIALS[resource]);
     }
     if (!hasScope(principal.scopes, needed)) {
       throw new ForbiddenError(`This operation needs the scope ${needed}.`, needed);

@@ -8,7 +8,7 @@ export const PROBLEM_TYPE_BASE = '/problems/';
 
 export interface ProblemOptions {
   /** Adds the WWW-Authenticate challenge to 401 and 403 answers. */
-  challenge(error: UnauthorizedError | ForbiddenError): string;
+  challenge(error: UnauthorizedError | ForbiddenError, request: FastifyRequest): string;
   /** Extra members for a 401 body (the endpoint's reference description). */
   unauthorizedExtra?(request: FastifyRequest): Record<string, unknown> | undefined;
 }
@@ -85,7 +85,7 @@ export function installProblemHandler(app: FastifyInstance, options: ProblemOpti
       return sendProblem(reply, new AppError(500, 'Internal server error', 'The server failed to answer this request.'));
     }
     if (appError instanceof UnauthorizedError || appError instanceof ForbiddenError) {
-      reply.header('www-authenticate', options.challenge(appError));
+      reply.header('www-authenticate', options.challenge(appError, request));
     }
     const extra = appError instanceof UnauthorizedError ? options.unauthorizedExtra?.(request) : undefined;
     return sendProblem(reply, appError, extra);

@@ -7,6 +7,7 @@ import type { DbHandle } from '../db/schema.js';
 import { now } from '../db/time.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { revokeClientConnections } from './connection.service.js';
+import type { OAuthClientSource } from './oauth.tables.js';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'file:', 'vbscript:', 'about:', 'blob:']);
@@ -29,6 +30,15 @@ export function redirectUriProblem(uri: string, type: ApplicationType): string |
   if (type === 'web') return `"${uri}" must use https`;
   if (FORBIDDEN_SCHEMES.has(url.protocol)) return `"${uri}" uses a forbidden scheme`;
   return url.protocol.slice(0, -1).includes('.') ? undefined : `"${uri}": a private-use scheme must be a reverse domain name`;
+}
+
+/**
+ * Whether an owner may trust the name a client shows: a client the operator registered (CLI, demo)
+ * or a signed-in owner registered in the console is accountable to an account; one registered
+ * anonymously (RFC 7591) or described by a document anyone can publish names itself.
+ */
+export function isVerifiedClient(source: OAuthClientSource | undefined): boolean {
+  return source === 'cli' || source === 'console';
 }
 
 export function newClientId(): string {
@@ -54,7 +64,9 @@ export async function readClientMetadata(db: DbHandle, clientId: string): Promis
 }
 
 function toMetadata(row: ClientRow | undefined): AdapterPayload | undefined {
-  if (!row) return undefined;
+  // A metadata document client is described by its document, fetched again when the cache lapses;
+  // its row only names it for the connection list.
+  if (!row || row.source === 'metadata_document') return undefined;
   return {
     ...(JSON.parse(row.metadata) as AdapterPayload),
     client_id: row.client_id,
@@ -230,4 +242,22 @@ export async function deleteOwnedClient(db: DbHandle, userId: number, clientId: 
 
 export async function findClientRow(db: DbHandle, clientId: string) {
   return db.selectFrom('oauth_clients').select(['client_id', 'name', 'source']).where('client_id', '=', clientId).executeTakeFirst();
+}
+
+/**
+ * A Client ID Metadata Document client, as the owner approved it: recorded so that its
+ * connections are listed (and revoked) like any other, under the name its document gave.
+ */
+export async function recordMetadataDocumentClient(db: DbHandle, metadata: AdapterPayload): Promise<void> {
+  const row = {
+    name: String(metadata.client_name ?? metadata.client_id),
+    redirect_uris: JSON.stringify(metadata.redirect_uris ?? []),
+    application_type: (metadata.application_type === 'native' ? 'native' : 'web') as ApplicationType,
+    metadata: '{}',
+  };
+  await db
+    .insertInto('oauth_clients')
+    .values({ client_id: String(metadata.client_id), source: 'metadata_document', created_at: now(), ...row })
+    .onConflict((oc) => oc.column('client_id').doUpdateSet(row))
+    .execute();
 }

@@ -2,7 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errors } from 'oidc-provider';
 import { type Static, Type } from 'typebox';
-import { findClientRow } from './client.service.js';
+import { findClientRow, isVerifiedClient } from './client.service.js';
 import { acceptFormsOnly, type Form, formValue, type Interaction, type InteractionDeps, type StepContext } from './interaction.context.js';
 import { consentStep, loginStep, siteStep } from './interaction.steps.js';
 import { AUTH_PATH } from './provider.js';
@@ -37,7 +37,7 @@ async function stepContext(
   const client = await findClientRow(deps.db, String(interaction.params.client_id));
   const view = {
     clientName: client?.name ?? String(interaction.params.client_id),
-    unverified: client?.source === 'dynamic',
+    unverified: !isVerifiedClient(client?.source),
     csrf: csrfToken(deps.config.cookieSecrets, uid),
     action: `${AUTH_PATH}/interaction/${uid}/${interaction.prompt.name}`,
   };

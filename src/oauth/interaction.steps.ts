@@ -1,5 +1,7 @@
 import { findUser, sitesOfUser } from '../accounts/account.repository.js';
 import { SCOPES } from '../http/authenticate.js';
+import { recordMetadataDocumentClient } from './client.service.js';
+import { isMetadataDocumentClientId } from './client-metadata.js';
 import { createConnection } from './connection.service.js';
 import { formValue, formValues, type StepContext } from './interaction.context.js';
 import { attemptLogin } from './login.js';
@@ -47,10 +49,15 @@ export const siteStep = {
   },
 };
 
+/** The resource this authorization is for: the REST API or the MCP server (checked at /authorize). */
+function requestedResource(step: StepContext): string {
+  return String(step.interaction.params.resource);
+}
+
 /** The scopes this authorization asks the owner about, in the spec's order. */
 function requestedScopes(step: StepContext): string[] {
   const missing = step.interaction.prompt.details.missingResourceScopes as Record<string, string[]> | undefined;
-  const asked = new Set(missing?.[step.config.publicUrl] ?? []);
+  const asked = new Set(missing?.[requestedResource(step)] ?? []);
   return SCOPES.filter((scope) => asked.has(scope));
 }
 
@@ -88,12 +95,16 @@ export const consentStep = {
 
     const clientId = String(step.interaction.params.client_id);
     const accountId = String(accountOf(step));
-    const resource = step.config.publicUrl;
+    const resource = requestedResource(step);
     const grant = new step.provider.Grant({ accountId, clientId });
     grant.addResourceScope(resource, granted.join(' '));
     const rejected = requested.filter((scope) => !approved.has(scope));
     if (rejected.length) grant.rejectResourceScope(resource, rejected.join(' '));
     const grantId = await grant.save();
+    if (isMetadataDocumentClientId(clientId)) {
+      const client = await step.provider.Client.find(clientId);
+      if (client) await recordMetadataDocumentClient(step.db, client.metadata());
+    }
     await createConnection(step.db, { grantId, userId: Number(accountId), clientId, siteId: site.id, scopes: granted });
     return step.finish({ consent: { grantId } });
   },

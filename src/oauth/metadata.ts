@@ -1,5 +1,6 @@
 import type Provider from 'oidc-provider';
 import { SCOPES } from '../http/authenticate.js';
+import type { ProtectedResource } from './resources.js';
 
 /**
  * RFC 8414 metadata for exactly the flow we run. oidc-provider's discovery document always
@@ -22,17 +23,18 @@ export function authorizationServerMetadata(provider: Provider, issuer: string, 
     revocation_endpoint_auth_methods_supported: ['none'],
     code_challenge_methods_supported: ['S256'],
     authorization_response_iss_parameter_supported: true,
+    ...(served.client_id_metadata_document_supported ? { client_id_metadata_document_supported: true } : {}),
   };
 }
 
-/** RFC 9728: what a client learns from the API's 401 challenge. */
-export function protectedResourceMetadata(publicUrl: string, issuer: string) {
+/** RFC 9728: what a client learns from a resource's 401 challenge. */
+export function protectedResourceMetadata(resource: ProtectedResource, publicUrl: string, issuer: string) {
   return {
-    resource: publicUrl,
+    resource: resource.url,
     authorization_servers: [issuer],
-    scopes_supported: [...SCOPES],
+    scopes_supported: [...resource.scopes],
     bearer_methods_supported: ['header'],
-    resource_name: 'Content API',
+    resource_name: resource.title,
     resource_documentation: `${publicUrl}/docs`,
   };
 }

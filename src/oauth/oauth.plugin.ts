@@ -11,6 +11,8 @@ import { protectedResourceMetadata } from './metadata.js';
 import { purgeExpiredPayloads } from './oauth.adapter.js';
 import { AUTH_PATH, createProvider, issuerOf } from './provider.js';
 import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.js';
+import { withoutRequestedScope } from './registration.body.js';
+import { protectedResources, type ResourceName } from './resources.js';
 
 /** Dynamic registrations allowed per IP address and hour (RFC 7591 §5 asks for a gate). */
 const REGISTRATIONS_PER_HOUR = 20;
@@ -18,8 +20,8 @@ const PURGE_EVERY_MS = 60 * 60 * 1000;
 
 export interface OAuthServer {
   readonly provider: Provider;
-  /** The Bearer AuthMethod for installAuthentication. */
-  readonly bearer: AuthMethod;
+  /** The Bearer AuthMethod of each protected resource: a token is accepted only by its own. */
+  readonly bearer: Readonly<Record<ResourceName, AuthMethod>>;
   /** The shared counters: Redis with REDIS_URL, else the database. */
   readonly limits: RateLimitStore;
   /** Registers the provider's endpoints, the interaction pages and the metadata documents. */
@@ -35,13 +37,14 @@ const PROVIDER_HEADERS = {
 
 export function createOAuthServer({ config, db, log }: { config: Config; db: DbHandle; log: FastifyBaseLogger }): OAuthServer {
   const provider = createProvider(config, db, log);
+  const resources = protectedResources(config.publicUrl);
   const limits: RateLimitStore = config.redisUrl ? redisRateLimits(config.redisUrl) : databaseRateLimits(db);
   const callback = provider.callback();
 
   /** Hands the raw request to the provider, with the URL it would see if mounted at /api/auth. */
-  function forward(request: FastifyRequest, reply: FastifyReply, url: string, originalUrl = request.raw.url) {
+  function forward(request: FastifyRequest, reply: FastifyReply, url: string, originalUrl = request.raw.url, body = request.raw) {
     reply.hijack();
-    const raw = request.raw as IncomingMessage & { originalUrl?: string };
+    const raw = body as IncomingMessage & { originalUrl?: string };
     // oidc-provider works out its mount path from originalUrl minus url (oidc_context urlFor).
     raw.originalUrl = originalUrl;
     raw.url = url;
@@ -67,7 +70,7 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
             .header('cache-control', 'no-store')
             .send({ error: 'too_many_requests', error_description: 'too many client registrations from this address; try again later' });
         }
-        return forward(request, reply, '/reg');
+        return forward(request, reply, '/reg', request.raw.url, await withoutRequestedScope(request.raw));
       });
       // RFC 8414 §3.1: the metadata of issuer {base}/api/auth is also at /.well-known/…/api/auth.
       scope.get(`/.well-known/oauth-authorization-server${AUTH_PATH}`, { schema: { hide: true } }, (request, reply) =>
@@ -77,10 +80,13 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
 
     await registerInteractions(app, { provider, db, config, limits });
 
-    const resourceMetadata = protectedResourceMetadata(config.publicUrl, issuerOf(config));
-    app.get('/.well-known/oauth-protected-resource', { schema: { hide: true } }, async (_request, reply) =>
-      reply.header('cache-control', 'public, max-age=300').send(resourceMetadata),
-    );
+    // RFC 9728 §3.1: a resource with a path has its metadata at the well-known path + that path.
+    for (const resource of Object.values(resources)) {
+      const metadata = protectedResourceMetadata(resource, config.publicUrl, issuerOf(config));
+      app.get(resource.metadataPath, { schema: { hide: true } }, async (_request, reply) =>
+        reply.header('cache-control', 'public, max-age=300').send(metadata),
+      );
+    }
 
     // Expired codes, tokens and sessions, and connections past their 90 days, are cleared hourly.
     const purge = async () => {
@@ -100,5 +106,9 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
     });
   }
 
-  return { provider, bearer: bearerAuth(provider, db, config.publicUrl), limits, register };
+  const bearer = {
+    api: bearerAuth(provider, db, resources.api.url),
+    mcp: bearerAuth(provider, db, resources.mcp.url),
+  };
+  return { provider, bearer, limits, register };
 }

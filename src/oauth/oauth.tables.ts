@@ -1,6 +1,8 @@
 import type { Timestamp } from '../db/time.js';
 
 /** A registered application. Clients are public: PKCE, no secret (DESIGN §2). */
+export type OAuthClientSource = 'cli' | 'console' | 'dynamic' | 'metadata_document';
+
 export interface OAuthClientsTable {
   client_id: string;
   name: string;
@@ -9,10 +11,12 @@ export interface OAuthClientsTable {
   /** 'web' (exact match) or 'native' (RFC 8252: loopback port may vary). */
   application_type: 'web' | 'native';
   /**
-   * How it came to exist: 'cli' (an operator, the demo seeder), 'console' (a signed-in owner) or
-   * 'dynamic' (RFC 7591, anonymous). Only a dynamic client is shown as unverified (docs/console.md).
+   * How it came to exist: 'cli' (an operator, the demo seeder), 'console' (a signed-in owner),
+   * 'dynamic' (RFC 7591, anonymous) or 'metadata_document' (an https client_id whose document was
+   * fetched, docs/mcp.md). Dynamic and metadata-document clients name themselves, so they are shown
+   * as unverified (docs/console.md).
    */
-  source: 'cli' | 'console' | 'dynamic';
+  source: OAuthClientSource;
   /** JSON object: any further metadata a dynamic registration sent (client_uri, logo_uri…). */
   metadata: string;
   created_at: Timestamp;

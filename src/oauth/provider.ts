@@ -4,12 +4,13 @@ import Provider, { type Configuration, errors, interactionPolicy, type KoaContex
 import { findUser } from '../accounts/account.repository.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
-import { SCOPES } from '../http/authenticate.js';
 import { newClientId } from './client.service.js';
+import { clientMetadataDocuments } from './client-metadata.js';
 import { readConnectionSite } from './connection.repository.js';
 import { REFRESH_TTL_SECONDS } from './connection.service.js';
 import { KyselyAdapter } from './oauth.adapter.js';
 import { installProviderHooks } from './provider.hooks.js';
+import { protectedResources, resourceByUrl } from './resources.js';
 import { assertRequestedScopes } from './scopes.js';
 import { renderPage } from './views.js';
 
@@ -67,7 +68,12 @@ function renderError(ctx: KoaContextWithOIDC, out: { error: string; error_descri
 
 export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLogger): Provider {
   const publicUrl = config.publicUrl;
+  const resourceList = Object.values(protectedResources(publicUrl))
+    .map((r) => r.url)
+    .join(' or ');
+  const documents = clientMetadataDocuments(config);
   const configuration: Configuration = {
+    ...(documents.fetch ? { fetch: documents.fetch } : {}),
     adapter: (name: string) => new KyselyAdapter(db, name),
     clientAuthMethods: ['none'],
     clientDefaults: {
@@ -101,18 +107,26 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
         issueRegistrationAccessToken: false,
         idFactory: () => newClientId(),
       },
+      clientIdMetadataDocument: documents.feature,
       resourceIndicators: {
         enabled: true,
         // A missing resource is an error, not "whatever the server thinks" (DESIGN §4).
         defaultResource: async (_ctx, _client, oneOf) => {
           if (oneOf) return oneOf;
-          throw new errors.InvalidTarget(`resource is required and must be ${publicUrl}`);
+          throw new errors.InvalidTarget(`resource is required and must be ${resourceList}`);
         },
         useGrantedResource: () => true,
-        getResourceServerInfo: (ctx, resource) => {
-          if (resource !== publicUrl) throw new errors.InvalidTarget(`resource must be ${publicUrl}`);
-          if (ctx.oidc.route === 'authorization') assertRequestedScopes(ctx.oidc.params?.scope);
-          return { scope: SCOPES.join(' '), audience: publicUrl, accessTokenTTL: ACCESS_TOKEN_TTL_SECONDS, accessTokenFormat: 'opaque' };
+        // The audience is the resource itself: bearerAuth of each resource accepts only its own tokens.
+        getResourceServerInfo: (ctx, indicator) => {
+          const resource = resourceByUrl(publicUrl, indicator);
+          if (!resource) throw new errors.InvalidTarget(`resource must be ${resourceList}`);
+          if (ctx.oidc.route === 'authorization') assertRequestedScopes(ctx.oidc.params?.scope, resource.scopes);
+          return {
+            scope: resource.scopes.join(' '),
+            audience: resource.url,
+            accessTokenTTL: ACCESS_TOKEN_TTL_SECONDS,
+            accessTokenFormat: 'opaque',
+          };
         },
       },
     },

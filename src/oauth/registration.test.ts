@@ -78,7 +78,7 @@ test('RFC 7591: registrations are rate limited per address', async (t) => {
 });
 
 test('dynamic registration can be switched off', async (t) => {
-  const a = await startOAuthApp(t, { config: { oauth: { dynamicRegistration: false } } });
+  const a = await startOAuthApp(t, { config: { oauth: { dynamicRegistration: false, clientMetadataDocuments: true } } });
   const response = await register(a.issuer, { redirect_uris: ['https://agent.example/cb'] }).catch(() => ({ status: 404 }));
   assert.equal(response.status, 404);
   const metadata = (await (await fetch(`${a.issuer}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;

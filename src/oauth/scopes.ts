@@ -11,15 +11,18 @@ export const SCOPE_TITLES: Record<string, string> = {
   'order:write': 'Create and change orders',
 };
 
-const KNOWN: ReadonlySet<string> = new Set(SCOPES);
-
 /**
  * oidc-provider silently drops scopes nobody defined; an application that misspells one should
- * hear about it (invalid_scope), and asking for nothing is no authorization at all.
+ * hear about it (invalid_scope), and asking for nothing is no authorization at all. `offered` is
+ * what the requested resource offers: the MCP server offers fewer scopes than the REST API.
  */
-export function assertRequestedScopes(scope: unknown): void {
+export function assertRequestedScopes(scope: unknown, offered: readonly string[] = SCOPES): void {
   const requested = typeof scope === 'string' ? scope.split(' ').filter(Boolean) : [];
-  if (!requested.length) throw new errors.InvalidScope('scope is required: one or more of ' + SCOPES.join(' '), '');
-  const unknown = requested.filter((s) => !KNOWN.has(s));
-  if (unknown.length) throw new errors.InvalidScope(`unknown scope: ${unknown.join(' ')}`, unknown.join(' '));
+  if (!requested.length) throw new errors.InvalidScope(`scope is required: one or more of ${offered.join(' ')}`, '');
+  const unknown = requested.filter((s) => !offered.includes(s));
+  if (unknown.length) {
+    const known = unknown.every((s) => (SCOPES as readonly string[]).includes(s));
+    const what = known ? 'scope not offered by this resource' : 'unknown scope';
+    throw new errors.InvalidScope(`${what}: ${unknown.join(' ')}`, unknown.join(' '));
+  }
 }

@@ -166,7 +166,7 @@ test('the OAuth endpoints are described, registration only when it is on', async
   }
   assert.match(doc.paths['/api/auth/authorize'].get.parameters.find((p: Doc) => p.name === 'scope').description, /order:write/);
 
-  const closed = await openapi(t, { config: { oauth: { dynamicRegistration: false } } });
+  const closed = await openapi(t, { config: { oauth: { dynamicRegistration: false, clientMetadataDocuments: true } } });
   assert.equal(closed.paths['/api/auth/reg'], undefined);
   assert.ok(closed.paths['/api/auth/token'].post);
 });

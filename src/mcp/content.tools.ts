@@ -1,0 +1,190 @@
+import type { FastifyInstance } from 'fastify';
+import * as blogs from '../content/blogs/blog.service.js';
+import * as pages from '../content/pages/page.service.js';
+import type { Listed } from '../content/shared/envelope.js';
+import { DEFAULT_PAGE_SIZE } from '../content/shared/schemas.js';
+import type { DbHandle } from '../db/schema.js';
+import { ValidationError } from '../errors.js';
+import type { Scope } from '../http/authenticate.js';
+import { fieldErrors } from '../http/validation.js';
+import type { RouteInfo } from '../reference/reference.js';
+import type { ImageStorage } from '../storage/image-storage.js';
+
+export interface ToolDeps {
+  readonly db: DbHandle;
+  readonly images: ImageStorage;
+  readonly warn: (message: string, error: unknown) => void;
+}
+
+type Input = Record<string, unknown>;
+type Run = (deps: ToolDeps, siteId: number, input: Input) => Promise<Record<string, unknown>>;
+
+/** Which part of the REST request a tool's arguments stand for: it decides the schema and the validator. */
+type Part = 'querystring' | 'params' | 'body';
+
+interface Operation {
+  readonly name: string;
+  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly endpoint: string;
+  readonly part: Part;
+  /** What the REST reference says that MCP does differently. */
+  readonly note?: string;
+  readonly run: Run;
+}
+
+export interface ContentTool {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly scope: Scope;
+  readonly inputSchema: Record<string, unknown>;
+  readonly outputSchema: Record<string, unknown>;
+  readonly annotations: Record<string, boolean | string>;
+  /** The arguments, validated, coerced and defaulted as the REST route does; a ValidationError names each bad field. */
+  readonly validate: (args: unknown) => Input;
+  readonly run: Run;
+}
+
+const listed = (l: Listed<object>) => ({ data: l.records, meta: { total: l.total, offset: l.offset, pageSize: l.pageSize } });
+/** GET /<resource>/<id> answers one record in the list envelope. */
+const one = (record: object) => ({ data: [record], meta: { total: 1, offset: 0, pageSize: DEFAULT_PAGE_SIZE } });
+const saved = (s: { record: object }) => ({ data: [s.record] });
+const id = (input: Input) => Number(input.id);
+
+const WRITE_NOTE =
+  'Over MCP: the arguments are the JSON body; blog images are referenced by path (info_img, info_more_images: paths this website already uses), files cannot be uploaded; If-Match is not used.';
+const DELETE_NOTE = 'Over MCP: If-Match is not used; the result names the deleted ID.';
+
+/**
+ * The MCP tools, one per REST operation on pages and blogs. Each calls the service its route
+ * calls; everything else (schemas, descriptions, scope) is read from the registered route.
+ */
+const OPERATIONS: readonly Operation[] = [
+  {
+    name: 'list_pages',
+    method: 'GET',
+    endpoint: '/api/page',
+    part: 'querystring',
+    run: async (d, site, input) => listed(await pages.listPages(d.db, site, input as pages.PageListQuery)),
+  },
+  {
+    name: 'get_page',
+    method: 'GET',
+    endpoint: '/api/page/:id',
+    part: 'params',
+    run: async (d, site, input) => one(await pages.getPage(d.db, site, id(input))),
+  },
+  {
+    name: 'save_page',
+    method: 'POST',
+    endpoint: '/api/page',
+    part: 'body',
+    note: WRITE_NOTE,
+    run: async (d, site, input) => saved(await pages.savePage(d.db, site, input as pages.PageInput)),
+  },
+  {
+    name: 'delete_page',
+    method: 'DELETE',
+    endpoint: '/api/page/:id',
+    part: 'params',
+    note: DELETE_NOTE,
+    run: async (d, site, input) => {
+      await pages.deletePage(d.db, site, id(input));
+      return { deleted: id(input) };
+    },
+  },
+  {
+    name: 'list_blogs',
+    method: 'GET',
+    endpoint: '/api/blog',
+    part: 'querystring',
+    run: async (d, site, input) => listed(await blogs.listBlogs(d.db, site, input as blogs.BlogListQuery)),
+  },
+  {
+    name: 'get_blog',
+    method: 'GET',
+    endpoint: '/api/blog/:id',
+    part: 'params',
+    run: async (d, site, input) => one(await blogs.getBlog(d.db, site, id(input))),
+  },
+  {
+    name: 'save_blog',
+    method: 'POST',
+    endpoint: '/api/blog',
+    part: 'body',
+    note: WRITE_NOTE,
+    run: async (d, site, input) => saved(await blogs.saveBlog(d, site, input as blogs.BlogInput)),
+  },
+  {
+    name: 'delete_blog',
+    method: 'DELETE',
+    endpoint: '/api/blog/:id',
+    part: 'params',
+    note: DELETE_NOTE,
+    run: async (d, site, input) => {
+      await blogs.deleteBlog(d, site, id(input));
+      return { deleted: id(input) };
+    },
+  },
+];
+
+/** DELETE answers 204 without a body; a tool result must be an object. */
+const DELETED_OUTPUT = {
+  type: 'object',
+  properties: { deleted: { type: 'integer', description: 'ID of the deleted record' } },
+  required: ['deleted'],
+  additionalProperties: false,
+};
+
+/**
+ * A route schema as a plain JSON Schema: TypeBox's symbol keys go with the JSON round trip, and
+ * $id is dropped, since a client compiles every tool's schema into one validator and the same
+ * record schema (PageRecord) appears in several tools.
+ */
+function plain(schema: unknown): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(schema), (key, value) => (key === '$id' ? undefined : value)) as Record<string, unknown>;
+}
+
+function inputSchemaOf(schema: RouteInfo['schema'], part: Part): unknown {
+  const declared = schema[part];
+  // The blog POST declares its body per media type; JSON is the one MCP carries.
+  return declared && 'content' in declared && declared.content ? declared.content['application/json']?.schema : declared;
+}
+
+/** Builds the tools from the routes registered so far; call it after the page and blog routes. */
+export function contentTools(app: FastifyInstance): ContentTool[] {
+  const compile = app.validatorCompiler;
+  if (!compile) throw new Error('installValidators must run before the MCP tools are built');
+  return OPERATIONS.map((op) => {
+    const route = app.references.routes.get(op.endpoint)?.find((r) => r.method === op.method);
+    if (!route?.scope) throw new Error(`no route ${op.method} ${op.endpoint} with a scope to build the ${op.name} tool from`);
+    const input = inputSchemaOf(route.schema, op.part);
+    const output = route.schema.response?.['200'];
+    if (!input) throw new Error(`${op.method} ${op.endpoint} declares no ${op.part} schema`);
+    const check = compile({ schema: input as object, method: op.method, url: op.endpoint, httpPart: op.part });
+    const readOnly = op.method === 'GET';
+    const scopeText = `Needs scope ${route.scope}${readOnly ? ' (or everything:write)' : ''}.`;
+    return {
+      name: op.name,
+      title: route.schema.summary ?? op.name,
+      description: [`${route.schema.summary}.`, route.schema.description, op.note, scopeText].filter(Boolean).join('\n\n'),
+      scope: route.scope as Scope,
+      inputSchema: plain(input),
+      outputSchema: output ? plain(output) : DELETED_OUTPUT,
+      annotations: {
+        readOnlyHint: readOnly,
+        destructiveHint: op.method === 'DELETE',
+        idempotentHint: op.method !== 'POST',
+        openWorldHint: false,
+      },
+      validate(args) {
+        // The validator coerces and fills defaults in place, as it does for a request.
+        const value: Input = structuredClone(args && typeof args === 'object' ? (args as Input) : {});
+        if (check(value) === true) return value;
+        const errors = (check as unknown as { errors?: Parameters<typeof fieldErrors>[0] }).errors ?? [];
+        throw new ValidationError(fieldErrors(errors, 'arguments'));
+      },
+      run: op.run,
+    };
+  });
+}

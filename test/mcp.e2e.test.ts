@@ -1,0 +1,249 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { listConnections, revokeConnection } from '../src/oauth/connection.service.js';
+import { image, postForm } from './blog-fixtures.js';
+import { json } from './helpers.js';
+import { type Agent, connectAgent, postToolCall } from './mcp.helpers.js';
+import { authorizeUrl, connect, type OAuthTestApp, pkcePair, startOAuthApp } from './oauth.helpers.js';
+
+const TOOLS = ['list_pages', 'get_page', 'save_page', 'delete_page', 'list_blogs', 'get_blog', 'save_blog', 'delete_blog'];
+
+type Result = CallToolResult & { structuredContent?: { data?: Array<Record<string, unknown>>; meta?: Record<string, number> } };
+
+async function call(agent: Agent, name: string, args: Record<string, unknown>): Promise<Result> {
+  return (await agent.client.callTool({ name, arguments: args })) as Result;
+}
+
+/** A call that must succeed: its structured content. */
+async function ok(agent: Agent, name: string, args: Record<string, unknown>) {
+  const result = await call(agent, name, args);
+  assert.notEqual(result.isError, true, `${name} ${JSON.stringify(args)}: ${JSON.stringify(result.content)}`);
+  assert.ok(result.structuredContent, `${name} returns structured content`);
+  return result.structuredContent;
+}
+
+/** A call that must be a tool error: the problem document it carries. */
+async function refused(agent: Agent, name: string, args: Record<string, unknown>) {
+  const result = await call(agent, name, args);
+  assert.equal(result.isError, true, `${name} ${JSON.stringify(args)} should fail`);
+  const text = result.content[0]?.type === 'text' ? result.content[0].text : '';
+  return JSON.parse(text) as { status: number; detail: string; errors?: Array<{ field: string }> };
+}
+
+/** The fields a problem names, each once (a union field may fail in several branches). */
+const fields = (problem: { errors?: Array<{ field: string }> }) => [...new Set((problem.errors ?? []).map((e) => e.field))];
+
+function accessToken(agent: Agent): string {
+  const token = agent.auth.tokens()?.access_token;
+  assert.ok(token);
+  return token;
+}
+
+test('MCP discovery: 401 names the resource metadata, which names the MCP resource and the one authorization server', async (t) => {
+  const a = await startOAuthApp(t);
+  const unauthorized = await fetch(`${a.base}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }),
+  });
+  assert.equal(unauthorized.status, 401);
+  const challenge = String(unauthorized.headers.get('www-authenticate'));
+  assert.match(challenge, /^Bearer /);
+  assert.ok(challenge.includes(`resource_metadata="${a.base}/.well-known/oauth-protected-resource/mcp"`), challenge);
+  assert.doesNotMatch(challenge, /Basic/, 'API keys are not taken at /mcp');
+
+  const metadata = json({ body: await (await fetch(`${a.base}/.well-known/oauth-protected-resource/mcp`)).text() });
+  assert.equal(metadata.resource, `${a.base}/mcp`);
+  assert.deepEqual(metadata.authorization_servers, [a.issuer]);
+  assert.deepEqual(metadata.scopes_supported, ['everything:read', 'everything:write']);
+  const rest = json({ body: await (await fetch(`${a.base}/.well-known/oauth-protected-resource`)).text() });
+  assert.equal(rest.resource, a.base, 'the REST API keeps its own resource');
+
+  // An API key is no credential for the MCP server.
+  const withKey = await fetch(`${a.base}/mcp`, {
+    method: 'POST',
+    headers: { ...a.site.headers, 'content-type': 'application/json' },
+    body: '{}',
+  });
+  assert.equal(withKey.status, 401);
+});
+
+test('MCP with the SDK client: the owner picks a website and approves reading only; writes are refused with 403 insufficient_scope', async (t) => {
+  const a = await startOAuthApp(t);
+  const seeded = await a.app.inject({
+    method: 'POST',
+    url: '/api/page',
+    headers: a.site2.headers,
+    payload: { page_usertitle: 'Site 2 home' },
+  });
+  assert.equal(seeded.statusCode, 201);
+  await a.app.inject({ method: 'POST', url: '/api/page', headers: a.site.headers, payload: { page_usertitle: 'Site 1 home' } });
+
+  const agent = await connectAgent(a, { site: a.site2.siteId, approve: ['everything:read'] });
+  t.after(() => agent.client.close());
+  const asked = agent.authorizationUrl.searchParams;
+  assert.equal(asked.get('resource'), `${a.base}/mcp`);
+  assert.equal(asked.get('scope'), 'everything:read everything:write', 'the scopes the resource metadata offers');
+  assert.equal(asked.get('code_challenge_method'), 'S256');
+  assert.equal(agent.auth.tokens()?.scope, 'everything:read');
+
+  const { tools } = await agent.client.listTools();
+  assert.deepEqual(
+    tools.map((tool) => tool.name),
+    TOOLS,
+  );
+  for (const tool of tools) {
+    assert.equal(tool.inputSchema.type, 'object', tool.name);
+    assert.equal(tool.outputSchema?.type, 'object', tool.name);
+    assert.ok((tool.description ?? '').length > 40, `${tool.name} has the reference text`);
+  }
+  const savePage = tools.find((tool) => tool.name === 'save_page');
+  assert.match(String(savePage?.description), /Insert or update a page\.[\s\S]*page_parent[\s\S]*Needs scope everything:write/);
+  assert.equal(savePage?.inputSchema.additionalProperties, false, 'unknown fields are refused, as in the REST API');
+
+  const listed = await ok(agent, 'list_pages', {});
+  assert.deepEqual(
+    listed.data?.map((p) => p.page_usertitle),
+    ['Site 2 home'],
+    'the chosen website only',
+  );
+
+  await assert.rejects(call(agent, 'save_page', { page_usertitle: 'Nope' }), (error: unknown) => {
+    assert.ok(error instanceof StreamableHTTPError, String(error));
+    assert.equal(error.code, 403);
+    return true;
+  });
+  const denied = await postToolCall(a.base, accessToken(agent), 'save_page', { page_usertitle: 'Nope' });
+  assert.equal(denied.status, 403);
+  const challenge = String(denied.headers.get('www-authenticate'));
+  assert.match(challenge, /error="insufficient_scope", scope="everything:write"/);
+  assert.ok(challenge.includes(`resource_metadata="${a.base}/.well-known/oauth-protected-resource/mcp"`));
+  assert.equal((await ok(agent, 'list_pages', {})).meta?.total, 1, 'nothing was written');
+});
+
+test('MCP tools with good and bad input: the REST rules, validation naming the field, tool errors instead of crashes', async (t) => {
+  const a = await startOAuthApp(t);
+  const agent = await connectAgent(a, { site: a.site.siteId });
+  t.after(() => agent.client.close());
+  assert.equal(agent.auth.tokens()?.scope, 'everything:read everything:write');
+
+  // Pages.
+  const home = (await ok(agent, 'save_page', { page_usertitle: 'Home Page' })).data?.[0];
+  assert.equal(home?.page_alias, 'home-page', 'the alias is generated as over REST');
+  const child = (await ok(agent, 'save_page', { page_usertitle: 'Child', page_parent: home?.page, page_privacy: 1 })).data?.[0];
+  assert.equal(child?.page_parent, home?.page);
+  const updated = (await ok(agent, 'save_page', { id: home?.page, page_menuname: 'Start' })).data?.[0];
+  assert.equal(updated?.page_usertitle, 'Home Page', 'fields absent from an update stay');
+  assert.equal(updated?.page_menuname, 'Start');
+  assert.deepEqual(fields(await refused(agent, 'save_page', { page_usertitle: 5 })), ['page_usertitle']);
+  assert.deepEqual(fields(await refused(agent, 'save_page', { page_usertitle: 'x', colour: 'red' })), ['colour']);
+  assert.deepEqual(fields(await refused(agent, 'save_page', { page_usertitle: 'x', page_parent: 999999 })), ['page_parent']);
+  assert.equal((await refused(agent, 'save_page', { id: 999999, page_usertitle: 'x' })).status, 404);
+
+  const got = await ok(agent, 'get_page', { id: child?.page });
+  assert.equal(got.data?.[0]?.page_usertitle, 'Child');
+  assert.deepEqual(got.meta, { total: 1, offset: 0, pageSize: 200 });
+  assert.deepEqual(fields(await refused(agent, 'get_page', { id: 'abc' })), ['id']);
+  assert.deepEqual(fields(await refused(agent, 'get_page', {})), ['id']);
+  assert.equal((await refused(agent, 'get_page', { id: 999999 })).status, 404);
+
+  assert.equal((await ok(agent, 'list_pages', {})).meta?.total, 2);
+  assert.deepEqual(
+    (await ok(agent, 'list_pages', { publicContentOnly: 'true' })).data?.map((p) => p.page_usertitle),
+    ['Home Page'],
+    'publicContentOnly leaves out the member-only page',
+  );
+  assert.deepEqual((await ok(agent, 'list_pages', { title: 'chi%', pageSize: 1 })).meta, { total: 1, offset: 0, pageSize: 1 });
+  assert.equal((await ok(agent, 'list_pages', { pageSize: 5000 })).meta?.pageSize, 200, 'the REST default for an out-of-range pageSize');
+  assert.deepEqual(fields(await refused(agent, 'list_pages', { offset: -1 })), ['offset']);
+  assert.deepEqual(fields(await refused(agent, 'list_pages', { sort: 'title' })), ['sort']);
+
+  // Blogs, with an image referenced by the path an earlier upload got.
+  const upload = await postForm(a, [
+    ['data', JSON.stringify({ page: home?.page, info_title: 'Uploaded' })],
+    ['uploadPrimaryImage', { file: await image('png', 40, 30), filename: 'photo.png', type: 'image/png' }],
+  ]);
+  assert.equal(upload.statusCode, 201, upload.body);
+  const uploaded = json(upload).data[0];
+  const blog = (
+    await ok(agent, 'save_blog', { page: home?.page, info_title: 'Hello agents', info_img: uploaded.info_img, info_tags: 'ai,mcp' })
+  ).data?.[0];
+  assert.equal(blog?.info_filename, 'hello-agents');
+  assert.equal(blog?.info_img, uploaded.info_img);
+  assert.deepEqual(blog?.info_img_json, uploaded.info_img_json, "the image's metadata comes with its path");
+  assert.deepEqual(fields(await refused(agent, 'save_blog', { info_title: 'No page' })), ['page']);
+  assert.deepEqual(fields(await refused(agent, 'save_blog', { page: home?.page, info_date: '2024-02-30' })), ['info_date']);
+  assert.deepEqual(fields(await refused(agent, 'save_blog', { page: 999999 })), ['page']);
+  const migrated = (await ok(agent, 'save_blog', { id: blog?.info_id, info_img: '/images/other.png', migrateMode: true })).data?.[0];
+  assert.equal(migrated?.info_img, uploaded.info_img, 'migrateMode keeps a populated primary image');
+
+  assert.equal((await ok(agent, 'get_blog', { id: blog?.info_id })).data?.[0]?.info_title, 'Hello agents');
+  assert.equal((await refused(agent, 'get_blog', { id: 999999 })).status, 404);
+  assert.deepEqual(
+    (await ok(agent, 'list_blogs', { tags: 'mcp' })).data?.map((b) => b.info_title),
+    ['Hello agents'],
+  );
+  assert.deepEqual(fields(await refused(agent, 'list_blogs', { matchType: 'regex' })), ['matchType']);
+
+  // Deletes, with the REST rules: a page that holds blogs is a conflict.
+  assert.equal((await refused(agent, 'delete_page', { id: home?.page })).status, 409);
+  assert.deepEqual(await ok(agent, 'delete_blog', { id: blog?.info_id }), { deleted: blog?.info_id });
+  assert.equal((await refused(agent, 'delete_blog', { id: blog?.info_id })).status, 404);
+  assert.deepEqual(fields(await refused(agent, 'delete_blog', { id: 0 })), ['id']);
+  assert.deepEqual(await ok(agent, 'delete_page', { id: child?.page }), { deleted: child?.page });
+  assert.deepEqual(fields(await refused(agent, 'delete_page', { id: -3 })), ['id']);
+
+  await assert.rejects(agent.client.callTool({ name: 'drop_database', arguments: {} }), /Unknown tool/);
+});
+
+test('MCP: revoking the connection takes effect on the next call; tokens are bound to their resource both ways', async (t) => {
+  const a = await startOAuthApp(t);
+  const agent = await connectAgent(a, { site: a.site.siteId });
+  t.after(() => agent.client.close());
+  const token = accessToken(agent);
+
+  // An MCP token is refused by the REST API, a REST token by the MCP server.
+  const rest = await fetch(`${a.base}/api/page`, { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(rest.status, 401);
+  assert.match(String(rest.headers.get('www-authenticate')), /error="invalid_token"/);
+  const restToken = (await connect(a)).tokens.access_token;
+  assert.equal((await fetch(`${a.base}/api/page`, { headers: { authorization: `Bearer ${restToken}` } })).status, 200);
+  const mcp = await postToolCall(a.base, restToken, 'list_pages');
+  assert.equal(mcp.status, 401);
+  assert.match(String(mcp.headers.get('www-authenticate')), /error="invalid_token", resource_metadata=".*\/oauth-protected-resource\/mcp"/);
+
+  // Stateless: nothing to GET or DELETE.
+  const stream = await fetch(`${a.base}/mcp`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } });
+  assert.equal(stream.status, 405);
+  assert.equal(stream.headers.get('allow'), 'POST');
+
+  // The connection shows up like any other, and the owner revokes it.
+  await ok(agent, 'list_pages', {});
+  const connections = await listConnections(a.db.kysely, a.site.siteId);
+  const mine = connections.find((c) => c.client_name === 'Test agent' && c.status === 'active');
+  assert.ok(mine, JSON.stringify(connections));
+  assert.deepEqual(mine.scopes, ['everything:read', 'everything:write']);
+  await revokeConnection(a.db.kysely, mine.id);
+  assert.equal((await postToolCall(a.base, token, 'list_pages')).status, 401, 'the very next request');
+  await assert.rejects(call(agent, 'list_pages', {}), 'the SDK client cannot refresh a revoked connection either');
+});
+
+test('the authorization server: resource {base_url}/mcp is accepted with the everything scopes only', async (t) => {
+  const a: OAuthTestApp = await startOAuthApp(t);
+  const { challenge } = await pkcePair();
+  const products = authorizeUrl(a.issuer, {
+    clientId: a.clientId,
+    codeChallenge: challenge,
+    resource: `${a.base}/mcp`,
+    scope: 'product:read',
+  });
+  const refusedScope = await fetch(products, { redirect: 'manual' });
+  const location = new URL(String(refusedScope.headers.get('location')));
+  assert.equal(location.searchParams.get('error'), 'invalid_scope');
+  assert.match(String(location.searchParams.get('error_description')), /not offered by this resource: product:read/);
+  const other = authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge, resource: `${a.base}/mcp/other` });
+  const target = new URL(String((await fetch(other, { redirect: 'manual' })).headers.get('location')));
+  assert.equal(target.searchParams.get('error'), 'invalid_target');
+});

@@ -35,8 +35,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     import('./db/migrate.js'),
     import('./demo/seed.js'),
   ]);
-  const db = createDatabase(config.databaseUrl, { synchronous: config.sqliteSynchronous });
   let app: FastifyInstance | undefined;
+  const db = createDatabase(config.databaseUrl, {
+    synchronous: config.sqliteSynchronous,
+    onIdleConnectionError: (err) => app?.log.warn({ err }, 'the database closed an idle connection; the next query opens another'),
+  });
   try {
     await migrateToLatest(db);
     const demoCreated = config.demo ? await seedDemo(db.kysely, config, { password: options.demoPassword }) : undefined;

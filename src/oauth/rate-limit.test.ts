@@ -1,48 +1,9 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { type TestContext, test } from 'node:test';
+import { test } from 'node:test';
 import { createTestDatabase } from '../../test/helpers.js';
 import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
+import { startRedis } from '../../test/redis-server.js';
 import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.js';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-/** A throw-away redis-server for this test, or undefined when none is installed. */
-async function startRedis(t: TestContext): Promise<string | undefined> {
-  try {
-    execFileSync('sh', ['-c', 'command -v redis-server'], { stdio: 'ignore' });
-  } catch {
-    return undefined;
-  }
-  const port = await freePort();
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  t.after(() => {
-    child.kill();
-  });
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 50; i++) {
-    const store = redisRateLimits(url);
-    try {
-      await store.reset('ping');
-      return url;
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
-    } finally {
-      await store.close();
-    }
-  }
-  throw new Error('redis-server did not start');
-}
 
 async function countsAndResets(store: RateLimitStore) {
   assert.deepEqual((await store.hit('k1', 60)).count, 1);

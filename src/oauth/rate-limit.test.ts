@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { createTestDatabase } from '../../test/helpers.js';
 import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
 import { startRedis } from '../../test/redis-server.js';
+import { freePort } from '../../test/server-process.js';
 import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.js';
 
 async function countsAndResets(store: RateLimitStore) {
@@ -36,6 +37,16 @@ test('database counters are atomic under concurrency', async (t) => {
     counts.map((c) => c.count).sort((x, y) => x - y),
     Array.from({ length: 20 }, (_, i) => i + 1),
   );
+});
+
+test('Redis out of reach: counting fails, and the outage is reported once, not at every retry', async (t) => {
+  const errors: Error[] = [];
+  const store = redisRateLimits(`redis://127.0.0.1:${await freePort()}`, (error) => errors.push(error));
+  t.after(() => store.close());
+  await assert.rejects(store.hit('k', 60));
+  await assert.rejects(store.hit('k', 60));
+  assert.equal(errors.length, 1);
+  assert.match(errors[0]!.message, /ECONNREFUSED/);
 });
 
 test('Redis counters, and the login limit shared by two apps through Redis', async (t) => {

@@ -36,13 +36,18 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     import('./demo/seed.js'),
     import('./oauth/client.service.js'),
   ]);
-  const db = createDatabase(config.databaseUrl, { synchronous: config.sqliteSynchronous });
   let app: FastifyInstance | undefined;
+  const db = createDatabase(config.databaseUrl, {
+    synchronous: config.sqliteSynchronous,
+    onIdleConnectionError: (err) => app?.log.warn({ err }, 'the database closed an idle connection; the next query opens another'),
+  });
   try {
-    await migrateToLatest(db);
+    const migrations = await migrateToLatest(db);
     const demoCreated = config.demo ? await seedDemo(db.kysely, config, { password: options.demoPassword }) : undefined;
     if (config.demo) await addDemoTryRedirect(db.kysely, config.publicUrl);
     app = await buildApp({ config, db, logStream: options.logStream });
+    // Says which node of several did the upgrade: the others wait for its lock, then find it done.
+    app.log.info({ migrations }, migrations.length ? 'database migrations applied' : 'database schema is current');
     const address = await app.listen({ host: config.host, port: config.port });
     let closing: Promise<void> | undefined;
     const running = app;

@@ -63,6 +63,44 @@ export async function createTestDatabase(t: TestContext): Promise<Db> {
   return db;
 }
 
+/**
+ * An empty PostgreSQL database of its own on TEST_DATABASE_URL's server, dropped afterwards (with
+ * whatever is still connected to it): for what a schema cannot isolate, such as processes racing
+ * to migrate an empty database, whose migrator looks at every schema's tables. `open` gives a
+ * handle on it, closed before the drop.
+ */
+export async function createEmptyPostgresDatabase(t: TestContext): Promise<{ url: string; open(poolSize?: number): Db }> {
+  if (!TEST_DATABASE_URL) throw new Error('createEmptyPostgresDatabase needs TEST_DATABASE_URL');
+  const name = `cms_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name}`);
+  } catch (error) {
+    await admin.end();
+    throw error;
+  }
+  const opened: Db[] = [];
+  t.after(async () => {
+    try {
+      await Promise.all(opened.map((db) => db.close()));
+      await admin.query(`drop database if exists ${name} with (force)`);
+    } finally {
+      await admin.end();
+    }
+  });
+  const url = new URL(TEST_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.href,
+    open(poolSize = 2) {
+      const db = createDatabase(url.href, { poolSize });
+      opened.push(db);
+      return db;
+    },
+  };
+}
+
 const SCHEMA_LOCK = 424242;
 
 async function underSchemaLock<T>(admin: pg.Client, work: () => Promise<T>): Promise<T> {

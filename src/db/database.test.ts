@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
+import { TEST_DATABASE_URL } from '../../test/helpers.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { createDatabase, hotRead } from './database.js';
 
@@ -44,4 +45,24 @@ test('hotRead binds arguments by name, keeps the query constants, and refuses a 
 
   const altered = (_db: unknown, { a }: { a: string }) => k.selectFrom('t').select('a').where('a', '=', a.toUpperCase());
   await assert.rejects(hotRead(db.kysely, altered as never, { a: 'x' }), /argument "a" does not reach the query/);
+});
+
+test('PostgreSQL: a pooled connection the server closes is reported and replaced; the process lives on', {
+  skip: TEST_DATABASE_URL ? false : 'PostgreSQL only (set TEST_DATABASE_URL)',
+}, async (t) => {
+  const lost: Error[] = [];
+  const db = createDatabase(TEST_DATABASE_URL!, { poolSize: 1, onIdleConnectionError: (error) => lost.push(error) });
+  t.after(() => db.close());
+  const pid = async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db.kysely)).rows[0]!.pid;
+  const before = await pid();
+  // What a restart or failover does to every idle connection; without a listener, pg's 'error'
+  // event would end this process (and every node's).
+  const admin = createDatabase(TEST_DATABASE_URL!, { poolSize: 1 });
+  t.after(() => admin.close());
+  await sql`select pg_terminate_backend(${before})`.execute(admin.kysely);
+  const deadline = Date.now() + 5000;
+  while (lost.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal((lost[0] as { code?: string } | undefined)?.code, '57P01', 'admin_shutdown, reported');
+  assert.notEqual(await pid(), before, 'the next query runs on a new connection');
+  await db.ping();
 });

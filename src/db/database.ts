@@ -27,6 +27,8 @@ export interface DatabaseOptions {
   readonly poolSize?: number;
   /** SQLite commit durability: see Config.sqliteSynchronous. */
   readonly synchronous?: 'full' | 'normal';
+  /** PostgreSQL only: told when the server closes an idle pooled connection (the pool has dropped it already). */
+  readonly onIdleConnectionError?: (error: Error) => void;
 }
 
 /** The dialect behind a handle (a transaction's handle shares its database's adapter). */
@@ -167,6 +169,11 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
     max: options.poolSize ?? 10,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
+  // A restart, failover or pg_terminate_backend ends the idle connections too, and pg reports that
+  // as an 'error' event of the pool: without a listener it is an uncaught exception, and every node
+  // on the database would exit at once. The pool has dropped the connection and opens a new one
+  // for the next query, so there is nothing more to do than say so.
+  pool.on('error', (error) => options.onIdleConnectionError?.(error));
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,

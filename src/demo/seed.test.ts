@@ -67,6 +67,23 @@ test('seedDemo creates the demo website, its page tree, an owner and a key, once
   assert.deepEqual(await readDemoCredentials(config), created, 'and leaves the credentials file alone');
 });
 
+test('nodes seeding an empty database at once create one demo website', async (t) => {
+  const db = await createTestDatabase(t);
+  const config = testConfig({ dataDir: await tempDataDir(t) });
+  // On PostgreSQL each call runs on a connection of its own, as nodes starting together would.
+  const results = await Promise.all(Array.from({ length: 4 }, () => seedDemo(db.kysely, config)));
+  const created = results.filter((r) => r !== undefined);
+  assert.equal(created.length, 1, 'one seeds; the others find its website');
+  assert.equal((await listSites(db.kysely)).length, 1);
+  assert.equal((await db.kysely.selectFrom('users').select('id').execute()).length, 1);
+  assert.equal((await db.kysely.selectFrom('oauth_clients').select('client_id').execute()).length, 1);
+  assert.deepEqual(
+    (await listCredentials(db.kysely, created[0]!.siteId)).map((c) => c.api_id),
+    [created[0]!.apiId],
+  );
+  assert.deepEqual(await readDemoCredentials(config), created[0], 'the file holds the credentials that work');
+});
+
 test('seedDemo uses the given owner password', async (t) => {
   const db = await createTestDatabase(t);
   const created = await seedDemo(db.kysely, testConfig({ dataDir: await tempDataDir(t) }), { password: 'correct horse battery' });

@@ -38,7 +38,11 @@ const PROVIDER_HEADERS = {
 export function createOAuthServer({ config, db, log }: { config: Config; db: DbHandle; log: FastifyBaseLogger }): OAuthServer {
   const provider = createProvider(config, db, log);
   const resources = protectedResources(config.publicUrl);
-  const limits: RateLimitStore = config.redisUrl ? redisRateLimits(config.redisUrl) : databaseRateLimits(db);
+  const limits: RateLimitStore = config.redisUrl
+    ? redisRateLimits(config.redisUrl, (err) =>
+        log.warn({ err }, 'Redis is unreachable: requests that need a rate-limit counter fail until it is back'),
+      )
+    : databaseRateLimits(db);
   const callback = provider.callback();
 
   /** Hands the raw request to the provider, with the URL it would see if mounted at /api/auth. */

@@ -1,48 +1,10 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { type TestContext, test } from 'node:test';
+import { test } from 'node:test';
 import { createTestDatabase } from '../../test/helpers.js';
 import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
+import { startRedis } from '../../test/redis-server.js';
+import { freePort } from '../../test/server-process.js';
 import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.js';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-/** A throw-away redis-server for this test, or undefined when none is installed. */
-async function startRedis(t: TestContext): Promise<string | undefined> {
-  try {
-    execFileSync('sh', ['-c', 'command -v redis-server'], { stdio: 'ignore' });
-  } catch {
-    return undefined;
-  }
-  const port = await freePort();
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: 'ignore',
-  });
-  t.after(() => {
-    child.kill();
-  });
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 50; i++) {
-    const store = redisRateLimits(url);
-    try {
-      await store.reset('ping');
-      return url;
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
-    } finally {
-      await store.close();
-    }
-  }
-  throw new Error('redis-server did not start');
-}
 
 async function countsAndResets(store: RateLimitStore) {
   assert.deepEqual((await store.hit('k1', 60)).count, 1);
@@ -75,6 +37,16 @@ test('database counters are atomic under concurrency', async (t) => {
     counts.map((c) => c.count).sort((x, y) => x - y),
     Array.from({ length: 20 }, (_, i) => i + 1),
   );
+});
+
+test('Redis out of reach: counting fails, and the outage is reported once, not at every retry', async (t) => {
+  const errors: Error[] = [];
+  const store = redisRateLimits(`redis://127.0.0.1:${await freePort()}`, (error) => errors.push(error));
+  t.after(() => store.close());
+  await assert.rejects(store.hit('k', 60));
+  await assert.rejects(store.hit('k', 60));
+  assert.equal(errors.length, 1);
+  assert.match(errors[0]!.message, /ECONNREFUSED/);
 });
 
 test('Redis counters, and the login limit shared by two apps through Redis', async (t) => {

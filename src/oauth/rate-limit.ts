@@ -86,8 +86,20 @@ const HIT_SCRIPT = `local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {n, redis.call('PTTL', KEYS[1])}`;
 
-export function redisRateLimits(url: string): RateLimitStore {
+/** `onUnreachable` is told once per outage, when the connection to Redis fails (and again after it came back). */
+export function redisRateLimits(url: string, onUnreachable?: (error: Error) => void): RateLimitStore {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2 });
+  // Without a listener ioredis writes each failed reconnection to stderr, outside the JSON log,
+  // every few seconds for as long as Redis is away. Meanwhile the requests that need a counter fail.
+  let reported = false;
+  redis.on('error', (error: Error) => {
+    if (reported) return;
+    reported = true;
+    onUnreachable?.(error);
+  });
+  redis.on('ready', () => {
+    reported = false;
+  });
   const name = (key: string) => `cms:rl:${sha256(key)}`;
   return {
     async hit(key, windowSeconds) {

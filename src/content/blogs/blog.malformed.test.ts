@@ -49,3 +49,19 @@ test('a malformed multipart body is a 400 problem and leaves no file and no row'
   const listed = await app.app.inject({ url: '/api/blog', headers: app.site.headers });
   assert.equal(json(listed).meta.total, 0, 'no blog was created');
 });
+
+// Found by the fuzz suite: the multipart plugin answered this with a 406 (not acceptable).
+test('a data field sent as application/json that is not JSON is a 400 problem and stores nothing', async (t) => {
+  const app = await buildBlogApp(t);
+  const payload = Buffer.from(
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="data"\r\nContent-Type: application/json\r\n\r\n{"page": 1,\r\n--${BOUNDARY}--\r\n`,
+  );
+  const response = await post(app, `multipart/form-data; boundary=${BOUNDARY}`, payload);
+  assert.equal(response.statusCode, 400, response.body);
+  assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+  assert.equal(json(response).type, '/problems/bad-request');
+  assert.match(json(response).detail, /application\/json is not valid JSON/);
+  assert.deepEqual(await filesIn(app.imagesDir), []);
+  const listed = await app.app.inject({ url: '/api/blog', headers: app.site.headers });
+  assert.equal(json(listed).meta.total, 0);
+});

@@ -14,7 +14,7 @@ import { challengeFor, installAuthentication, requireDeclaredAccess } from './ht
 import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
-import { clientErrorAnswer, installProblemHandler } from './http/problem.js';
+import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
 import { installApiRateLimit } from './http/rate-limit.js';
 import { installForwardedHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
@@ -49,6 +49,7 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
     bodyLimit: 5 * 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
     clientErrorHandler: clientErrorAnswer,
+    frameworkErrors: frameworkErrorAnswer,
   });
   // First, so that every route added after it is checked.
   requireDeclaredAccess(app);

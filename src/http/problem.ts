@@ -13,20 +13,24 @@ export interface ProblemOptions {
   unauthorizedExtra?(request: FastifyRequest): Record<string, unknown> | undefined;
 }
 
+/** The RFC 9457 body of an error, for `path` (the request's, without its query string). */
+export function problemBody(error: AppError, path: string): Record<string, unknown> {
+  return {
+    type: `${PROBLEM_TYPE_BASE}${error.type}`,
+    title: error.title,
+    status: error.status,
+    detail: error.message,
+    instance: path.split('?')[0],
+    ...error.extra,
+  };
+}
+
 export function sendProblem(reply: FastifyReply, error: AppError, extra: Record<string, unknown> = {}): FastifyReply {
   return reply
     .code(error.status)
     .type('application/problem+json')
     .header('cache-control', 'no-store')
-    .send({
-      type: `${PROBLEM_TYPE_BASE}${error.type}`,
-      title: error.title,
-      status: error.status,
-      detail: error.message,
-      instance: reply.request.url.split('?')[0],
-      ...error.extra,
-      ...extra,
-    });
+    .send({ ...problemBody(error, reply.request.url), ...extra });
 }
 
 /** Titles of Fastify's (and its plugins') 4xx errors by status; any other 4xx is titled Bad request. */
@@ -35,8 +39,9 @@ export const FASTIFY_ERROR_TITLES: Readonly<Record<number, string>> = {
   404: 'Not found',
   405: 'Method not allowed',
   406: 'Not acceptable',
-  413: 'Payload too large',
   408: 'Request timeout',
+  413: 'Payload too large',
+  414: 'URI too long',
   415: 'Unsupported media type',
   429: 'Too many requests',
   431: 'Request header fields too large',
@@ -75,6 +80,15 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
     return new AppError(status, FASTIFY_ERROR_TITLES[status] ?? 'Bad request', error.message);
   }
   return undefined;
+}
+
+/**
+ * Fastify's `frameworkErrors`: the router refuses a path before any route or error handler is
+ * chosen (a broken percent-encoding such as `/api/page/%zz`: 400; a path parameter longer than
+ * the router's maxParamLength: 414) and would otherwise answer with JSON of its own.
+ */
+export function frameworkErrorAnswer(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendProblem(reply, fromFastifyError(error) ?? new AppError(400, 'Bad request', error.message));
 }
 
 export function installProblemHandler(app: FastifyInstance, options: ProblemOptions): void {

@@ -2,6 +2,8 @@ import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { DbHandle } from '../db/schema.js';
 import { now, secondsFromNow } from '../db/time.js';
+import { NotFoundError } from '../errors.js';
+import { problemBody } from '../http/problem.js';
 import { touchConnection } from './connection.repository.js';
 import { authorizationServerMetadata } from './metadata.js';
 
@@ -35,10 +37,24 @@ export function withoutSecret<T extends Body>(metadata: T): T {
   return rest as T;
 }
 
+/**
+ * An address under /api/auth that the provider does not serve, or a method it does not take
+ * there (GET /token, POST /authorize): Koa would answer a text/plain "Not Found". Like any other
+ * unknown address it is a 404 problem (docs/errors.md), not an RFC 6749 error: no endpoint ran.
+ */
+function answerUnknownRoute(ctx: KoaContextWithOIDC): void {
+  const path = (ctx.req as { originalUrl?: string }).originalUrl ?? ctx.originalUrl;
+  ctx.status = 404;
+  ctx.body = problemBody(new NotFoundError(`No route for ${ctx.method} ${path.split('?')[0]}.`), path);
+  ctx.type = 'application/problem+json; charset=utf-8';
+  ctx.set('cache-control', 'no-store');
+}
+
 export function installProviderHooks(provider: Provider, db: DbHandle, issuer: string): void {
   provider.use(async (koa, next) => {
     await next();
     const ctx = koa as KoaContextWithOIDC;
+    if (ctx.status === 404 && ctx.body == null) return answerUnknownRoute(ctx);
     if (ctx.oidc?.route === 'registration' && ctx.status === 201) ctx.body = withoutSecret(ctx.body as Body);
     if (ctx.status !== 200) return;
     if (ctx.oidc?.route === 'token') await afterTokenIssued(ctx, db);

@@ -93,13 +93,13 @@ test('each operation lists the problems it can answer, with the shared Problem s
   assert.deepEqual(Object.keys(problem.properties.errors.items.properties), ['field', 'message']);
 
   const get = doc.paths['/api/page/{id}'].get;
-  assert.deepEqual(problemStatusesOf(get), [400, 401, 403, 404, 429]);
+  assert.deepEqual(problemStatusesOf(get), [400, 401, 403, 404, 414, 429]);
   assert.deepEqual(get.responses['404'].content['application/problem+json'].schema, { $ref: '#/components/schemas/Problem' });
   assert.deepEqual(problemStatusesOf(doc.paths['/api/page'].get), [400, 401, 403, 429]);
   assert.deepEqual(problemStatusesOf(doc.paths['/api/page'].post), [400, 401, 403, 404, 409, 412, 413, 415, 429]);
-  assert.deepEqual(problemStatusesOf(doc.paths['/api/blog/{id}'].delete), [400, 401, 403, 404, 412, 429]);
+  assert.deepEqual(problemStatusesOf(doc.paths['/api/blog/{id}'].delete), [400, 401, 403, 404, 412, 414, 429]);
   // A page with sub pages or blogs cannot be deleted: the route declares the 409 its shape does not imply.
-  assert.deepEqual(problemStatusesOf(doc.paths['/api/page/{id}'].delete), [400, 401, 403, 404, 409, 412, 429]);
+  assert.deepEqual(problemStatusesOf(doc.paths['/api/page/{id}'].delete), [400, 401, 403, 404, 409, 412, 414, 429]);
   assert.match(doc.paths['/api/page'].post.responses['412'].description, /If-Match/);
   assert.ok(doc.paths['/api/page'].post.responses['201'].content['application/json'], 'success bodies stay as the route declares them');
   for (const [path, method, operation] of operations(doc).filter(([path]) => path.startsWith('/api/') && !path.startsWith('/api/auth'))) {
@@ -117,9 +117,9 @@ test('problems are documentation only: the route keeps its own response schemas,
   } as unknown as RouteOptions;
   const documented = documentRoute({ schema, url: route.url, route, openapiObject: {} });
   assert.deepEqual(Object.keys(schema.response), ['204'], 'the route schema Fastify serializes with is untouched');
-  assert.deepEqual(Object.keys(documented.schema.response as object), ['204', '400', '401', '403', '404', '409', '412', '429']);
+  assert.deepEqual(Object.keys(documented.schema.response as object), ['204', '400', '401', '403', '404', '409', '412', '414', '429']);
   const image = { method: 'GET', url: '/images/:name', schema: {}, config: {} } as unknown as RouteOptions;
-  assert.deepEqual(problemStatuses(image), [404], 'any path parameter can name nothing');
+  assert.deepEqual(problemStatuses(image), [404, 414], 'any path parameter can name nothing, or be too long');
 });
 
 test('the OAuth endpoints are described, registration only when it is on', async (t) => {

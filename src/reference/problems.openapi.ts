@@ -6,7 +6,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /**
      * Error statuses the route answers beyond those its shape implies (a scope: 401 and 403; a
-     * query, path or body: 400; a path parameter such as `:id`: 404; POST and DELETE: see
+     * query, path or body: 400; a path parameter such as `:id`: 404 and 414; POST and DELETE: see
      * problemStatuses), e.g. 409 on DELETE /api/page for a page that still has sub pages.
      * Documentation only: the OpenAPI document lists them; the answers come from the AppErrors
      * the route throws.
@@ -46,6 +46,7 @@ const PROBLEM_STATUSES: Readonly<Record<number, string>> = {
   409: 'The write conflicts with other records, e.g. a page_alias or info_filename another record has',
   412: 'If-Match does not match the record’s current ETag',
   413: 'The body, a form field or an uploaded file is too large, or the upload has too many files',
+  414: 'A path parameter is longer than 100 characters (uri-too-long)',
   415: 'The body’s content type is not accepted, or an uploaded file is not a supported image',
   429: 'These credentials made more requests this minute than RATE_LIMIT_API allows; Retry-After says when to try again',
 };
@@ -63,8 +64,9 @@ export function problemStatuses(route: DocumentedRoute): number[] {
   // Every authenticated route counts against its credential's RATE_LIMIT_API.
   if (route.config?.scope) add(401, 403, 429);
   if (schema.querystring || schema.params || schema.body) add(400);
-  // A path parameter (`:id`, an image's `:name`) names something that may not exist.
-  if (/\/:\w/.test(route.url)) add(404);
+  // A path parameter (`:id`, an image's `:name`) names something that may not exist, and the
+  // router refuses one over its maxParamLength (100 characters) before the route runs.
+  if (/\/:\w/.test(route.url)) add(404, 414);
   // An update names an id that may not exist; conditional writes, body limits and media types apply.
   if (methods.includes('POST')) add(404, 409, 412, 413, 415);
   if (methods.includes('DELETE')) add(404, 412);

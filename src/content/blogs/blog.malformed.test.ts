@@ -49,3 +49,40 @@ test('a malformed multipart body is a 400 problem and leaves no file and no row'
   const listed = await app.app.inject({ url: '/api/blog', headers: app.site.headers });
   assert.equal(json(listed).meta.total, 0, 'no blog was created');
 });
+
+// Found by the fuzz suite: the multipart plugin answered this with a 406 (not acceptable).
+test('a data field sent as application/json that is not JSON is a 400 problem and stores nothing', async (t) => {
+  const app = await buildBlogApp(t);
+  const payload = Buffer.from(
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="data"\r\nContent-Type: application/json\r\n\r\n{"page": 1,\r\n--${BOUNDARY}--\r\n`,
+  );
+  const response = await post(app, `multipart/form-data; boundary=${BOUNDARY}`, payload);
+  assert.equal(response.statusCode, 400, response.body);
+  assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+  assert.equal(json(response).type, '/problems/bad-request');
+  assert.match(json(response).detail, /application\/json is not valid JSON/);
+  assert.deepEqual(await filesIn(app.imagesDir), []);
+  const listed = await app.app.inject({ url: '/api/blog', headers: app.site.headers });
+  assert.equal(json(listed).meta.total, 0);
+});
+
+// Found by the fuzz suite, NOT FIXED: busboy (@fastify/busboy 3.2.6) skips a part whose
+// Content-Disposition is not `form-data; name=…`; when that part is over its 16 KiB buffer, it
+// never finishes and the request is never answered (over real HTTP too). The fuzz suite keeps
+// such parts small until this passes (test/fuzz.multipart.ts, skippable).
+test('a large part without a form-data disposition is answered (a 400), not left hanging', {
+  todo: 'busboy never finishes; see comment',
+}, async (t) => {
+  const app = await buildBlogApp(t);
+  const payload = Buffer.from(
+    `--${BOUNDARY}\r\nContent-Disposition: attachment; name="data"\r\n\r\n${'a'.repeat(17_000)}\r\n--${BOUNDARY}--\r\n`,
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((resolve) => {
+    timer = setTimeout(() => resolve('hung'), 3000);
+  });
+  const response = await Promise.race([post(app, `multipart/form-data; boundary=${BOUNDARY}`, payload), hung]);
+  clearTimeout(timer);
+  assert.notEqual(response, 'hung', 'no answer within 3 s');
+  if (response !== 'hung') assert.equal(response.statusCode, 400);
+});

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import {
   BodyBoolean,
   envelopeSchema,
+  INT32_MAX,
   listQueryProperties,
   QueryBoolean,
   recordSchema,
@@ -11,7 +12,6 @@ import {
 import { BLOG_FIELDS } from './blog.fields.js';
 
 const d = (field: keyof typeof BLOG_FIELDS) => BLOG_FIELDS[field].description;
-const INT32_MAX = 2147483647;
 const nonNegative = (field: keyof typeof BLOG_FIELDS) => Type.Integer({ minimum: 0, maximum: INT32_MAX, description: d(field) });
 /** YYYY-MM-DD that names a real day (ajv-formats checks month lengths and leap years), or empty. */
 const dateOrEmpty = (field: keyof typeof BLOG_FIELDS) =>

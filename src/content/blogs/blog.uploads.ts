@@ -88,12 +88,16 @@ async function* inspected(source: AsyncIterable<Buffer>, label: string, result: 
  * Busboy reports a malformed body (no boundary, a part cut short, no closing boundary, bytes that
  * are no form) as a plain Error without a status, which the problem handler would answer as a 500.
  * Only the parser feeds these iterables, so whatever fails in them is the body's fault: a 400.
- * Errors that carry their own status (the plugin's limits, a premature close) keep it.
+ * Errors that carry their own status (the plugin's limits, a premature close) keep it, except the
+ * plugin's 406 for a field sent as application/json that does not parse: the body is at fault, a 400.
  */
 async function* parsed<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
   try {
     yield* source;
   } catch (error) {
+    if ((error as { code?: unknown }).code === 'FST_INVALID_JSON_FIELD_ERROR') {
+      throw new BadRequestError('A form field sent as application/json is not valid JSON.');
+    }
     if (error instanceof AppError || typeof (error as { statusCode?: unknown }).statusCode === 'number') throw error;
     throw new BadRequestError(`The multipart body is malformed: ${(error as Error).message}.`);
   }

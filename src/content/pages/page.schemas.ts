@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { envelopeSchema, listQueryProperties, recordSchema, writeSchema, writtenSchema } from '../shared/schemas.js';
+import { envelopeSchema, INT32_MAX, listQueryProperties, recordSchema, writeSchema, writtenSchema } from '../shared/schemas.js';
 import { PAGE_FIELDS } from './page.fields.js';
 
 export const PageRecord = recordSchema('PageRecord', PAGE_FIELDS, {
@@ -7,7 +7,7 @@ export const PageRecord = recordSchema('PageRecord', PAGE_FIELDS, {
 });
 
 export const PageWrite = writeSchema(PAGE_FIELDS, {
-  page_parent: Type.Integer({ minimum: 0, maximum: 2147483647, description: PAGE_FIELDS.page_parent.description }),
+  page_parent: Type.Integer({ minimum: 0, maximum: INT32_MAX, description: PAGE_FIELDS.page_parent.description }),
   page_alias: Type.String({ maxLength: 200, pattern: '^[^/?#\\s]*$', description: PAGE_FIELDS.page_alias.description }),
   page_alttemplate: Type.String({ pattern: '^[A-Fa-f]?$', description: PAGE_FIELDS.page_alttemplate.description }),
   page_thumb_dimensions: Type.String({ pattern: '^(\\d{1,5}x\\d{1,5})?$', description: PAGE_FIELDS.page_thumb_dimensions.description }),
@@ -20,11 +20,14 @@ export const PageWritten = writtenSchema(PageRecord);
 export const PageQuery = Type.Object(
   {
     ...listQueryProperties,
-    page: Type.Optional(Type.Integer({ minimum: 1, description: 'Filter by page (the page ID)' })),
+    // 32-bit like the column: a larger id would make PostgreSQL fail the query (a 500), not a 400.
+    page: Type.Optional(Type.Integer({ minimum: 1, maximum: INT32_MAX, description: 'Filter by page (the page ID)' })),
     title: Type.Optional(Type.String({ description: 'Filter by title (page_usertitle or page_menuname); a pattern' })),
     filename: Type.Optional(Type.String({ description: 'Filter by filename (page_alias); a pattern' })),
-    parent: Type.Optional(Type.Integer({ minimum: 0, description: 'Pages whose parent is this page ID (0: top level)' })),
-    page_parent: Type.Optional(Type.Integer({ minimum: 0, description: 'The same as parent' })),
+    parent: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: INT32_MAX, description: 'Pages whose parent is this page ID (0: top level)' }),
+    ),
+    page_parent: Type.Optional(Type.Integer({ minimum: 0, maximum: INT32_MAX, description: 'The same as parent' })),
     tags: Type.Optional(Type.String({ description: 'Any of the comma-separated page_keywords matches; a pattern' })),
   },
   { additionalProperties: false },

@@ -11,7 +11,9 @@ import {
 } from 'typebox';
 import type { FieldKind, FieldSpec } from './fields.js';
 
+/** The range of the integer columns (PostgreSQL refuses a query with a value outside it). */
 const INT32 = { minimum: -2147483648, maximum: 2147483647 };
+export const INT32_MAX = INT32.maximum;
 
 type Catalogue = Record<string, FieldSpec>;
 

@@ -1,0 +1,25 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { buildTestApp, json } from '../../test/helpers.js';
+
+// Found by the fuzz suite: the router refused these paths with a JSON body of its own, not a problem.
+test('a path the router cannot decode is a 400 problem, a path parameter over its length a 414 problem', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const cases: Array<[string, number, string]> = [
+    ['/api/page/%', 400, '/problems/bad-request'],
+    ['/webapps/api/blog/%zz?x=1', 400, '/problems/bad-request'],
+    ['/images/%E2%82', 400, '/problems/bad-request'],
+    [`/api/page/${'1'.repeat(101)}`, 414, '/problems/uri-too-long'],
+  ];
+  for (const [url, status, type] of cases) {
+    const response = await app.inject({ url, headers: site.headers });
+    assert.equal(response.statusCode, status, url);
+    assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8', url);
+    assert.equal(response.headers['cache-control'], 'no-store', url);
+    const problem = json(response);
+    assert.equal(problem.type, type, url);
+    assert.equal(problem.status, status, url);
+    assert.equal(problem.instance, url.split('?')[0], url);
+    assert.ok(problem.detail.length > 0, url);
+  }
+});

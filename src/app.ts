@@ -13,10 +13,10 @@ import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
 import { clientErrorAnswer, installProblemHandler } from './http/problem.js';
 import { installApiRateLimit } from './http/rate-limit.js';
+import { rateLimitStores } from './http/rate-limit.store.js';
 import { installForwardedHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
-import { memoryRateLimits } from './oauth/rate-limit.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
 import { registerImageFiles } from './storage/image.routes.js';
 import type { ImageStorage } from './storage/image-storage.js';
@@ -64,10 +64,12 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   });
   // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
-  const oauth = createOAuthServer({ config, db: db.kysely, log: app.log });
+  const limits = rateLimitStores(db.kysely, config);
+  app.addHook('onClose', () => limits.close());
+  const oauth = createOAuthServer({ config, db: db.kysely, log: app.log, limits });
   installAuthentication(app, [oauth.bearer, apiKeyAuth(db.kysely)]);
   // After authentication: the limit is per credential. docs/rate-limits.md says why in-process without Redis.
-  installApiRateLimit(app, config.rateLimits.api, config.redisUrl ? oauth.limits : memoryRateLimits());
+  installApiRateLimit(app, config.rateLimits.api, limits.perRequest);
   installEntityTags(app);
 
   registerHealth(app, db);

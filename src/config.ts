@@ -16,6 +16,8 @@ export interface Config {
   /** `sqlite:<file>` / `:memory:` or a postgres:// URL. */
   readonly databaseUrl: string;
   readonly redisUrl: string | undefined;
+  /** Starts every Redis key, so that several deployments can share one Redis. */
+  readonly redisKeyPrefix: string;
   /**
    * Which proxies' X-Forwarded-For/-Proto/-Host to believe: none (the client is the socket's
    * address), the number of proxy hops in front, or the proxies' addresses and CIDR ranges.
@@ -40,6 +42,8 @@ export interface Config {
   readonly rateLimits: {
     /** Per credential (API key or OAuth connection) on the content API. */
     readonly api: number;
+    /** Per OAuth client and, separately, per IP address on the token, revocation and registration endpoints. */
+    readonly token: number;
   };
   /** Create the demo website on an empty database. */
   readonly demo: boolean;
@@ -155,6 +159,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const sqliteSynchronous = (env.SQLITE_SYNCHRONOUS || 'full').toLowerCase();
   if (sqliteSynchronous !== 'full' && sqliteSynchronous !== 'normal') throw new ConfigError('SQLITE_SYNCHRONOUS must be full or normal');
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL must be redis://… or rediss://…');
+  const redisKeyPrefix = env.REDIS_KEY_PREFIX ?? 'cms:';
+  if (!/^[\w:.-]{0,64}$/.test(redisKeyPrefix)) throw new ConfigError('REDIS_KEY_PREFIX may hold up to 64 letters, digits and _ : . -');
   return Object.freeze({
     publicUrl: publicUrlOf(env.PUBLIC_URL || `http://localhost:${port || 8080}`),
     host: env.HOST || '0.0.0.0',
@@ -162,6 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl,
     redisUrl,
+    redisKeyPrefix,
     trustProxy: trustProxyOf(env.TRUST_PROXY),
     sqliteSynchronous,
     cookieSecrets: Object.freeze(
@@ -173,7 +180,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxFiles: integer(env, 'UPLOAD_MAX_FILES', 20, 1, 1000),
     }),
     oauth: Object.freeze({ dynamicRegistration: flag(env, 'OAUTH_DYNAMIC_REGISTRATION', true) }),
-    rateLimits: Object.freeze({ api: integer(env, 'RATE_LIMIT_API', 600, 0, 1_000_000) }),
+    rateLimits: Object.freeze({
+      api: integer(env, 'RATE_LIMIT_API', 600, 0, 1_000_000),
+      token: integer(env, 'RATE_LIMIT_TOKEN', 120, 0, 1_000_000),
+    }),
     demo: flag(env, 'DEMO_DATA', true),
   });
 }

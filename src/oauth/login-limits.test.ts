@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formOf, signIn, startOAuthApp } from '../../test/oauth.helpers.js';
+import { databaseRateLimits } from '../http/rate-limit.store.js';
 import {
   LOGIN_ATTEMPTS,
   LOGIN_ATTEMPTS_PER_ACCOUNT,
@@ -8,7 +9,6 @@ import {
   LOGIN_WINDOW_SECONDS,
   loginLimits,
 } from './interaction.steps.js';
-import { databaseRateLimits } from './rate-limit.js';
 
 /** Signed in: the next page is the website choice, no longer the login form. */
 async function signsIn(step: Promise<{ status: number; html: string }>) {

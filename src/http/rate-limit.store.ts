@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { sha256 } from '../accounts/secrets.js';
+import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, parseTimestamp } from '../db/time.js';
 
@@ -86,9 +87,10 @@ const HIT_SCRIPT = `local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {n, redis.call('PTTL', KEYS[1])}`;
 
-export function redisRateLimits(url: string): RateLimitStore {
+/** `prefix` starts every key, so that several deployments (or tests) can share one Redis. */
+export function redisRateLimits(url: string, prefix = 'cms:'): RateLimitStore {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2 });
-  const name = (key: string) => `cms:rl:${sha256(key)}`;
+  const name = (key: string) => `${prefix}rl:${sha256(key)}`;
   return {
     async hit(key, windowSeconds) {
       const [count, ttl] = (await redis.eval(HIT_SCRIPT, 1, name(key), windowSeconds * 1000)) as [number, number];
@@ -101,6 +103,29 @@ export function redisRateLimits(url: string): RateLimitStore {
       redis.disconnect();
     },
   };
+}
+
+/**
+ * The app's two kinds of counters. `shared` counts what an attacker would multiply across nodes
+ * (sign-in guesses, registrations): in Redis, else in the database. `perRequest` counts limits
+ * checked on every request of a kind (the content API, the token endpoints): in Redis, else in
+ * this process, since a database write on each would cost more than the limit protects.
+ * With Redis both are one connection. docs/rate-limits.md says where each limit counts.
+ */
+export interface RateLimitStores {
+  readonly shared: RateLimitStore;
+  readonly perRequest: RateLimitStore;
+  close(): Promise<void>;
+}
+
+export function rateLimitStores(db: DbHandle, config: Pick<Config, 'redisUrl' | 'redisKeyPrefix'>): RateLimitStores {
+  if (config.redisUrl) {
+    const store = redisRateLimits(config.redisUrl, config.redisKeyPrefix);
+    return { shared: store, perRequest: store, close: () => store.close() };
+  }
+  const shared = databaseRateLimits(db);
+  const perRequest = memoryRateLimits();
+  return { shared, perRequest, close: () => perRequest.close() };
 }
 
 /** Deletes windows that have ended (database store only). */

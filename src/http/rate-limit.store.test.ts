@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { type TestContext, test } from 'node:test';
 import { createTestDatabase } from '../../test/helpers.js';
 import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
-import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.js';
+import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.store.js';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {

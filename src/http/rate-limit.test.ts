@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { connect as connectSocket } from 'node:net';
 import { test } from 'node:test';
 import { Redis } from 'ioredis';
-import { buildTestApp, createTestDatabase, json } from '../../test/helpers.js';
+import { buildTestApp, createTestDatabase, json, redisAnswers } from '../../test/helpers.js';
 import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
 
 test('RATE_LIMIT_API: each credential has its quota, announced in RateLimit-Policy and RateLimit; beyond it, 429', async (t) => {
@@ -61,23 +60,9 @@ test('an OAuth connection has a count of its own, apart from the API key of the 
   assert.match(String(bearer.headers.ratelimit), /^"api";r=1;/);
 });
 
-/** The Redis the tests share (REDIS_URL of the CI), or undefined when none answers. */
-async function sharedRedis(): Promise<string | undefined> {
-  const url = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const { hostname, port } = new URL(url);
-  const reachable = await new Promise<boolean>((resolve) => {
-    const socket = connectSocket({ host: hostname, port: Number(port || 6379), timeout: 1000 });
-    socket
-      .once('connect', () => resolve(true))
-      .once('error', () => resolve(false))
-      .once('timeout', () => resolve(false));
-  }).catch(() => false);
-  return reachable ? url : undefined;
-}
-
 test('with REDIS_URL, two nodes share one count per credential', async (t) => {
-  const redisUrl = await sharedRedis();
-  if (!redisUrl) {
+  const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  if (!(await redisAnswers(redisUrl))) {
     t.skip('no Redis at TEST_REDIS_URL or 127.0.0.1:6379');
     return;
   }

@@ -17,7 +17,8 @@ export interface Hit {
  * is set. Keys are hashed, so no e-mail address or IP is stored in the clear.
  */
 export interface RateLimitStore {
-  hit(key: string, windowSeconds: number): Promise<Hit>;
+  /** `quota`: the limit the caller applies, for a store that counts exactly only near it. */
+  hit(key: string, windowSeconds: number, quota?: number): Promise<Hit>;
   reset(key: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -82,24 +83,33 @@ export function memoryRateLimits(): RateLimitStore {
   };
 }
 
-// INCR, and start the window's expiry on its first hit, in one round trip and atomically.
-const HIT_SCRIPT = `local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+// INCRBY, and start the window's expiry on its first hit, in one round trip and atomically.
+const HIT_SCRIPT = `local n = redis.call('INCRBY', KEYS[1], ARGV[2])
+if n == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {n, redis.call('PTTL', KEYS[1])}`;
 
+interface RedisStore extends RateLimitStore {
+  /** Adds `amount` hits at once. */
+  add(key: string, amount: number, windowSeconds: number): Promise<Hit>;
+}
+
 /** `prefix` starts every key, so that several deployments (or tests) can share one Redis. */
-export function redisRateLimits(url: string, prefix = 'cms:'): RateLimitStore {
+export function redisRateLimits(url: string, prefix = 'cms:'): RedisStore {
   // Auto-pipelining: the hits of concurrent requests go out in one write, not one each.
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableAutoPipelining: true });
   // A defined command is sent by its SHA1 (EVALSHA), not as the script's text on every request.
   redis.defineCommand('rateLimitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
-  const hit = (redis as unknown as { rateLimitHit(key: string, ms: number): Promise<[number, number]> }).rateLimitHit.bind(redis);
+  const run = (redis as unknown as { rateLimitHit(key: string, ms: number, n: number): Promise<[number, number]> }).rateLimitHit.bind(
+    redis,
+  );
   const name = (key: string) => `${prefix}rl:${sha256(key)}`;
+  const add = async (key: string, amount: number, windowSeconds: number) => {
+    const [count, ttl] = await run(name(key), windowSeconds * 1000, amount);
+    return { count, retryAfter: Math.max(1, Math.ceil(ttl / 1000)) };
+  };
   return {
-    async hit(key, windowSeconds) {
-      const [count, ttl] = await hit(name(key), windowSeconds * 1000);
-      return { count, retryAfter: Math.max(1, Math.ceil(ttl / 1000)) };
-    },
+    add,
+    hit: (key, windowSeconds) => add(key, 1, windowSeconds),
     async reset(key) {
       await redis.del(name(key));
     },
@@ -109,12 +119,60 @@ export function redisRateLimits(url: string, prefix = 'cms:'): RateLimitStore {
   };
 }
 
+/** How long a node counts a key on its own before it adds its hits to Redis and reads the total. */
+const SYNC_EVERY_MS = 100;
+
+/**
+ * Redis counts for limits checked on every request, without a round trip on every request: each
+ * key is synchronised (this node's hits added, the total of all nodes read) on its first hit of a
+ * window, then at most every 100 ms, and on every hit once the count is within a tenth of the
+ * quota. In between, the count is the last total plus this node's hits since. So a count can
+ * miss what other nodes counted, unsynchronised, in their last 100 ms, and a refusal come that
+ * much late; within a tenth of the quota every node adds its hits at once.
+ */
+export function syncedRateLimits(remote: RedisStore): RateLimitStore {
+  const local = new Map<string, { total: number; pending: number; syncedAt: number; endsAt: number }>();
+  let sweepAt = 0;
+  return {
+    async hit(key, windowSeconds, quota = Number.POSITIVE_INFINITY) {
+      const now = Date.now();
+      if (now >= sweepAt) {
+        for (const [k, w] of local) if (w.endsAt <= now) local.delete(k);
+        sweepAt = now + windowSeconds * 1000;
+      }
+      const known = local.get(key);
+      if (known && known.endsAt > now && now - known.syncedAt < SYNC_EVERY_MS && known.total + known.pending + 1 < quota * 0.9) {
+        known.pending += 1;
+        return { count: known.total + known.pending, retryAfter: Math.max(1, Math.ceil((known.endsAt - now) / 1000)) };
+      }
+      // This hit and those counted here since the last synchronisation; hits during the call wait for the next.
+      const amount = known && known.endsAt > now ? known.pending + 1 : 1;
+      if (known) known.pending = 0;
+      const hit = await remote.add(key, amount, windowSeconds);
+      const state = local.get(key);
+      local.set(key, {
+        total: hit.count,
+        pending: state === known ? (state?.pending ?? 0) : 0,
+        syncedAt: now,
+        endsAt: now + hit.retryAfter * 1000,
+      });
+      return hit;
+    },
+    reset: (key) => {
+      local.delete(key);
+      return remote.reset(key);
+    },
+    close: () => remote.close(),
+  };
+}
+
 /**
  * The app's two kinds of counters. `shared` counts what an attacker would multiply across nodes
  * (sign-in guesses, registrations): in Redis, else in the database. `perRequest` counts limits
  * checked on every request of a kind (the content API, the token endpoints): in Redis, else in
  * this process, since a database write on each would cost more than the limit protects.
- * With Redis both are one connection. docs/rate-limits.md says where each limit counts.
+ * With Redis both share one connection; the per-request counts are synchronised with Redis at
+ * most every 100 ms per key away from the quota (syncedRateLimits). docs/rate-limits.md says more.
  */
 export interface RateLimitStores {
   readonly shared: RateLimitStore;
@@ -125,7 +183,7 @@ export interface RateLimitStores {
 export function rateLimitStores(db: DbHandle, config: Pick<Config, 'redisUrl' | 'redisKeyPrefix'>): RateLimitStores {
   if (config.redisUrl) {
     const store = redisRateLimits(config.redisUrl, config.redisKeyPrefix);
-    return { shared: store, perRequest: store, close: () => store.close() };
+    return { shared: store, perRequest: syncedRateLimits(store), close: () => store.close() };
   }
   const shared = databaseRateLimits(db);
   const perRequest = memoryRateLimits();

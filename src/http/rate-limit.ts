@@ -50,7 +50,7 @@ export function installApiRateLimit(app: FastifyInstance, perMinute: number, sto
   app.addHook('onRequest', async (request, reply) => {
     const principal = request.principal;
     if (!principal) return;
-    const hit = await store.hit(`api:${principal.method}:${principal.subject}`, RATE_WINDOW_SECONDS);
+    const hit = await store.hit(`api:${principal.method}:${principal.subject}`, RATE_WINDOW_SECONDS, perMinute);
     enforce(reply, [{ policy: 'api', quota: perMinute, windowSeconds: RATE_WINDOW_SECONDS, hit }], () => 'These credentials');
   });
 }

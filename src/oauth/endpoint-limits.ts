@@ -97,7 +97,7 @@ export async function limitTokenEndpoint(
     policy,
     quota,
     windowSeconds,
-    hit: await s.hit(key, windowSeconds),
+    hit: await s.hit(key, windowSeconds, quota),
   });
   if (perMinute > 0) {
     if (clientId !== undefined) counts.push(count(store, 'token-client', `token:client:${clientId}`, perMinute, RATE_WINDOW_SECONDS));

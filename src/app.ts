@@ -16,11 +16,11 @@ import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
 import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
 import { installApiRateLimit } from './http/rate-limit.js';
+import { rateLimitStores } from './http/rate-limit.store.js';
 import { installForwardedHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
 import { registerMcp } from './mcp/mcp.routes.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
-import { memoryRateLimits } from './oauth/rate-limit.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
 import { DatabaseImageStorage } from './storage/database-image-storage.js';
 import { registerImageFiles } from './storage/image.routes.js';
@@ -70,15 +70,19 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   });
   // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
-  const oauth = createOAuthServer({ config, db: db.kysely, log: app.log });
+  const limits = rateLimitStores(db.kysely, config, (err) =>
+    app.log.warn({ err }, 'Redis is unreachable: requests that need a rate-limit counter fail until it is back'),
+  );
+  app.addHook('onClose', () => limits.close());
+  const oauth = createOAuthServer({ config, db: db.kysely, log: app.log, limits });
   installAuthentication(app, { api: [oauth.bearer.api, apiKeyAuth(db.kysely)], mcp: [oauth.bearer.mcp] });
   // After authentication: the limit is per credential. docs/rate-limits.md says why in-process without Redis.
-  installApiRateLimit(app, config.rateLimits.api, config.redisUrl ? oauth.limits : memoryRateLimits());
+  installApiRateLimit(app, config.rateLimits.api, limits.perRequest);
   installEntityTags(app);
 
   registerHealth(app, db);
   await oauth.register(app);
-  await registerConsole(app, { provider: oauth.provider, db: db.kysely, config, limits: oauth.limits });
+  await registerConsole(app, { provider: oauth.provider, db: db.kysely, config, limits: limits.shared });
   registerFrontDoor(app, { config, db: db.kysely });
   const imageStorage = images ?? (await configuredImages(config, db, app));
   registerImageFiles(app, imageStorage);

@@ -16,6 +16,8 @@ export interface Config {
   /** `sqlite:<file>` / `:memory:` or a postgres:// URL. */
   readonly databaseUrl: string;
   readonly redisUrl: string | undefined;
+  /** Starts every Redis key, so that several deployments can share one Redis. */
+  readonly redisKeyPrefix: string;
   /**
    * Which proxies' X-Forwarded-For/-Proto/-Host to believe: none (the client is the socket's
    * address), the number of proxy hops in front, or the proxies' addresses and CIDR ranges.
@@ -56,6 +58,8 @@ export interface Config {
   readonly rateLimits: {
     /** Per credential (API key or OAuth connection) on the content API. */
     readonly api: number;
+    /** Per OAuth client and, separately, per IP address on the token, revocation and registration endpoints. */
+    readonly token: number;
   };
   /** Create the demo website on an empty database. */
   readonly demo: boolean;
@@ -175,6 +179,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL must be redis://… or rediss://…');
   const imageStorage = (env.IMAGE_STORAGE || 'local').toLowerCase();
   if (imageStorage !== 'local' && imageStorage !== 'database') throw new ConfigError('IMAGE_STORAGE must be local or database');
+  const redisKeyPrefix = env.REDIS_KEY_PREFIX ?? 'cms:';
+  if (!/^[\w:.-]{0,64}$/.test(redisKeyPrefix)) throw new ConfigError('REDIS_KEY_PREFIX may hold up to 64 letters, digits and _ : . -');
   return Object.freeze({
     publicUrl: publicUrlOf(env.PUBLIC_URL || `http://localhost:${port || 8080}`),
     host: env.HOST || '0.0.0.0',
@@ -182,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl,
     redisUrl,
+    redisKeyPrefix,
     trustProxy: trustProxyOf(env.TRUST_PROXY),
     sqliteSynchronous,
     cookieSecrets: Object.freeze(
@@ -200,7 +207,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       dynamicRegistration: flag(env, 'OAUTH_DYNAMIC_REGISTRATION', true),
       clientMetadataDocuments: flag(env, 'OAUTH_CLIENT_METADATA_DOCUMENTS', true),
     }),
-    rateLimits: Object.freeze({ api: integer(env, 'RATE_LIMIT_API', 600, 0, 1_000_000) }),
+    rateLimits: Object.freeze({
+      api: integer(env, 'RATE_LIMIT_API', 600, 0, 1_000_000),
+      token: integer(env, 'RATE_LIMIT_TOKEN', 120, 0, 1_000_000),
+    }),
     demo: flag(env, 'DEMO_DATA', true),
   });
 }

@@ -22,7 +22,7 @@ interface Fixture extends BlogTestApp {
 
 /** An app with no API rate limit (thousands of requests a minute), two pages, and a blog with an image. */
 async function fixture(t: TestContext): Promise<Fixture> {
-  const app = await buildBlogApp(t, { rateLimits: { api: 0 } });
+  const app = await buildBlogApp(t, { rateLimits: { api: 0, token: 0 } });
   const child = await app.app.inject({
     method: 'POST',
     url: '/api/page',

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
@@ -137,4 +138,19 @@ export async function buildTestApp(t: TestContext, options: { config?: Partial<C
 // biome-ignore lint/suspicious/noExplicitAny: test assertions read arbitrary JSON
 export function json(response: { body: string }): any {
   return JSON.parse(response.body);
+}
+
+/** Whether a Redis (or anything) accepts connections at this redis:// URL, within a second. */
+export function redisAnswers(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port || 6379), timeout: 1000 });
+    const answer = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('connect', () => answer(true));
+    socket.once('error', () => answer(false));
+    socket.once('timeout', () => answer(false));
+  });
 }

@@ -263,6 +263,9 @@ test('two nodes, one PostgreSQL, one Redis: one migration, one demo, and logins,
       const headers = { authorization: `Basic ${Buffer.from(`${key.apiId}:${key.apiKey}`).toString('base64')}` };
       const answers: Array<{ status: number; left: string | undefined }> = [];
       for (let i = 0; i < 8; i++) {
+        // A node adds its hits to Redis at most every 100 ms until near the quota
+        // (docs/rate-limits.md#where-the-counts-live): spaced wider, each answer sees every hit.
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, 150));
         lb.to(i % 2 ? b : a);
         const response = await api('/api/page', headers);
         await response.arrayBuffer();

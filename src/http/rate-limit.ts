@@ -1,19 +1,43 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { TooManyRequestsError } from '../errors.js';
-import type { Hit, RateLimitStore } from '../oauth/rate-limit.js';
+import type { Hit, RateLimitStore } from './rate-limit.store.js';
 
 export const RATE_WINDOW_SECONDS = 60;
 
+/** One counter a request was counted in: its policy's name, quota per window, and the count. */
+export interface Counted {
+  readonly policy: string;
+  readonly quota: number;
+  readonly windowSeconds: number;
+  readonly hit: Hit;
+}
+
 /**
- * The fields of draft-ietf-httpapi-ratelimit-headers in its structured-field form: the policy
- * (quota q per window w seconds) and what is left of it (r remaining, t seconds to the reset).
- * @fastify/rate-limit writes the older draft's x-ratelimit-limit/-remaining/-reset instead.
+ * The fields of draft-ietf-httpapi-ratelimit-headers in its structured-field form: each policy
+ * (quota q per window w seconds) and what is left of it (r remaining, t seconds to the reset),
+ * one list member per counter. @fastify/rate-limit writes the older draft's x-ratelimit-* instead.
  */
-export function rateLimitFields(policy: string, quota: number, hit: Hit): Record<string, string> {
+export function rateLimitFields(counted: readonly Counted[]): Record<string, string> {
   return {
-    'ratelimit-policy': `"${policy}";q=${quota};w=${RATE_WINDOW_SECONDS}`,
-    ratelimit: `"${policy}";r=${Math.max(0, quota - hit.count)};t=${hit.retryAfter}`,
+    'ratelimit-policy': counted.map((c) => `"${c.policy}";q=${c.quota};w=${c.windowSeconds}`).join(', '),
+    ratelimit: counted.map((c) => `"${c.policy}";r=${Math.max(0, c.quota - c.hit.count)};t=${c.hit.retryAfter}`).join(', '),
   };
+}
+
+/**
+ * Puts the fields on the reply; past any quota, a 429 problem whose Retry-After waits for the
+ * last exceeded window to end. `who` names the counted party in the problem's detail.
+ */
+export function enforce(reply: FastifyReply, counted: readonly Counted[], who: (exceeded: Counted) => string): void {
+  reply.headers(rateLimitFields(counted));
+  const exceeded = counted.filter((c) => c.hit.count > c.quota);
+  if (exceeded.length === 0) return;
+  const retryAfter = Math.max(...exceeded.map((c) => c.hit.retryAfter));
+  reply.header('retry-after', String(retryAfter));
+  const [first] = exceeded as [Counted];
+  throw new TooManyRequestsError(
+    `${who(first)} made more than ${first.quota} requests in ${first.windowSeconds} seconds; try again in ${retryAfter} seconds.`,
+  );
 }
 
 /**
@@ -26,13 +50,7 @@ export function installApiRateLimit(app: FastifyInstance, perMinute: number, sto
   app.addHook('onRequest', async (request, reply) => {
     const principal = request.principal;
     if (!principal) return;
-    const hit = await store.hit(`api:${principal.method}:${principal.subject}`, RATE_WINDOW_SECONDS);
-    reply.headers(rateLimitFields('api', perMinute, hit));
-    if (hit.count > perMinute) {
-      reply.header('retry-after', String(hit.retryAfter));
-      throw new TooManyRequestsError(
-        `These credentials made more than ${perMinute} requests this minute; try again in ${hit.retryAfter} seconds.`,
-      );
-    }
+    const hit = await store.hit(`api:${principal.method}:${principal.subject}`, RATE_WINDOW_SECONDS, perMinute);
+    enforce(reply, [{ policy: 'api', quota: perMinute, windowSeconds: RATE_WINDOW_SECONDS, hit }], () => 'These credentials');
   });
 }

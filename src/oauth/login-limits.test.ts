@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formOf, signIn, startOAuthApp } from '../../test/oauth.helpers.js';
+import { databaseRateLimits } from '../http/rate-limit.store.js';
 import { LOGIN_ATTEMPTS, LOGIN_ATTEMPTS_PER_ACCOUNT, LOGIN_ATTEMPTS_PER_IP, LOGIN_WINDOW_SECONDS, loginLimits } from './login.js';
-import { databaseRateLimits } from './rate-limit.js';
 
 /** Signed in: the next page is the website choice, no longer the login form. */
 async function signsIn(step: Promise<{ status: number; html: string }>) {

@@ -1,29 +1,25 @@
-import type { IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import type { AuthMethod } from '../http/authenticate.js';
+import { purgeRateLimits, type RateLimitStores } from '../http/rate-limit.store.js';
 import { bearerAuth } from './bearer.auth.js';
 import { expireLapsedConnections } from './connection.service.js';
+import { clientOf, limitTokenEndpoint, type ProviderRequest } from './endpoint-limits.js';
 import { registerInteractions } from './interaction.routes.js';
 import { protectedResourceMetadata } from './metadata.js';
 import { purgeExpiredPayloads } from './oauth.adapter.js';
 import { AUTH_PATH, createProvider, issuerOf } from './provider.js';
-import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.js';
 import { withoutRequestedScope } from './registration.body.js';
 import { protectedResources, type ResourceName } from './resources.js';
 
-/** Dynamic registrations allowed per IP address and hour (RFC 7591 §5 asks for a gate). */
-const REGISTRATIONS_PER_HOUR = 20;
 const PURGE_EVERY_MS = 60 * 60 * 1000;
 
 export interface OAuthServer {
   readonly provider: Provider;
   /** The Bearer AuthMethod of each protected resource: a token is accepted only by its own. */
   readonly bearer: Readonly<Record<ResourceName, AuthMethod>>;
-  /** The shared counters: Redis with REDIS_URL, else the database. */
-  readonly limits: RateLimitStore;
   /** Registers the provider's endpoints, the interaction pages and the metadata documents. */
   register(app: FastifyInstance): Promise<void>;
 }
@@ -35,26 +31,55 @@ const PROVIDER_HEADERS = {
   'content-security-policy': "frame-ancestors 'none'",
 };
 
-export function createOAuthServer({ config, db, log }: { config: Config; db: DbHandle; log: FastifyBaseLogger }): OAuthServer {
+export function createOAuthServer({
+  config,
+  db,
+  log,
+  limits,
+}: {
+  config: Config;
+  db: DbHandle;
+  log: FastifyBaseLogger;
+  limits: RateLimitStores;
+}): OAuthServer {
   const provider = createProvider(config, db, log);
   const resources = protectedResources(config.publicUrl);
-  const limits: RateLimitStore = config.redisUrl
-    ? redisRateLimits(config.redisUrl, (err) =>
-        log.warn({ err }, 'Redis is unreachable: requests that need a rate-limit counter fail until it is back'),
-      )
-    : databaseRateLimits(db);
   const callback = provider.callback();
 
-  /** Hands the raw request to the provider, with the URL it would see if mounted at /api/auth. */
-  function forward(request: FastifyRequest, reply: FastifyReply, url: string, originalUrl = request.raw.url, body = request.raw) {
+  /**
+   * Hands the raw request (or a stand-in for it, endpoint-limits.ts) to the provider, with the
+   * URL it would see if mounted at /api/auth. Headers already on the reply go along: the
+   * provider writes its answer straight to the socket.
+   */
+  function forward(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    url: string,
+    originalUrl = request.raw.url,
+    raw: ProviderRequest = request.raw,
+  ) {
     reply.hijack();
-    const raw = body as IncomingMessage & { originalUrl?: string };
     // oidc-provider works out its mount path from originalUrl minus url (oidc_context urlFor).
     raw.originalUrl = originalUrl;
     raw.url = url;
     reply.raw.setHeader('x-request-id', request.id);
-    for (const [name, value] of Object.entries(PROVIDER_HEADERS)) reply.raw.setHeader(name, value);
+    for (const [name, value] of Object.entries({ ...reply.getHeaders(), ...PROVIDER_HEADERS })) {
+      if (value !== undefined) reply.raw.setHeader(name, value);
+    }
     return callback(raw, reply.raw);
+  }
+
+  /** Token and revocation: counted per client and per address (RATE_LIMIT_TOKEN) first. */
+  async function limitedForward(request: FastifyRequest, reply: FastifyReply, url: string) {
+    if (config.rateLimits.token === 0) return forward(request, reply, url);
+    const client = await clientOf(request);
+    await limitTokenEndpoint(request, reply, {
+      store: limits.perRequest,
+      shared: limits.shared,
+      perMinute: config.rateLimits.token,
+      clientId: client.clientId,
+    });
+    return forward(request, reply, url, request.raw.url, client.raw);
   }
 
   async function register(app: FastifyInstance) {
@@ -65,15 +90,15 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
       scope.all(`${AUTH_PATH}/*`, { schema: { hide: true }, config: { public: true } }, (request, reply) =>
         forward(request, reply, (request.raw.url ?? '').slice(AUTH_PATH.length) || '/'),
       );
+      for (const endpoint of ['token', 'revoke']) {
+        scope.post(`${AUTH_PATH}/${endpoint}`, { schema: { hide: true }, config: { public: true } }, (request, reply) =>
+          limitedForward(request, reply, `/${endpoint}`),
+        );
+      }
+      // Registration names no client yet: per address only, per minute and per hour.
       scope.post(`${AUTH_PATH}/reg`, { schema: { hide: true }, config: { public: true } }, async (request, reply) => {
-        const hit = await limits.hit(`register:${request.ip}`, 3600);
-        if (hit.count > REGISTRATIONS_PER_HOUR) {
-          return reply
-            .code(429)
-            .header('retry-after', String(hit.retryAfter))
-            .header('cache-control', 'no-store')
-            .send({ error: 'too_many_requests', error_description: 'too many client registrations from this address; try again later' });
-        }
+        const perMinute = config.rateLimits.token;
+        await limitTokenEndpoint(request, reply, { store: limits.perRequest, shared: limits.shared, perMinute, registration: true });
         return forward(request, reply, '/reg', request.raw.url, await withoutRequestedScope(request.raw));
       });
       // RFC 8414 §3.1: the metadata of issuer {base}/api/auth is also at /.well-known/…/api/auth.
@@ -82,7 +107,7 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
       );
     });
 
-    await registerInteractions(app, { provider, db, config, limits });
+    await registerInteractions(app, { provider, db, config, limits: limits.shared });
 
     // RFC 9728 §3.1: a resource with a path has its metadata at the well-known path + that path.
     for (const resource of Object.values(resources)) {
@@ -106,7 +131,6 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
     timer.unref();
     app.addHook('onClose', async () => {
       clearInterval(timer);
-      await limits.close();
     });
   }
 
@@ -114,5 +138,5 @@ export function createOAuthServer({ config, db, log }: { config: Config; db: DbH
     api: bearerAuth(provider, db, resources.api.url),
     mcp: bearerAuth(provider, db, resources.mcp.url),
   };
-  return { provider, bearer, limits, register };
+  return { provider, bearer, register };
 }

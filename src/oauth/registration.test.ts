@@ -69,12 +69,24 @@ test('RFC 7591: bad redirect URIs and confidential or other grant types are refu
   }
 });
 
-test('RFC 7591: registrations are rate limited per address', async (t) => {
-  const a = await startOAuthApp(t);
-  const statuses: number[] = [];
-  for (let i = 0; i < 21; i++) statuses.push((await register(a.issuer, { redirect_uris: ['https://agent.example/cb'] })).status);
-  assert.deepEqual(statuses.slice(0, 20), Array(20).fill(201));
-  assert.equal(statuses[20], 429);
+test('RFC 7591: registrations are rate limited per address, per minute (RATE_LIMIT_TOKEN) and per hour', async (t) => {
+  const a = await startOAuthApp(t, { config: { rateLimits: { api: 600, token: 25 } } });
+  const answers = [];
+  for (let i = 0; i < 21; i++) answers.push(await register(a.issuer, { redirect_uris: ['https://agent.example/cb'] }));
+  assert.deepEqual(
+    answers.slice(0, 20).map((r) => r.status),
+    Array(20).fill(201),
+  );
+  assert.equal(answers[0]!.headers.get('ratelimit-policy'), '"token-ip";q=25;w=60, "registration";q=20;w=3600');
+  assert.match(String(answers[0]!.headers.get('ratelimit')), /^"token-ip";r=24;t=\d+, "registration";r=19;t=\d+$/);
+  const refused = answers[20]!;
+  assert.equal(refused.status, 429);
+  assert.match(String(refused.headers.get('content-type')), /^application\/problem\+json/);
+  assert.equal(refused.body.type, '/problems/too-many-requests');
+  const retryAfter = Number(refused.headers.get('retry-after'));
+  assert.ok(retryAfter > 60 && retryAfter <= 3600, `the hour's window decides: ${retryAfter}`);
+  const clients = await a.db.kysely.selectFrom('oauth_clients').select('client_id').execute();
+  assert.equal(clients.length, 21, "the test's own client and 20 registered: the refused one stored nothing");
 });
 
 test('dynamic registration can be switched off', async (t) => {

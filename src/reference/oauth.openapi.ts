@@ -14,6 +14,21 @@ const json = (schema: object) => ({ 'application/json': { schema } });
 const form = (name: string) => ({ required: true, content: { 'application/x-www-form-urlencoded': { schema: ref(name) } } });
 const oauthError = (description: string) => ({ description, content: json(ref('OAuthError')) });
 const noStore = { 'Cache-Control': { description: 'no-store', schema: { type: 'string' } } };
+const field = (description: string, type = 'string') => ({ description, schema: { type } });
+/** RATE_LIMIT_TOKEN's fields, on every answer of the token, revocation and registration endpoints. */
+const rateLimitFields = {
+  'RateLimit-Policy': field(
+    'The counters of this request: "token-client" and "token-ip" (RATE_LIMIT_TOKEN a minute), and on registration "registration" (20 an hour)',
+  ),
+  RateLimit: field('What is left of each counter (r) and the seconds until its window ends (t)'),
+};
+/** Beyond a limit these endpoints answer problem+json like the rest of the service (docs/rate-limits.md). */
+const tooManyRequests = (description: string) => ({
+  description,
+  headers: { 'Retry-After': field('Seconds to wait', 'integer'), ...rateLimitFields },
+  content: { 'application/problem+json': { schema: ref('Problem') } },
+});
+const PER_CLIENT_AND_ADDRESS = 'too-many-requests: the client or the address made more than RATE_LIMIT_TOKEN requests this minute';
 const tags = ['oauth'];
 
 function query(name: string, description: string, schema: object = { type: 'string' }, required = true) {
@@ -56,11 +71,12 @@ const token = {
     'Form-encoded. `authorization_code` exchanges a code with its PKCE code_verifier; `refresh_token` rotates the refresh token (a rotated one used again revokes the connection). Errors are RFC 6749 JSON.',
   requestBody: form('TokenRequest'),
   responses: {
-    200: { description: 'Tokens', headers: noStore, content: json(ref('TokenResponse')) },
+    200: { description: 'Tokens', headers: { ...noStore, ...rateLimitFields }, content: json(ref('TokenResponse')) },
     400: oauthError(
       'invalid_request, invalid_grant (a used, expired or foreign code or refresh token, a wrong code_verifier), invalid_scope, invalid_target, unsupported_grant_type',
     ),
     401: oauthError('invalid_client: an unknown client_id'),
+    429: tooManyRequests(PER_CLIENT_AND_ADDRESS),
   },
 };
 
@@ -71,24 +87,25 @@ const revoke = {
     'Revoking either token of a connection revokes the connection. Unknown tokens and other clients’ tokens get 200 and change nothing.',
   requestBody: form('RevocationRequest'),
   responses: {
-    200: { description: 'Revoked, or nothing to revoke (empty body)' },
+    200: { description: 'Revoked, or nothing to revoke (empty body)', headers: rateLimitFields },
     400: oauthError('invalid_request: no token or no client_id'),
     401: oauthError('invalid_client: an unknown client_id'),
+    429: tooManyRequests(PER_CLIENT_AND_ADDRESS),
   },
 };
 
 const register = {
   tags,
   summary: 'Dynamic client registration (RFC 7591)',
-  description: 'Registers a public client (no secret, PKCE). At most 20 registrations per IP address and hour.',
+  description:
+    'Registers a public client (no secret, PKCE). At most RATE_LIMIT_TOKEN requests a minute and 20 registrations an hour per IP address.',
   requestBody: { required: true, content: json(ref('ClientMetadata')) },
   responses: {
-    201: { description: 'Registered', headers: noStore, content: json(ref('RegisteredClient')) },
+    201: { description: 'Registered', headers: { ...noStore, ...rateLimitFields }, content: json(ref('RegisteredClient')) },
     400: oauthError('invalid_redirect_uri or invalid_client_metadata'),
-    429: {
-      ...oauthError('too_many_requests: too many registrations from this address'),
-      headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
-    },
+    429: tooManyRequests(
+      'too-many-requests: the address made more than RATE_LIMIT_TOKEN requests this minute or 20 registrations this hour',
+    ),
   },
 };
 

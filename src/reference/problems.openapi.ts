@@ -17,7 +17,7 @@ declare module 'fastify' {
 
 const PROBLEM_REF = '#/components/schemas/Problem';
 
-/** RFC 9457 body of every error of the API (not of the OAuth endpoints): src/http/problem.ts. */
+/** RFC 9457 body of every error of the API, and of the OAuth endpoints' 429 only: src/http/problem.ts. */
 export const Problem = Type.Object(
   {
     type: Type.String({ description: `\`${PROBLEM_TYPE_BASE}<slug>\`, a relative URI; docs/errors.md lists every slug` }),

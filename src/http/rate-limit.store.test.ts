@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { createTestDatabase } from '../../test/helpers.js';
+import { createTestDatabase, redisAnswers } from '../../test/helpers.js';
 import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
 import { startRedis } from '../../test/redis-server.js';
 import { freePort } from '../../test/server-process.js';
-import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits } from './rate-limit.js';
+import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits, syncedRateLimits } from './rate-limit.store.js';
 
 async function countsAndResets(store: RateLimitStore) {
   assert.deepEqual((await store.hit('k1', 60)).count, 1);
@@ -41,7 +42,7 @@ test('database counters are atomic under concurrency', async (t) => {
 
 test('Redis out of reach: counting fails, and the outage is reported once, not at every retry', async (t) => {
   const errors: Error[] = [];
-  const store = redisRateLimits(`redis://127.0.0.1:${await freePort()}`, (error) => errors.push(error));
+  const store = redisRateLimits(`redis://127.0.0.1:${await freePort()}`, 'cms:', (error) => errors.push(error));
   t.after(() => store.close());
   await assert.rejects(store.hit('k', 60));
   await assert.rejects(store.hit('k', 60));
@@ -73,4 +74,33 @@ test('Redis counters, and the login limit shared by two apps through Redis', asy
   assert.equal(await attempt(b, a.owner.password), 429);
   const rows = await db.kysely.selectFrom('rate_limits').selectAll().execute();
   assert.equal(rows.length, 0, 'with Redis configured, the database keeps no counters');
+});
+
+test('synchronised Redis counts: counted locally between synchronisations, synchronised on every hit near the quota', async (t) => {
+  const url = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  if (!(await redisAnswers(url))) {
+    t.skip('no Redis at TEST_REDIS_URL or 127.0.0.1:6379');
+    return;
+  }
+  // The clock moves only when the test says, so a slow machine cannot add synchronisations.
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  const prefix = `test:${randomUUID()}:`;
+  const [a, b] = [syncedRateLimits(redisRateLimits(url, prefix)), syncedRateLimits(redisRateLimits(url, prefix))];
+  t.after(() => Promise.all([a.close(), b.close()]));
+  const counts = async (store: RateLimitStore, n: number, quota: number) => {
+    const seen = [];
+    for (let i = 0; i < n; i++) seen.push((await store.hit('k', 60, quota)).count);
+    return seen;
+  };
+  assert.deepEqual(await counts(a, 4, 100), [1, 2, 3, 4], 'node a: one synchronisation, then counted here');
+  assert.deepEqual(await counts(b, 1, 100), [2], "node b sees a's first hit, not yet the three since");
+  t.mock.timers.tick(120);
+  assert.deepEqual(await counts(a, 1, 100), [6], 'after 100 ms node a adds its hits and reads the total');
+  // Quota 10: a node synchronises every hit once its count is at 9 or more.
+  assert.deepEqual(await counts(b, 1, 10), [7], 'node b: its last total is old, so it synchronises');
+  assert.deepEqual(await counts(a, 1, 10), [7], "node a counts here: 6 + 1, b's hit unknown to it");
+  assert.deepEqual(await counts(b, 3, 10), [8, 9, 10], 'b counts 8 here, then synchronises at 9 and 10');
+  // a still believes 7 + 1: one hit past the quota is let through, the bound the store documents.
+  assert.deepEqual(await counts(a, 1, 10), [8]);
+  assert.deepEqual(await counts(a, 1, 10), [13], 'at 9 a synchronises: the true total, refused beyond 10');
 });

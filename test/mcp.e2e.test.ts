@@ -3,10 +3,17 @@ import { test } from 'node:test';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { listConnections, revokeConnection } from '../src/oauth/connection.service.js';
-import { image, postForm } from './blog-fixtures.js';
+import { form, image } from './blog-fixtures.js';
 import { json } from './helpers.js';
 import { type Agent, connectAgent, postToolCall } from './mcp.helpers.js';
-import { authorizeUrl, connect, type OAuthTestApp, pkcePair, startOAuthApp } from './oauth.helpers.js';
+import { authorizeUrl, connect, type OAuthProcess, pkcePair, startOAuthProcess } from './oauth.helpers.js';
+
+// Issue 12: each test runs against a real server process (dist/src/server.js, configured by its
+// environment only, as `npm start` runs it) on a SQLite file, or on a PostgreSQL database of its
+// own with TEST_DATABASE_URL. The test reaches it over HTTP only, with the SDK's client and its
+// OAuth helpers, and opens the database for set-up and direct checks (revoking a connection as the
+// owner's console does). test/mcp.cimd.test.ts stays in the test process: it needs
+// oauth.clientMetadataFetch, a test-only setting that no environment variable sets.
 
 const TOOLS = ['list_pages', 'get_page', 'save_page', 'delete_page', 'list_blogs', 'get_blog', 'save_blog', 'delete_blog'];
 
@@ -35,6 +42,16 @@ async function refused(agent: Agent, name: string, args: Record<string, unknown>
 /** The fields a problem names, each once (a union field may fail in several branches). */
 const fields = (problem: { errors?: Array<{ field: string }> }) => [...new Set((problem.errors ?? []).map((e) => e.field))];
 
+/** POST /api/page with the site's API key, over HTTP: the page's status and JSON answer. */
+async function postPage(a: OAuthProcess, headers: Record<string, string>, page: Record<string, unknown>) {
+  const response = await fetch(`${a.base}/api/page`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify(page),
+  });
+  return { statusCode: response.status, body: await response.text() };
+}
+
 function accessToken(agent: Agent): string {
   const token = agent.auth.tokens()?.access_token;
   assert.ok(token);
@@ -42,7 +59,7 @@ function accessToken(agent: Agent): string {
 }
 
 test('MCP discovery: 401 names the resource metadata, which names the MCP resource and the one authorization server', async (t) => {
-  const a = await startOAuthApp(t);
+  const a = await startOAuthProcess(t);
   const unauthorized = await fetch(`${a.base}/mcp`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
@@ -71,15 +88,10 @@ test('MCP discovery: 401 names the resource metadata, which names the MCP resour
 });
 
 test('MCP with the SDK client: the owner picks a website and approves reading only; writes are refused with 403 insufficient_scope', async (t) => {
-  const a = await startOAuthApp(t);
-  const seeded = await a.app.inject({
-    method: 'POST',
-    url: '/api/page',
-    headers: a.site2.headers,
-    payload: { page_usertitle: 'Site 2 home' },
-  });
-  assert.equal(seeded.statusCode, 201);
-  await a.app.inject({ method: 'POST', url: '/api/page', headers: a.site.headers, payload: { page_usertitle: 'Site 1 home' } });
+  const a = await startOAuthProcess(t);
+  const seeded = await postPage(a, a.site2.headers, { page_usertitle: 'Site 2 home' });
+  assert.equal(seeded.statusCode, 201, seeded.body);
+  assert.equal((await postPage(a, a.site.headers, { page_usertitle: 'Site 1 home' })).statusCode, 201);
 
   const agent = await connectAgent(a, { site: a.site2.siteId, approve: ['everything:read'] });
   t.after(() => agent.client.close());
@@ -124,7 +136,7 @@ test('MCP with the SDK client: the owner picks a website and approves reading on
 });
 
 test('MCP tools with good and bad input: the REST rules, validation naming the field, tool errors instead of crashes', async (t) => {
-  const a = await startOAuthApp(t);
+  const a = await startOAuthProcess(t);
   const agent = await connectAgent(a, { site: a.site.siteId });
   t.after(() => agent.client.close());
   assert.equal(agent.auth.tokens()?.scope, 'everything:read everything:write');
@@ -161,10 +173,16 @@ test('MCP tools with good and bad input: the REST rules, validation naming the f
   assert.deepEqual(fields(await refused(agent, 'list_pages', { sort: 'title' })), ['sort']);
 
   // Blogs, with an image referenced by the path an earlier upload got.
-  const upload = await postForm(a, [
+  const multipart = await form([
     ['data', JSON.stringify({ page: home?.page, info_title: 'Uploaded' })],
     ['uploadPrimaryImage', { file: await image('png', 40, 30), filename: 'photo.png', type: 'image/png' }],
   ]);
+  const posted = await fetch(`${a.base}/api/blog`, {
+    method: 'POST',
+    headers: { ...a.site.headers, ...multipart.headers },
+    body: multipart.payload,
+  });
+  const upload = { statusCode: posted.status, body: await posted.text() };
   assert.equal(upload.statusCode, 201, upload.body);
   const uploaded = json(upload).data[0];
   const blog = (
@@ -199,7 +217,7 @@ test('MCP tools with good and bad input: the REST rules, validation naming the f
 });
 
 test('MCP: revoking the connection takes effect on the next call; tokens are bound to their resource both ways', async (t) => {
-  const a = await startOAuthApp(t);
+  const a = await startOAuthProcess(t);
   const agent = await connectAgent(a, { site: a.site.siteId });
   t.after(() => agent.client.close());
   const token = accessToken(agent);
@@ -231,7 +249,7 @@ test('MCP: revoking the connection takes effect on the next call; tokens are bou
 });
 
 test('the authorization server: resource {base_url}/mcp is accepted with the everything scopes only', async (t) => {
-  const a: OAuthTestApp = await startOAuthApp(t);
+  const a: OAuthProcess = await startOAuthProcess(t);
   const { challenge } = await pkcePair();
   const products = authorizeUrl(a.issuer, {
     clientId: a.clientId,

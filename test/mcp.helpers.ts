@@ -4,7 +4,7 @@ import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { type Answers, Browser, completeInteraction, type OAuthTestApp } from './oauth.helpers.js';
+import { type Answers, Browser, completeInteraction, type OAuthServer } from './oauth.helpers.js';
 
 /** The agent's callback: another origin than the server's, so the test browser stops there. */
 export const AGENT_REDIRECT = 'http://127.0.0.1:1/callback';
@@ -66,7 +66,7 @@ export interface Agent {
  * sends the owner to authorize; the owner signs in, picks the website and approves; the client
  * exchanges the code and connects again with the token.
  */
-export async function connectAgent(a: OAuthTestApp, answers: Answers = {}, auth = new AgentAuth()): Promise<Agent> {
+export async function connectAgent(a: OAuthServer, answers: Answers = {}, auth = new AgentAuth()): Promise<Agent> {
   const url = new URL(`${a.base}/mcp`);
   const first = new StreamableHTTPClientTransport(url, { authProvider: auth });
   await assert.rejects(new Client({ name: 'test-agent', version: '1.0.0' }).connect(first), UnauthorizedError);

@@ -1,25 +1,37 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { TestContext } from 'node:test';
 import * as oauth from 'oauth4webapi';
 import { addSiteUser } from '../src/accounts/account.repository.js';
 import { createUser } from '../src/accounts/account.service.js';
 import type { Config } from '../src/config.js';
-import type { Db } from '../src/db/database.js';
+import { createDatabase, type Db } from '../src/db/database.js';
 import { createClient } from '../src/oauth/client.service.js';
-import { addTestSite, buildTestApp, type TestApp, type TestSite } from './helpers.js';
+import { addTestSite, buildTestApp, createEmptyPostgresDatabase, TEST_DATABASE_URL, type TestApp, type TestSite } from './helpers.js';
+import { listening, type Started, start } from './server-process.js';
 
 export const REDIRECT_URI = 'https://app.example/callback';
 export const PASSWORD = 'correct horse battery';
 
-export interface OAuthTestApp extends TestApp {
+/** What the OAuth and MCP tests need of a server, in the test process or in a process of its own. */
+export interface OAuthServer {
   /** The server's own address: PUBLIC_URL, the OAuth resource. */
   base: string;
   issuer: string;
   clientId: string;
+  /** A website with an API credential, whose owner is `owner`. */
+  site: TestSite;
   /** A second website, so the owner has two to choose from. */
   site2: TestSite;
   owner: { id: number; email: string; password: string };
+  /** The server's database, for set-up and direct checks. */
+  db: Db;
 }
+
+export interface OAuthTestApp extends TestApp, OAuthServer {}
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -41,19 +53,57 @@ export async function startOAuthApp(t: TestContext, options: { db?: Db; config?:
   const base = `http://127.0.0.1:${port}`;
   const app = await buildTestApp(t, { db: options.db, config: { publicUrl: base, ...options.config } });
   await app.app.listen({ port, host: '127.0.0.1' });
-  const email = `owner-${port}-${Math.random().toString(36).slice(2, 8)}@example.com`;
-  const user = await createUser(app.db.kysely, { email, password: PASSWORD, siteId: app.site.siteId });
-  const site2 = await addTestSite(app.db, 'Second site');
-  if (options.twoSites !== false) await addSiteUser(app.db.kysely, site2.siteId, user.id, 'admin');
-  const { clientId } = await createClient(app.db.kysely, { name: 'Test app', redirectUris: [REDIRECT_URI] });
-  const result: OAuthTestApp = {
-    ...app,
-    base,
-    issuer: `${base}/api/auth`,
-    clientId,
-    site2,
-    owner: { id: user.id, email, password: PASSWORD },
-  };
+  const result: OAuthTestApp = { ...app, ...(await seedOAuth(app.db, app.site, base, options.twoSites !== false)) };
+  return result;
+}
+
+/** The owner of `site` (and of a second website when `twoSites`) and a registered client. */
+async function seedOAuth(db: Db, site: TestSite, base: string, twoSites: boolean): Promise<OAuthServer> {
+  const email = `owner-${new URL(base).port}-${Math.random().toString(36).slice(2, 8)}@example.com`;
+  const user = await createUser(db.kysely, { email, password: PASSWORD, siteId: site.siteId });
+  const site2 = await addTestSite(db, 'Second site');
+  if (twoSites) await addSiteUser(db.kysely, site2.siteId, user.id, 'admin');
+  const { clientId } = await createClient(db.kysely, { name: 'Test app', redirectUris: [REDIRECT_URI] });
+  return { base, issuer: `${base}/api/auth`, clientId, site, site2, owner: { id: user.id, email, password: PASSWORD }, db };
+}
+
+export interface OAuthProcess extends OAuthServer {
+  /** The server process (`dist/src/server.js`): its output, its exit. */
+  server: Started;
+  /** Its DATA_DIR (the SQLite file, when there is no TEST_DATABASE_URL, and the images). */
+  dataDir: string;
+}
+
+/**
+ * What startOAuthApp sets up, served by a real server process (`npm start`'s dist/src/server.js)
+ * configured by its environment only: a SQLite file in a DATA_DIR of its own, or (with
+ * TEST_DATABASE_URL) a fresh PostgreSQL database. The process migrates the empty database; the
+ * test then opens it to add the owner of two websites and a client, as an administrator would
+ * with the CLI. `env` adds to or overrides the process's environment.
+ */
+export async function startOAuthProcess(t: TestContext, options: { env?: Record<string, string>; twoSites?: boolean } = {}) {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'cms-oauth-'));
+  const database = TEST_DATABASE_URL ? await createEmptyPostgresDatabase(t) : undefined;
+  const databaseUrl = database?.url ?? `sqlite:${path.join(dataDir, 'cms.sqlite')}`;
+  const server = await start(t, {
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    DEMO_DATA: 'false',
+    COOKIE_SECRETS: randomBytes(32).toString('base64url'),
+    ...options.env,
+  });
+  let sqlite: Db | undefined;
+  t.after(async () => {
+    // The process and the test's SQLite handle go before their folder does.
+    if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+    await Promise.all([server.exit, sqlite?.close()]);
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  await listening(server);
+  if (!database) sqlite = createDatabase(databaseUrl);
+  const db = sqlite ?? database!.open();
+  const site = await addTestSite(db);
+  const result: OAuthProcess = { ...(await seedOAuth(db, site, server.base, options.twoSites !== false)), server, dataDir };
   return result;
 }
 
@@ -184,7 +234,7 @@ export async function completeInteraction(browser: Browser, start: string, answe
 }
 
 /** One sign-in on a fresh authorization, as a browser with these extra headers: the login page's answer. */
-export async function signIn(a: OAuthTestApp, email: string, password: string, headers: Record<string, string> = {}): Promise<Step> {
+export async function signIn(a: OAuthServer, email: string, password: string, headers: Record<string, string> = {}): Promise<Step> {
   const browser = new Browser(a.base, headers);
   const { challenge } = await pkcePair();
   const page = await browser.follow(authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge }));
@@ -208,7 +258,7 @@ export async function tokenRequest(issuer: string, form: Record<string, string>)
 }
 
 /** Authorizes with the owner's credentials: the code, its verifier and the browser that got it. */
-export async function authorizeCode(a: OAuthTestApp, answers: Answers & { scope?: string; state?: string } = {}) {
+export async function authorizeCode(a: OAuthServer, answers: Answers & { scope?: string; state?: string } = {}) {
   const { verifier, challenge } = await pkcePair();
   const browser = answers.browser ?? new Browser(a.base);
   const url = authorizeUrl(a.issuer, { clientId: a.clientId, scope: answers.scope, state: answers.state, codeChallenge: challenge });
@@ -218,7 +268,7 @@ export async function authorizeCode(a: OAuthTestApp, answers: Answers & { scope?
   return { code, verifier, browser, callback: step.callback! };
 }
 
-export function exchangeCode(a: OAuthTestApp, code: string, verifier: string, extra: Record<string, string> = {}) {
+export function exchangeCode(a: OAuthServer, code: string, verifier: string, extra: Record<string, string> = {}) {
   return tokenRequest(a.issuer, {
     grant_type: 'authorization_code',
     client_id: a.clientId,
@@ -236,7 +286,7 @@ export interface Tokens {
 }
 
 /** Authorizes and exchanges the code: the usual start of a test. */
-export async function connect(a: OAuthTestApp, answers: Answers & { scope?: string } = {}) {
+export async function connect(a: OAuthServer, answers: Answers & { scope?: string } = {}) {
   const { code, verifier, browser } = await authorizeCode(a, answers);
   const response = await exchangeCode(a, code, verifier);
   if (response.status !== 200) throw new Error(`exchange failed: ${JSON.stringify(response.body)}`);

@@ -4,6 +4,7 @@
  * bytes, hashed and measured on the way. Whatever fails, nothing staged is left behind.
  */
 import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { Multipart, MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { fileTypeFromBuffer } from 'file-type';
@@ -146,6 +147,54 @@ function dataOf(part: Extract<Multipart, { type: 'field' }>): unknown {
   }
 }
 
+/**
+ * How long the parser may hold the request body without reading it, while no part is being read:
+ * then it will not go on. @fastify/busboy 3.2.6 never finishes a form after skipping a part over
+ * 16 KiB whose Content-Disposition is not form-data; it stops reading the body instead.
+ */
+export const FORM_SETTLE_MS = 3000;
+const FORM_POLL_MS = 100;
+
+/**
+ * The parts of `source`, refused as a malformed body (400) when, while the next part is awaited,
+ * the request body stays read to its end or paused by the parser (pipe backpressure) for
+ * FORM_SETTLE_MS. Reading a part's file is not counted (nothing is awaited from the parser then),
+ * nor a slow client: its body is flowing, only waiting for bytes.
+ */
+async function* settled<T>(raw: Readable, source: AsyncIterable<T>): AsyncGenerator<T> {
+  const iterator = source[Symbol.asyncIterator]();
+  let stuck = false;
+  try {
+    while (true) {
+      let poll: NodeJS.Timeout | undefined;
+      const stall = new Promise<never>((_, reject) => {
+        let idleSince = 0;
+        poll = setInterval(() => {
+          if (!raw.readableEnded && raw.readableFlowing !== false) {
+            idleSince = 0;
+            return;
+          }
+          idleSince ||= Date.now();
+          if (Date.now() - idleSince < FORM_SETTLE_MS) return;
+          stuck = true;
+          reject(new BadRequestError('The multipart body is malformed: the parser stopped before the form ended.'));
+        }, FORM_POLL_MS);
+      });
+      let step: IteratorResult<T>;
+      try {
+        step = await Promise.race([iterator.next(), stall]);
+      } finally {
+        clearInterval(poll);
+      }
+      if (step.done) return;
+      yield step.value;
+    }
+  } finally {
+    // A parser that never finishes would never return either: it is left to the collector.
+    if (!stuck) await iterator.return?.();
+  }
+}
+
 export interface BlogForm<T> {
   data: T;
   uploads: ReceivedImage[];
@@ -165,15 +214,18 @@ export async function readBlogForm<T>(
   let data: T | undefined;
   try {
     const parts = parsed(
-      request.parts({
-        limits: {
-          fileSize: limits.maxFileBytes,
-          files: limits.maxFiles,
-          fields: 5,
-          parts: limits.maxFiles + 5,
-          fieldSize: DATA_FIELD_BYTES,
-        },
-      }),
+      settled(
+        request.raw,
+        request.parts({
+          limits: {
+            fileSize: limits.maxFileBytes,
+            files: limits.maxFiles,
+            fields: 5,
+            parts: limits.maxFiles + 5,
+            fieldSize: DATA_FIELD_BYTES,
+          },
+        }),
+      ),
     );
     for await (const part of parts) {
       if (part.type === 'field') {

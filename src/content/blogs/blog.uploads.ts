@@ -150,7 +150,8 @@ function dataOf(part: Extract<Multipart, { type: 'field' }>): unknown {
 /**
  * How long the parser may hold the request body without reading it, while no part is being read:
  * then it will not go on. @fastify/busboy 3.2.6 never finishes a form after skipping a part over
- * 16 KiB whose Content-Disposition is not form-data; it stops reading the body instead.
+ * 16 KiB whose Content-Disposition is not form-data, and stops reading the body instead (seen on
+ * Node 20; on Node 24 the same form ends without its data field).
  */
 export const FORM_SETTLE_MS = 3000;
 const FORM_POLL_MS = 100;
@@ -161,7 +162,7 @@ const FORM_POLL_MS = 100;
  * FORM_SETTLE_MS. Reading a part's file is not counted (nothing is awaited from the parser then),
  * nor a slow client: its body is flowing, only waiting for bytes.
  */
-async function* settled<T>(raw: Readable, source: AsyncIterable<T>): AsyncGenerator<T> {
+export async function* settled<T>(raw: Readable, source: AsyncIterable<T>): AsyncGenerator<T> {
   const iterator = source[Symbol.asyncIterator]();
   let stuck = false;
   try {

@@ -107,15 +107,11 @@ test('a parser that stops reading the body ends the form with a 400 after FORM_S
 
   const slow = new PassThrough();
   slow.resume(); // flowing, waiting for the client's next bytes
-  let given = false;
-  const late: AsyncIterable<string> = {
-    [Symbol.asyncIterator]: () => ({
-      next: () =>
-        given
-          ? Promise.resolve({ done: true, value: undefined })
-          : new Promise((resolve) => setTimeout(() => resolve({ done: false, value: ((given = true), 'part') }), FORM_SETTLE_MS + 500)),
-    }),
-  };
+  async function* oneLatePart() {
+    await new Promise((resolve) => setTimeout(resolve, FORM_SETTLE_MS + 500));
+    yield 'part';
+  }
+  const late: AsyncIterable<string> = oneLatePart();
   const parts: string[] = [];
   for await (const part of settled(slow, late)) parts.push(part);
   assert.deepEqual(parts, ['part']);

@@ -12,6 +12,16 @@ export function isForeignKeyViolation(error: unknown): boolean {
   return code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === '23503';
 }
 
+/**
+ * PostgreSQL refused a text value it cannot store: the NUL character (U+0000), which a query
+ * string (`%00`) or a JSON string (`\u0000`) can carry, gets 22021; 22P05 is a character the
+ * database encoding lacks. The input is at fault (a 400), whichever query met it.
+ */
+export function isUnstorableText(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '22021' || code === '22P05';
+}
+
 export interface ConstraintRefusals {
   /** The 409 detail when a unique index refuses the write. */
   readonly unique?: string;

@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, ForbiddenError, UnauthorizedError, ValidationError } from '../errors.js';
+import { isUnstorableText } from '../db/errors.js';
+import { AppError, BadRequestError, ForbiddenError, UnauthorizedError, ValidationError } from '../errors.js';
 import { fieldErrors } from './validation.js';
 
 /** Problem types are relative URI references (RFC 9457 §3.1.1); docs/errors.md lists them. */
@@ -71,6 +72,8 @@ export function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Duplex):
 }
 
 /** Fastify's own errors (bad JSON, wrong content type, too large) as AppErrors. */
+const unstorableText = () => new BadRequestError('A text value holds a character that cannot be stored: the NUL character (U+0000, %00).');
+
 function fromFastifyError(error: FastifyError): AppError | undefined {
   if (error.validation) {
     return new ValidationError(fieldErrors(error.validation as never, error.validationContext));
@@ -93,7 +96,7 @@ export function frameworkErrorAnswer(error: FastifyError, _request: FastifyReque
 
 export function installProblemHandler(app: FastifyInstance, options: ProblemOptions): void {
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
-    const appError = error instanceof AppError ? error : fromFastifyError(error);
+    const appError = error instanceof AppError ? error : isUnstorableText(error) ? unstorableText() : fromFastifyError(error);
     if (!appError) {
       request.log.error({ err: error }, 'unhandled error');
       return sendProblem(reply, new AppError(500, 'Internal server error', 'The server failed to answer this request.'));

@@ -1,0 +1,19 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { buildTestApp, json, TEST_DATABASE_URL } from '../../test/helpers.js';
+
+// Found by the fuzz suite on PostgreSQL: a NUL character reached a query and answered 500.
+test('a NUL character in a filter or a field is never a 500; PostgreSQL, which cannot store it, answers 400', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const filtered = await app.inject({ url: '/api/page?tags=%00', headers: site.headers });
+  const written = await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: 'a\u0000b' } });
+  for (const response of [filtered, written]) assert.ok(response.statusCode < 500, `${response.statusCode} ${response.body}`);
+  if (!TEST_DATABASE_URL) return; // SQLite stores and matches it like any other character
+  for (const response of [filtered, written]) {
+    assert.equal(response.statusCode, 400, response.body);
+    assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+    assert.match(json(response).detail, /NUL character/);
+  }
+  const { meta } = json(await app.inject({ url: '/api/page', headers: site.headers }));
+  assert.equal(meta.total, 0, 'nothing was written');
+});

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp, json, TEST_DATABASE_URL } from '../../test/helpers.js';
+import { FILTER_TEXT_MAX } from '../content/shared/schemas.js';
 
 // Found by the fuzz suite on PostgreSQL: a NUL character reached a query and answered 500.
 test('a NUL character in a filter or a field is never a 500; PostgreSQL, which cannot store it, answers 400', async (t) => {
@@ -16,4 +17,19 @@ test('a NUL character in a filter or a field is never a 500; PostgreSQL, which c
   }
   const { meta } = json(await app.inject({ url: '/api/page', headers: site.headers }));
   assert.equal(meta.total, 0, 'nothing was written');
+});
+
+// Found by the fuzz suite on SQLite: a filter of tens of kilobytes made a LIKE pattern SQLite refuses.
+test('a text filter longer than FILTER_TEXT_MAX is a 400 naming it; one of that length is answered', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  for (const path of ['/api/page', '/api/blog']) {
+    for (const name of ['title', 'filename', 'tags', 'keywords']) {
+      const long = await app.inject({ url: `${path}?${name}=${'é'.repeat(FILTER_TEXT_MAX + 1)}`, headers: site.headers });
+      assert.equal(long.statusCode, 400, `${path} ${name}: ${long.body.slice(0, 200)}`);
+      assert.equal(json(long).type, '/problems/validation-failed');
+      assert.match(JSON.stringify(json(long).errors), new RegExp(name));
+    }
+    const longest = await app.inject({ url: `${path}?filename=${'é'.repeat(FILTER_TEXT_MAX)}`, headers: site.headers });
+    assert.equal(longest.statusCode, 200, longest.body.slice(0, 200));
+  }
 });

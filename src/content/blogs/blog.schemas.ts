@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import {
   BodyBoolean,
   envelopeSchema,
+  filterText,
   INT32_MAX,
   listQueryProperties,
   QueryBoolean,
@@ -93,9 +94,9 @@ export const BlogQuery = Type.Object(
   {
     ...listQueryProperties,
     page: Type.Optional(Type.Integer({ minimum: 1, maximum: INT32_MAX, description: 'Blogs on this page (the page ID)' })),
-    title: Type.Optional(Type.String({ description: 'Filter by title (info_title); a pattern' })),
-    tags: Type.Optional(Type.String({ description: 'Any of the comma-separated info_tags matches; a pattern' })),
-    filename: Type.Optional(Type.String({ description: 'Filter by filename (info_filename); a pattern' })),
+    title: Type.Optional(filterText('Filter by title (info_title); a pattern')),
+    tags: Type.Optional(filterText('Any of the comma-separated info_tags matches; a pattern')),
+    filename: Type.Optional(filterText('Filter by filename (info_filename); a pattern')),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { envelopeSchema, INT32_MAX, listQueryProperties, recordSchema, writeSchema, writtenSchema } from '../shared/schemas.js';
+import { envelopeSchema, filterText, INT32_MAX, listQueryProperties, recordSchema, writeSchema, writtenSchema } from '../shared/schemas.js';
 import { PAGE_FIELDS } from './page.fields.js';
 
 export const PageRecord = recordSchema('PageRecord', PAGE_FIELDS, {
@@ -22,13 +22,13 @@ export const PageQuery = Type.Object(
     ...listQueryProperties,
     // 32-bit like the column: a larger id would make PostgreSQL fail the query (a 500), not a 400.
     page: Type.Optional(Type.Integer({ minimum: 1, maximum: INT32_MAX, description: 'Filter by page (the page ID)' })),
-    title: Type.Optional(Type.String({ description: 'Filter by title (page_usertitle or page_menuname); a pattern' })),
-    filename: Type.Optional(Type.String({ description: 'Filter by filename (page_alias); a pattern' })),
+    title: Type.Optional(filterText('Filter by title (page_usertitle or page_menuname); a pattern')),
+    filename: Type.Optional(filterText('Filter by filename (page_alias); a pattern')),
     parent: Type.Optional(
       Type.Integer({ minimum: 0, maximum: INT32_MAX, description: 'Pages whose parent is this page ID (0: top level)' }),
     ),
     page_parent: Type.Optional(Type.Integer({ minimum: 0, maximum: INT32_MAX, description: 'The same as parent' })),
-    tags: Type.Optional(Type.String({ description: 'Any of the comma-separated page_keywords matches; a pattern' })),
+    tags: Type.Optional(filterText('Any of the comma-separated page_keywords matches; a pattern')),
   },
   { additionalProperties: false },
 );

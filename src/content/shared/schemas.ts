@@ -101,6 +101,17 @@ export const MATCH_TYPES = ['like', 'exact', 'contains', 'startsWith', 'endsWith
 export type MatchType = (typeof MATCH_TYPES)[number];
 
 /** Query parameters every list shares. */
+/**
+ * Longest text filter, in characters: far beyond any title or filename, and far below SQLite's
+ * 50,000-byte limit on a LIKE pattern, beyond which the query fails (a 500, found by the fuzz suite).
+ */
+export const FILTER_TEXT_MAX = 1000;
+
+/** A text filter of a list's query string. */
+export function filterText(description: string) {
+  return Type.String({ maxLength: FILTER_TEXT_MAX, description });
+}
+
 export const listQueryProperties = {
   id: Type.Optional(Type.Integer({ minimum: 1, maximum: INT32.maximum, description: 'Filter by id' })),
   matchType: Type.Optional(
@@ -112,7 +123,7 @@ export const listQueryProperties = {
       },
     ),
   ),
-  keywords: Type.Optional(Type.String({ description: 'Full-text search; every word must match' })),
+  keywords: Type.Optional(filterText('Full-text search; every word must match')),
   publicContentOnly: Type.Optional({ ...QueryBoolean, description: 'Only public content; accepts true or 1' }),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: INT32.maximum, description: 'Number of matching records to skip' })),
   pageSize: Type.Optional(

@@ -44,8 +44,8 @@ test('Redis out of reach: counting fails, and the outage is reported once, not a
   const errors: Error[] = [];
   const store = redisRateLimits(`redis://127.0.0.1:${await freePort()}`, 'cms:', (error) => errors.push(error));
   t.after(() => store.close());
-  await assert.rejects(store.hit('k', 60));
-  await assert.rejects(store.hit('k', 60));
+  await assert.rejects(async () => store.hit('k', 60));
+  await assert.rejects(async () => store.hit('k', 60));
   assert.equal(errors.length, 1);
   assert.match(errors[0]!.message, /ECONNREFUSED/);
 });

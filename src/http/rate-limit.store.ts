@@ -17,8 +17,11 @@ export interface Hit {
  * is set. Keys are hashed, so no e-mail address or IP is stored in the clear.
  */
 export interface RateLimitStore {
-  /** `quota`: the limit the caller applies, for a store that counts exactly only near it. */
-  hit(key: string, windowSeconds: number, quota?: number): Promise<Hit>;
+  /**
+   * `quota`: the limit the caller applies, for a store that counts exactly only near it. A store
+   * that counts in this process answers at once, without a promise: this runs on every request.
+   */
+  hit(key: string, windowSeconds: number, quota?: number): Hit | Promise<Hit>;
   reset(key: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -60,7 +63,7 @@ export function memoryRateLimits(): RateLimitStore {
   const windows = new Map<string, { count: number; endsAt: number }>();
   let sweepAt = 0;
   return {
-    async hit(key, windowSeconds) {
+    hit(key, windowSeconds) {
       const now = Date.now();
       if (now >= sweepAt) {
         for (const [k, w] of windows) if (w.endsAt <= now) windows.delete(k);
@@ -133,6 +136,13 @@ export function redisRateLimits(url: string, prefix = 'cms:', onUnreachable?: (e
   };
 }
 
+interface SyncedWindow {
+  total: number;
+  pending: number;
+  syncedAt: number;
+  endsAt: number;
+}
+
 /** How long a node counts a key on its own before it adds its hits to Redis and reads the total. */
 const SYNC_EVERY_MS = 100;
 
@@ -145,10 +155,24 @@ const SYNC_EVERY_MS = 100;
  * much late; within a tenth of the quota every node adds its hits at once.
  */
 export function syncedRateLimits(remote: RedisStore): RateLimitStore {
-  const local = new Map<string, { total: number; pending: number; syncedAt: number; endsAt: number }>();
+  const local = new Map<string, SyncedWindow>();
   let sweepAt = 0;
+  const synchronise = async (key: string, known: SyncedWindow | undefined, windowSeconds: number, now: number): Promise<Hit> => {
+    // This hit and those counted here since the last synchronisation; hits during the call wait for the next.
+    const amount = known && known.endsAt > now ? known.pending + 1 : 1;
+    if (known) known.pending = 0;
+    const hit = await remote.add(key, amount, windowSeconds);
+    const state = local.get(key);
+    local.set(key, {
+      total: hit.count,
+      pending: state === known ? (state?.pending ?? 0) : 0,
+      syncedAt: now,
+      endsAt: now + hit.retryAfter * 1000,
+    });
+    return hit;
+  };
   return {
-    async hit(key, windowSeconds, quota = Number.POSITIVE_INFINITY) {
+    hit(key, windowSeconds, quota = Number.POSITIVE_INFINITY) {
       const now = Date.now();
       if (now >= sweepAt) {
         for (const [k, w] of local) if (w.endsAt <= now) local.delete(k);
@@ -159,18 +183,7 @@ export function syncedRateLimits(remote: RedisStore): RateLimitStore {
         known.pending += 1;
         return { count: known.total + known.pending, retryAfter: Math.max(1, Math.ceil((known.endsAt - now) / 1000)) };
       }
-      // This hit and those counted here since the last synchronisation; hits during the call wait for the next.
-      const amount = known && known.endsAt > now ? known.pending + 1 : 1;
-      if (known) known.pending = 0;
-      const hit = await remote.add(key, amount, windowSeconds);
-      const state = local.get(key);
-      local.set(key, {
-        total: hit.count,
-        pending: state === known ? (state?.pending ?? 0) : 0,
-        syncedAt: now,
-        endsAt: now + hit.retryAfter * 1000,
-      });
-      return hit;
+      return synchronise(key, known, windowSeconds, now);
     },
     reset: (key) => {
       local.delete(key);

@@ -13,7 +13,7 @@ import {
 import { migrateToLatest } from '../db/migrate.js';
 import { NotFoundError } from '../errors.js';
 import { type Command, type CommandContext, optionalOption, requiredOption, siteIdOption, UsageError } from './command.js';
-import { oauthCommands } from './oauth.commands.js';
+import { connectionService, oauthCommands } from './oauth.commands.js';
 import { table } from './output.js';
 
 const serve: Command = {
@@ -108,7 +108,7 @@ const userRemoveSite: Command = {
     const db = (await ctx.db()).kysely;
     const user = await requireUser(db, email);
     // Connections first: if this stops half-way, running it again finishes the job.
-    const { revokeUserConnections } = await import('../oauth/connection.service.js');
+    const { revokeUserConnections } = await connectionService();
     const revokedConnections = await revokeUserConnections(db, user.id, siteId);
     const removed = await removeSiteFromUser(db, email, siteId);
     return {

@@ -4,7 +4,7 @@ import { type Command, repeatedOption, requiredOption, siteIdOption } from './co
 // loaded when one of these commands runs, after its arguments are checked, so that the other
 // commands, and usage mistakes here, stay quick and quiet.
 const clientService = () => import('../oauth/client.service.js');
-const connectionService = () => import('../oauth/connection.service.js');
+export const connectionService = () => import('../oauth/connection.service.js');
 
 const clientCreate: Command = {
   name: 'client create',

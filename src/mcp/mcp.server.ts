@@ -1,0 +1,101 @@
+/**
+ * The MCP SDK's side of /mcp: the server and transport of one request. Loaded on the first MCP
+ * request rather than at start, since the SDK and its schema library add about 8 MB to every
+ * process's memory, used or not (issue 11, memory).
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, ForbiddenError } from '../errors.js';
+import { hasScope, type Principal } from '../http/authenticate.js';
+import { PROBLEM_TYPE_BASE } from '../http/problem.js';
+import type { ContentTool, ToolDeps } from './content.tools.js';
+
+const INSTRUCTIONS =
+  'Pages and blogs of the one website this connection was approved for. list_* filter and page through records, get_* read one, save_* insert (without id) or update (with id), delete_* delete. Errors come back as tool errors whose text is an RFC 9457 problem naming the fields at fault.';
+
+/** An AppError as a tool error: the problem document the REST API would have sent, as text. */
+function problemResult(error: AppError): CallToolResult {
+  const problem = {
+    type: `${PROBLEM_TYPE_BASE}${error.type}`,
+    title: error.title,
+    status: error.status,
+    detail: error.message,
+    ...error.extra,
+  };
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(problem) }] };
+}
+
+/**
+ * One MCP server for one request (stateless): the tools act on the principal's website. The
+ * tool list is the same for every caller; a call is checked for its scope here too, although the
+ * HTTP layer has already refused it with 403.
+ */
+function serverFor(
+  principal: Principal,
+  tools: ReadonlyMap<string, ContentTool>,
+  deps: ToolDeps,
+  version: string,
+  log: FastifyRequest['log'],
+) {
+  const server = new Server(
+    { name: 'content-api', title: 'Content API', version },
+    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+  );
+  const listing = [...tools.values()].map(({ name, title, description, inputSchema, outputSchema, annotations }) => ({
+    name,
+    title,
+    description,
+    inputSchema,
+    outputSchema,
+    annotations,
+  }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }) as never);
+  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
+    const tool = tools.get(request.params.name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+    if (!hasScope(principal.scopes, tool.scope))
+      return problemResult(new ForbiddenError(`The tool ${tool.name} needs the scope ${tool.scope}.`, tool.scope));
+    try {
+      const input = tool.validate(request.params.arguments);
+      const output = await tool.run(deps, principal.siteId, input);
+      return { content: [{ type: 'text', text: JSON.stringify(output) }], structuredContent: output };
+    } catch (error) {
+      if (error instanceof AppError) return problemResult(error);
+      log.error({ err: error, tool: tool.name }, 'MCP tool failed');
+      return problemResult(new AppError(500, 'Internal server error', 'The server failed to run this tool.'));
+    }
+  });
+  return server;
+}
+
+/** Answers one hijacked request with a fresh server and transport, closed with the connection. */
+export async function serve(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  { principal, tools, deps, version }: { principal: Principal; tools: ReadonlyMap<string, ContentTool>; deps: ToolDeps; version: string },
+): Promise<void> {
+  const server = serverFor(principal, tools, deps, version, request.log);
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  reply.raw.on('close', () => {
+    void transport.close();
+    void server.close();
+  });
+  try {
+    await server.connect(transport);
+    await transport.handleRequest(request.raw, reply.raw, request.body);
+  } catch (error) {
+    request.log.error({ err: error }, 'MCP request failed');
+    if (!reply.raw.headersSent) {
+      reply.raw.writeHead(500, { 'content-type': 'application/json' });
+      reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: ErrorCode.InternalError, message: 'Internal error' }, id: null }));
+    }
+  }
+}

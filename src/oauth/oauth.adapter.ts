@@ -78,7 +78,9 @@ export class KyselyAdapter implements Adapter {
    * back without it; oidc-provider 9 reads such a session (accountId) and never saves it.
    */
   async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-    const row = await liveQuery(await readHandle(this.db), this.model, formatTimestamp(new Date())).where('uid', '=', uid).executeTakeFirst();
+    const row = await liveQuery(await readHandle(this.db), this.model, formatTimestamp(new Date()))
+      .where('uid', '=', uid)
+      .executeTakeFirst();
     return row ? this.toPayload(row, undefined) : undefined;
   }
 

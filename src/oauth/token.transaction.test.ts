@@ -103,7 +103,11 @@ test('a replayed refresh token answers invalid_grant, and the revocation it caus
 
   // Read afterwards, on PostgreSQL from another connection of the pool: committed, not merely written.
   assert.equal(await connectionStatus(a), 'revoked');
-  const tokensLeft = await a.db.kysely.selectFrom('oauth_payloads').select('model').where('model', 'in', ['AccessToken', 'RefreshToken', 'Grant']).execute();
+  const tokensLeft = await a.db.kysely
+    .selectFrom('oauth_payloads')
+    .select('model')
+    .where('model', 'in', ['AccessToken', 'RefreshToken', 'Grant'])
+    .execute();
   assert.deepEqual(tokensLeft, [], 'every token of the grant and the grant itself are gone');
   assert.equal((await refresh(a, String(second.body.refresh_token))).body.error, 'invalid_grant', 'the newest refresh token is dead');
 });

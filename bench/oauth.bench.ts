@@ -1,5 +1,5 @@
 /**
- * OAuth benchmark (issue 4), the real app on a SQLite file of 20,000 pages, 127.0.0.1 only:
+ * OAuth benchmark (issues 4 and 11), the real app on a SQLite file of 20,000 pages, 127.0.0.1 only:
  * (a) refresh grants per second at the token endpoint, every worker on its own rotating chain;
  * (b) GET /api/page/<random id> with a Bearer token against the same with the legacy API key,
  * same server, same run. Tokens come from the real authorization flow over HTTP. A measurement,
@@ -44,6 +44,7 @@ const SYNC = args.synchronous?.toUpperCase() === 'NORMAL' ? 'NORMAL' : undefined
 const [CHAINS, CONNECTIONS, PAGES] = [Number(args.chains), Number(args.connections), Number(args.pages)];
 /** The app's PUBLIC_URL, sent as `resource`: fixed, since the app's port is known only once it listens. */
 const RESOURCE = 'http://127.0.0.1';
+const NO_RATE_LIMITS = { RATE_LIMIT_API: '0', RATE_LIMIT_TOKEN: '0' };
 limitRun('oauth bench', 3 * (time.warmUp + time.seconds) * 2 + 240);
 
 /** Mean rate and p50, worst p99 and RSS, summed counts: one figure for several short runs. */
@@ -67,7 +68,8 @@ async function main() {
   const file = path.join(dataDir, 'cms.sqlite');
   const seeded = await seedDatabase(file, PAGES);
   const setup = await addOwnerAndClient(file, seeded.siteId);
-  const env = { ...appEnv(dataDir, RESOURCE), ...(SYNC ? { SQLITE_SYNCHRONOUS: 'normal' } : {}) };
+  // The rate limiter is off (it has a bench of its own): 16 chains of one client exceed any quota.
+  const env = { ...appEnv(dataDir, RESOURCE), ...NO_RATE_LIMITS, ...(SYNC ? { SQLITE_SYNCHRONOUS: 'normal' } : {}) };
   const sync = SYNC ? 'SQLITE_SYNCHRONOUS=normal' : 'SQLITE_SYNCHRONOUS=full (default)';
   console.log(
     `seeded ${PAGES} pages; load average ${host.loadAverageAtStart.join(' ')} on ${host.nproc} CPUs; ${time.warmUp} s warm-up + ${time.seconds} s per run; SQLite ${sync}`,
@@ -126,7 +128,7 @@ async function main() {
   const targets = [
     { target: 'refresh grants ≥ 1,000/s', value: `${refresh.reqPerSec.toFixed(0)}/s`, pass: refresh.reqPerSec >= 1000 },
     { target: 'refresh: no failed refresh', value: String(refresh.non2xx + refresh.errors), pass: refresh.non2xx + refresh.errors === 0 },
-    { target: 'bearer GET by id ≥ 0.9× legacy key', value: `${ratio.toFixed(2)}×`, pass: ratio >= 0.9 },
+    { target: 'bearer GET by id ≥ 0.95× legacy key', value: `${ratio.toFixed(2)}×`, pass: ratio >= 0.95 },
     {
       target: 'bearer/legacy: no errors',
       value: String(bearer.non2xx + bearer.errors + legacy.non2xx + legacy.errors),

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
 import { buildApp } from '../src/app.js';
 import { type Config, testConfig } from '../src/config.js';
-import { createDatabase, type Db } from '../src/db/database.js';
+import { createDatabase, type DatabaseOptions, type Db } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { checkResponses } from './response-contract.js';
 
@@ -33,9 +33,9 @@ export interface TestApp {
  * A fresh database for one test: in-memory SQLite, or (with TEST_DATABASE_URL) a PostgreSQL
  * schema of its own that is dropped afterwards. Migrated, empty apart from what the caller adds.
  */
-export async function createTestDatabase(t: TestContext): Promise<Db> {
+export async function createTestDatabase(t: TestContext, options: Pick<DatabaseOptions, 'log'> = {}): Promise<Db> {
   if (!TEST_DATABASE_URL) {
-    const db = createDatabase('sqlite::memory:');
+    const db = createDatabase('sqlite::memory:', options);
     await migrateToLatest(db);
     t.after(() => db.close());
     return db;
@@ -43,7 +43,7 @@ export async function createTestDatabase(t: TestContext): Promise<Db> {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await admin.connect();
-  const db = createDatabase(TEST_DATABASE_URL, { schema, poolSize: 4 });
+  const db = createDatabase(TEST_DATABASE_URL, { ...options, schema, poolSize: 4 });
   const drop = async () => {
     await db.close();
     await underSchemaLock(admin, () => admin.query(`drop schema if exists ${schema} cascade`));

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number, options: object) => Promise<Buffer>;
@@ -25,9 +25,13 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return timingSafeEqual(expected, actual);
 }
 
-/** For high-entropy random secrets (API keys, tokens): a fast hash is enough and keeps lookups cheap. */
+/**
+ * For high-entropy random secrets (API keys, tokens): a fast hash is enough and keeps lookups cheap.
+ * The one-shot crypto.hash, not createHash: a Bearer request hashes twice (token, grant id), and
+ * building a Hash object costs several times the digest of a 43-character token.
+ */
 export function sha256(secret: string): string {
-  return createHash('sha256').update(secret).digest('base64url');
+  return hash('sha256', secret, 'base64url');
 }
 
 export function sameHash(a: string, b: string): boolean {

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
-import { type Compilable, Kysely, PostgresAdapter, PostgresDialect, SqliteDialect } from 'kysely';
+import { type Compilable, Kysely, type KyselyConfig, PostgresAdapter, PostgresDialect, SqliteDialect } from 'kysely';
 import type PG from 'pg';
 import { makePrivate } from '../private-files.js';
 import type { Database, DbHandle } from './schema.js';
@@ -29,6 +29,8 @@ export interface DatabaseOptions {
   readonly synchronous?: 'full' | 'normal';
   /** PostgreSQL only: told when the server closes an idle pooled connection (the pool has dropped it already). */
   readonly onIdleConnectionError?: (error: Error) => void;
+  /** Kysely's query log, BEGIN and COMMIT included (tests count transactions with it). */
+  readonly log?: KyselyConfig['log'];
 }
 
 /** The dialect behind a handle (a transaction's handle shares its database's adapter). */
@@ -149,7 +151,10 @@ export async function hotRead<A extends Record<string, string | number>, R>(
 export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   if (url.startsWith('sqlite:')) {
     const sqlite = openSqlite(url.slice('sqlite:'.length), options.synchronous ?? 'full');
-    const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const kysely = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
+      ...(options.log ? { log: options.log } : {}),
+    });
     hotReads.set(kysely, { sqlite, prepared: new Map() });
     return {
       kysely,
@@ -174,7 +179,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   // on the database would exit at once. The pool has dropped the connection and opens a new one
   // for the next query, so there is nothing more to do than say so.
   pool.on('error', (error) => options.onIdleConnectionError?.(error));
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...(options.log ? { log: options.log } : {}) });
   return {
     kysely,
     dialect: 'postgres',

@@ -1,6 +1,7 @@
 import { sha256 } from '../accounts/secrets.js';
 import { hotRead } from '../db/database.js';
 import type { DbHandle } from '../db/schema.js';
+import { inTransaction } from '../db/transaction.js';
 import type { ConnectionStatus, OAuthConnectionsTable } from './oauth.tables.js';
 
 export type ConnectionRow = OAuthConnectionsTable;
@@ -107,10 +108,11 @@ export async function findClientGrantIds(db: DbHandle, clientId: string): Promis
 
 /**
  * Deletes every token and code of the grant and the grant itself, and records why. One
- * transaction, so no reader sees a connection marked active whose tokens are half gone.
+ * transaction (the caller's, within a token request), so no reader sees a connection marked
+ * active whose tokens are half gone.
  */
 export async function endGrant(db: DbHandle, grantId: string, status: Exclude<ConnectionStatus, 'active'>, now: string) {
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(db, async (trx) => {
     await trx.deleteFrom('oauth_payloads').where('grant_id', '=', grantId).execute();
     await trx.deleteFrom('oauth_payloads').where('model', '=', 'Grant').where('id', '=', sha256(grantId)).execute();
     await trx

@@ -2,6 +2,7 @@ import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import { sha256 } from '../accounts/secrets.js';
 import { hotRead } from '../db/database.js';
+import { keepRequestWrites, readHandle, writeHandle } from '../db/request-transaction.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, parseTimestamp, secondsFromNow } from '../db/time.js';
 import { insertRegisteredClient, readClientMetadata } from './client.service.js';
@@ -35,7 +36,8 @@ function readLive(db: DbHandle, model: string, hashedId: string): Promise<Payloa
 /**
  * oidc-provider's storage over Kysely: one table for every model, keyed by SHA-256 of the id
  * (codes and tokens are their own ids, so a database dump holds none). Clients come from the
- * oauth_clients table instead.
+ * oauth_clients table instead. Within a token or revocation request every write goes into the
+ * request's one transaction (request-transaction.ts), and reads after the first write too.
  */
 export class KyselyAdapter implements Adapter {
   constructor(
@@ -44,8 +46,9 @@ export class KyselyAdapter implements Adapter {
   ) {}
 
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
+    const db = await writeHandle(this.db);
     if (this.model === 'Client') {
-      await insertRegisteredClient(this.db, payload);
+      await insertRegisteredClient(db, payload);
       return;
     }
     // The id is the token itself: the payload is stored without it, and find() puts it back.
@@ -56,7 +59,7 @@ export class KyselyAdapter implements Adapter {
       uid: payload.uid ?? null,
       expires_at: expiresIn ? secondsFromNow(expiresIn) : null,
     };
-    await this.db
+    await db
       .insertInto('oauth_payloads')
       .values({ model: this.model, id: sha256(id), consumed_at: null, ...row })
       .onConflict((oc) => oc.columns(['model', 'id']).doUpdateSet(row))
@@ -64,8 +67,9 @@ export class KyselyAdapter implements Adapter {
   }
 
   async find(id: string): Promise<AdapterPayload | undefined> {
-    if (this.model === 'Client') return readClientMetadata(this.db, id);
-    const row = await readLive(this.db, this.model, sha256(id));
+    const db = await readHandle(this.db);
+    if (this.model === 'Client') return readClientMetadata(db, id);
+    const row = await readLive(db, this.model, sha256(id));
     return row ? this.toPayload(row, id) : undefined;
   }
 
@@ -74,7 +78,9 @@ export class KyselyAdapter implements Adapter {
    * back without it; oidc-provider 9 reads such a session (accountId) and never saves it.
    */
   async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-    const row = await liveQuery(this.db, this.model, formatTimestamp(new Date())).where('uid', '=', uid).executeTakeFirst();
+    const row = await liveQuery(await readHandle(this.db), this.model, formatTimestamp(new Date()))
+      .where('uid', '=', uid)
+      .executeTakeFirst();
     return row ? this.toPayload(row, undefined) : undefined;
   }
 
@@ -85,10 +91,12 @@ export class KyselyAdapter implements Adapter {
   /**
    * Atomic: of two concurrent redemptions exactly one changes the row. oidc-provider ignores
    * consume()'s result, so the loser must throw; for codes and refresh tokens a lost race is
-   * a replay, and the whole grant goes, as for a sequential reuse.
+   * a replay, and the whole grant goes, as for a sequential reuse. The revocation is kept although
+   * the request then fails.
    */
   async consume(id: string): Promise<void> {
-    const result = await this.db
+    const db = await writeHandle(this.db);
+    const result = await db
       .updateTable('oauth_payloads')
       .set({ consumed_at: formatTimestamp(new Date()) })
       .where('model', '=', this.model)
@@ -97,31 +105,42 @@ export class KyselyAdapter implements Adapter {
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) > 0) return;
     if (SINGLE_USE.has(this.model)) {
-      const row = await this.db
+      const row = await db
         .selectFrom('oauth_payloads')
         .select('grant_id')
         .where('model', '=', this.model)
         .where('id', '=', sha256(id))
         .executeTakeFirst();
-      if (row?.grant_id) await revokeGrant(this.db, row.grant_id, 'revoked');
+      if (row?.grant_id) {
+        keepRequestWrites(this.db);
+        await revokeGrant(db, row.grant_id, 'revoked');
+      }
     }
     throw new errors.InvalidGrant();
   }
 
+  /**
+   * Within a token or revocation request, oidc-provider destroys only to revoke (a replay, RFC
+   * 7009), so what is destroyed stays destroyed even when the request then answers an error.
+   */
   async destroy(id: string): Promise<void> {
     if (this.model === 'Client') return;
+    const db = await writeHandle(this.db);
+    keepRequestWrites(this.db);
     // oidc-provider destroys a Grant only to revoke it (refresh or code replay, RFC 7009). Marking
     // the connection here, awaited, means the token endpoint's answer comes after the status is
     // written; the grant.revoked event would run detached.
     if (this.model === 'Grant') {
-      await revokeGrant(this.db, id, 'revoked');
+      await revokeGrant(db, id, 'revoked');
       return;
     }
-    await this.db.deleteFrom('oauth_payloads').where('model', '=', this.model).where('id', '=', sha256(id)).execute();
+    await db.deleteFrom('oauth_payloads').where('model', '=', this.model).where('id', '=', sha256(id)).execute();
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
-    await this.db.deleteFrom('oauth_payloads').where('model', '=', this.model).where('grant_id', '=', grantId).execute();
+    const db = await writeHandle(this.db);
+    keepRequestWrites(this.db);
+    await db.deleteFrom('oauth_payloads').where('model', '=', this.model).where('grant_id', '=', grantId).execute();
   }
 
   private toPayload(row: PayloadRow, id: string | undefined): AdapterPayload {

@@ -1,5 +1,6 @@
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
+import { withRequestTransaction, writeHandle } from '../db/request-transaction.js';
 import type { DbHandle } from '../db/schema.js';
 import { now, secondsFromNow } from '../db/time.js';
 import { NotFoundError } from '../errors.js';
@@ -22,9 +23,9 @@ async function afterTokenIssued(ctx: KoaContextWithOIDC, db: DbHandle): Promise<
     // remainingTTL, not exp: a token saved in this request has no exp on the model yet.
     const remaining = refreshToken.remainingTTL;
     ctx.body = { ...body, refresh_token_expires_in: remaining };
-    await touchConnection(db, grantId, { last_used_at: now(), expires_at: secondsFromNow(remaining) });
+    await touchConnection(await writeHandle(db), grantId, { last_used_at: now(), expires_at: secondsFromNow(remaining) });
   } else {
-    await touchConnection(db, grantId, { last_used_at: now() });
+    await touchConnection(await writeHandle(db), grantId, { last_used_at: now() });
   }
 }
 
@@ -50,7 +51,17 @@ function answerUnknownRoute(ctx: KoaContextWithOIDC): void {
   ctx.set('cache-control', 'no-store');
 }
 
+/** The provider's paths whose storage work runs in one transaction (request-transaction.ts). */
+const TRANSACTIONAL = new Set(['/token', '/revoke']);
+
 export function installProviderHooks(provider: Provider, db: DbHandle, issuer: string): void {
+  // First, so it wraps the hook below: the connection's touch joins the token's writes. Committed
+  // before Koa writes the answer, so a client never holds a token the database has not stored.
+  // An error answer rolls back, except for revocations (a replayed refresh token or code).
+  provider.use(async (koa, next) => {
+    if (koa.method !== 'POST' || !TRANSACTIONAL.has(koa.path)) return next();
+    await withRequestTransaction(db, next, () => koa.status < 400);
+  });
   provider.use(async (koa, next) => {
     await next();
     const ctx = koa as KoaContextWithOIDC;

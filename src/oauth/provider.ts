@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import Provider, { type Configuration, errors, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider';
 import { findUser } from '../accounts/account.repository.js';
 import type { Config } from '../config.js';
+import { readHandle } from '../db/request-transaction.js';
 import type { DbHandle } from '../db/schema.js';
 import { newClientId } from './client.service.js';
 import { clientMetadataDocuments } from './client-metadata.js';
@@ -130,10 +131,11 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
         },
       },
     },
-    // The website is not part of the Grant; the connection row keyed by grant id holds it.
+    // The website is not part of the Grant; the connection row keyed by grant id holds it. Read
+    // (as the account below) through the token request's transaction once it is open.
     extraTokenClaims: async (_ctx, token) => {
       const grantId = 'grantId' in token ? token.grantId : undefined;
-      const siteId = grantId ? await readConnectionSite(db, grantId) : undefined;
+      const siteId = grantId ? await readConnectionSite(await readHandle(db), grantId) : undefined;
       return siteId === undefined ? undefined : { site_id: siteId };
     },
     // Each authorization gets its own grant: the session's earlier one may be for another website.
@@ -162,7 +164,7 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
       policy: interactionSteps(),
     },
     findAccount: async (_ctx, sub) => {
-      const user = /^\d+$/.test(sub) ? await findUser(db, Number(sub)) : undefined;
+      const user = /^\d+$/.test(sub) ? await findUser(await readHandle(db), Number(sub)) : undefined;
       return user ? { accountId: sub, claims: () => ({ sub }) } : undefined;
     },
     renderError,

@@ -6,6 +6,7 @@ import * as m0003 from './migrations/0003_oauth.js';
 import * as m0004 from './migrations/0004_search_text.js';
 import * as m0005 from './migrations/0005_images.js';
 import * as m0007 from './migrations/0007_console.js';
+import * as m0008 from './migrations/0008_stored_records.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0004_search_text': m0004,
   '0005_images': m0005,
   '0007_console': m0007,
+  '0008_stored_records': m0008,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

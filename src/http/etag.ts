@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { PreconditionFailedError } from '../errors.js';
 
-/** A strong entity tag: the hash of the exact bytes sent. */
+/** A strong entity tag: the hash of the bytes it stands for (a body, or a stored record's JSON text). */
 export function entityTag(body: string | Buffer): string {
   return `"${createHash('sha1').update(body).digest('base64url')}"`;
 }

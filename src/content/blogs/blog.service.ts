@@ -18,7 +18,7 @@ import type { BlogRow } from './blog.repository.js';
 import * as repo from './blog.repository.js';
 import type { BlogQuery, BlogWrite } from './blog.schemas.js';
 
-export { type BlogRecord, toBlogRecord } from './blog.record.js';
+export type { BlogRecord } from './blog.record.js';
 
 /** A POST body as the route schema validated it (JSON, or the data field of a multipart form). */
 export type BlogInput = Static<typeof BlogWrite>;

@@ -16,7 +16,7 @@ import type { PageRow } from './page.repository.js';
 import * as repo from './page.repository.js';
 import type { PageQuery, PageWrite } from './page.schemas.js';
 
-export { type PageRecord, toPageRecord } from './page.record.js';
+export type { PageRecord } from './page.record.js';
 
 /** A POST body as the route schema validated it. */
 export type PageInput = Static<typeof PageWrite>;
@@ -59,15 +59,13 @@ export async function getPage(db: DbHandle, siteId: number, id: number): Promise
  * The last step of every write, in its transaction: the stored record is rebuilt from the row's
  * columns as they now are, so it cannot differ from what building the record from them gives.
  */
-async function storeRecord(db: DbHandle, siteId: number, id: number): Promise<SavedPage> {
+async function storeRecord(db: DbHandle, siteId: number, id: number): Promise<{ record: PageRecord; etag: string }> {
   const row = await repo.findPage(db, siteId, id);
   if (!row) throw new Error(`page ${id} vanished inside its own write`);
   const stored = storedPage(row);
   await repo.storePage(db, siteId, id, stored);
-  return { record: toPageRecord(row), created: false, etag: stored.etag };
+  return { record: toPageRecord(row), etag: stored.etag };
 }
-
-export type SavedPage = Saved<PageRecord>;
 
 /** Field values as stored: booleans as 1/0, template letters in upper case. */
 function storedChanges(input: PageInput): Partial<Record<PageField, string | number>> {
@@ -99,7 +97,7 @@ function uniqueAlias(db: DbHandle, siteId: number, wanted: string): Promise<stri
 }
 
 /** POST: insert without `id`, update with it. Returns the saved record. */
-export async function savePage(db: DbHandle, siteId: number, input: PageInput, precondition?: Precondition): Promise<SavedPage> {
+export async function savePage(db: DbHandle, siteId: number, input: PageInput, precondition?: Precondition): Promise<Saved<PageRecord>> {
   if (input.id !== undefined && input.page !== undefined && input.page !== input.id) {
     throw new BadRequestError(`The body names two pages: id ${input.id} and page ${input.page}.`);
   }
@@ -107,7 +105,7 @@ export async function savePage(db: DbHandle, siteId: number, input: PageInput, p
   const at = now();
   return inTransaction(db, async (tx) => {
     if (input.id === undefined) return { ...(await insert(tx, siteId, changes, at)), created: true };
-    return update(tx, siteId, input.id, changes, at, precondition);
+    return { ...(await update(tx, siteId, input.id, changes, at, precondition)), created: false };
   });
 }
 

@@ -5,6 +5,8 @@
 import SQLite from 'better-sqlite3';
 import sharp from 'sharp';
 import { BLOG_FIELDS, type BlogField } from '../src/content/blogs/blog.fields.js';
+import { storedBlog } from '../src/content/blogs/blog.record.js';
+import type { BlogRow } from '../src/content/blogs/blog.repository.js';
 import { htmlToText } from '../src/content/shared/filters.js';
 import { formatTimestamp } from '../src/db/time.js';
 import { prng } from './seed.js';
@@ -25,6 +27,8 @@ export function seedBlogs(file: string, siteId: number, pageId: number, count: n
   const insert = sqlite.prepare(
     `insert into blogs (site_id, search_text, ${fields.join(', ')}) values (@site_id, @search_text, ${fields.map((f) => `@${f}`).join(', ')})`,
   );
+  // Each blog's stored record, built as the service builds it once the id is known.
+  const store = sqlite.prepare('update blogs set record_json = @record_json, etag = @etag where info_id = @info_id');
   let htmlBytes = 0;
   sqlite.transaction(() => {
     for (let i = 0; i < count; i++) {
@@ -61,7 +65,8 @@ export function seedBlogs(file: string, siteId: number, pageId: number, count: n
         site_id: siteId,
       };
       row.search_text = [row.info_title, row.info_metatitle, row.info_summary, row.info_tags, htmlToText(html)].join('\n');
-      insert.run(row);
+      const info_id = Number(insert.run(row).lastInsertRowid);
+      store.run({ ...storedBlog({ ...row, info_id } as unknown as BlogRow), info_id });
     }
   })();
   sqlite.pragma('wal_checkpoint(TRUNCATE)');

@@ -6,6 +6,8 @@
 import SQLite from 'better-sqlite3';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
 import { PAGE_FIELDS, type PageField } from '../src/content/pages/page.fields.js';
+import { storedPage } from '../src/content/pages/page.record.js';
+import type { PageRow } from '../src/content/pages/page.repository.js';
 import { htmlToText } from '../src/content/shared/filters.js';
 import { createDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
@@ -70,6 +72,8 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
   const insert = sqlite.prepare(
     `insert into pages (site_id, search_text, ${columns.join(', ')}) values (@site_id, @search_text, ${columns.map((c) => `@${c}`).join(', ')})`,
   );
+  // Each page's stored record, built as the service builds it once the id is known.
+  const store = sqlite.prepare('update pages set record_json = @record_json, etag = @etag where page = @page');
   const blank = Object.fromEntries(columns.map((c) => [c, PAGE_FIELDS[c].kind === 'text' || PAGE_FIELDS[c].kind === 'timestamp' ? '' : 0]));
   const ids: number[] = [];
   const siblings = new Map<number, number>();
@@ -115,7 +119,9 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
       row.search_text = [row.page_usertitle, row.page_menuname, row.page_metatitle, row.page_summary, row.page_keywords]
         .concat([htmlToText(intro), htmlToText(content)])
         .join('\n');
-      ids.push(Number(insert.run(row).lastInsertRowid));
+      const page = Number(insert.run(row).lastInsertRowid);
+      ids.push(page);
+      store.run({ ...storedPage({ ...row, page } as unknown as PageRow), page });
     }
   })();
   sqlite.pragma('wal_checkpoint(TRUNCATE)');

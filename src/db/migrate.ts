@@ -1,4 +1,4 @@
-import { type Migration, type MigrationProvider, Migrator } from 'kysely';
+import { type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely';
 import type { Db, DialectName } from './database.js';
 import * as m0001 from './migrations/0001_core.js';
 import * as m0002 from './migrations/0002_blogs.js';
@@ -6,6 +6,7 @@ import * as m0003 from './migrations/0003_oauth.js';
 import * as m0004 from './migrations/0004_search_text.js';
 import * as m0005 from './migrations/0005_images.js';
 import * as m0007 from './migrations/0007_console.js';
+import * as m0008 from './migrations/0008_stored_records.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0004_search_text': m0004,
   '0005_images': m0005,
   '0007_console': m0007,
+  '0008_stored_records': m0008,
 };
 
 class CodeMigrationProvider implements MigrationProvider {
@@ -29,16 +31,27 @@ class CodeMigrationProvider implements MigrationProvider {
   }
 }
 
-/** Applies pending migrations; safe to run from several processes at once (Kysely takes a lock). */
-export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({
+function migratorOf(db: Db): Migrator {
+  return new Migrator({
     db: db.kysely,
     provider: new CodeMigrationProvider(db.dialect),
     // Named explicitly: Kysely looks for its tables across all schemas otherwise, and another
     // schema's bookkeeping (a second deployment, a test) would be taken for ours.
     ...(db.schema ? { migrationTableSchema: db.schema } : {}),
   });
-  const { error, results } = await migrator.migrateToLatest();
+}
+
+function applied({ error, results }: MigrationResultSet): string[] {
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Applies pending migrations; safe to run from several processes at once (Kysely takes a lock). */
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  return applied(await migratorOf(db).migrateToLatest());
+}
+
+/** Applies pending migrations up to and including `name`: for tests of a migration on data written before it. */
+export async function migrateUpTo(db: Db, name: string): Promise<string[]> {
+  return applied(await migratorOf(db).migrateTo(name));
 }

@@ -7,7 +7,8 @@ import { addTestSite, createTestDatabase } from '../../test/helpers.js';
 import { findUserByEmail, listCredentials, listSites } from '../accounts/account.repository.js';
 import { verifyPassword } from '../accounts/secrets.js';
 import { testConfig } from '../config.js';
-import { listPages } from '../content/pages/page.service.js';
+import { listPages, type PageRecord } from '../content/pages/page.service.js';
+import { parsedRecords } from '../content/shared/stored.js';
 import { demoCredentialsFile, readDemoCredentials } from './credentials.js';
 import { DEMO_OWNER_EMAIL, seedDemo } from './seed.js';
 
@@ -24,12 +25,13 @@ test('seedDemo creates the demo website, its page tree, an owner and a key, once
   assert.ok(created);
 
   const all = await listPages(db.kysely, created.siteId, { offset: 0, pageSize: 100 });
-  const byTitle = new Map(all.records.map((p) => [p.page_usertitle, p]));
-  const top = all.records.filter((p) => p.page_parent === 0).map((p) => p.page_usertitle);
+  const records = parsedRecords<PageRecord>(all.records);
+  const byTitle = new Map(records.map((p) => [p.page_usertitle, p]));
+  const top = records.filter((p) => p.page_parent === 0).map((p) => p.page_usertitle);
   assert.deepEqual(top, ['Home', 'About us', 'Members', 'Blog']);
   const aboutId = byTitle.get('About us')!.page;
   assert.deepEqual(
-    all.records.filter((p) => p.page_parent === aboutId).map((p) => p.page_usertitle),
+    records.filter((p) => p.page_parent === aboutId).map((p) => p.page_usertitle),
     ['Our team', 'History'],
   );
   assert.equal(byTitle.get('Members')!.page_privacy, 1);
@@ -38,7 +40,9 @@ test('seedDemo creates the demo website, its page tree, an owner and a key, once
 
   const visible = await listPages(db.kysely, created.siteId, { offset: 0, pageSize: 100, publicContentOnly: 'true' });
   assert.deepEqual(
-    visible.records.map((p) => p.page_usertitle).sort(),
+    parsedRecords<PageRecord>(visible.records)
+      .map((p) => p.page_usertitle)
+      .sort(),
     ['About us', 'Blog', 'History', 'Home', 'Our team'],
     'the member-only branch is hidden from public lists',
   );

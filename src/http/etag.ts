@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { PreconditionFailedError } from '../errors.js';
 
-/** A strong entity tag: the hash of the exact bytes sent. */
+/** A strong entity tag: the hash of the bytes it stands for (a body, or a stored record's JSON text). */
 export function entityTag(body: string | Buffer): string {
   return `"${createHash('sha1').update(body).digest('base64url')}"`;
 }
@@ -38,10 +38,11 @@ export function installEntityTags(app: FastifyInstance): void {
 }
 
 /**
- * If-Match for a write: a check the service runs on the current record inside its transaction.
- * `*` matches any existing record; otherwise one of the listed tags must be the record's current one.
+ * If-Match for a write: a check the service runs on the current record's ETag (the one stored
+ * with it) inside its transaction. `*` matches any existing record; otherwise one of the listed
+ * tags must be the record's current one.
  */
-export function ifMatchCheck<R>(request: FastifyRequest, serialize: (record: R) => string): ((current: R) => void) | undefined {
+export function ifMatchCheck(request: FastifyRequest): ((currentEtag: string) => void) | undefined {
   const header = request.headers['if-match'];
   if (!header) return undefined;
   if (header.trim() === '*') return () => {};
@@ -50,8 +51,8 @@ export function ifMatchCheck<R>(request: FastifyRequest, serialize: (record: R) 
     .split(',')
     .map((t) => t.trim())
     .filter((t) => !t.startsWith('W/'));
-  return (current) => {
-    if (!tags.includes(entityTag(serialize(current)))) {
+  return (currentEtag) => {
+    if (!tags.includes(currentEtag)) {
       throw new PreconditionFailedError(
         'The record has changed since you read it (If-Match does not match its ETag). Read it again and retry.',
       );

@@ -1,10 +1,11 @@
 import { type Insertable, type Selectable, type SqlBool, sql, type Updateable } from 'kysely';
-import { dialectOf } from '../../db/database.js';
+import { dialectOf, hotRead } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
 import type { DbHandle } from '../../db/schema.js';
 import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
+import type { StoredItem, StoredRecord } from '../shared/stored.js';
 import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
 import type { BlogImagesTable, BlogsTable } from './blog.table.js';
 
@@ -57,10 +58,10 @@ export async function listBlogs(
   filter: BlogFilter,
   offset: number,
   limit: number,
-): Promise<{ rows: BlogRow[]; total: number }> {
+): Promise<{ rows: StoredItem[]; total: number }> {
   const [rows, count] = await Promise.all([
     filtered(db, siteId, filter)
-      .select(BLOG_COLUMNS.map((c) => `blogs.${c}` as const))
+      .select(['blogs.info_id as id', 'blogs.record_json', 'blogs.etag'])
       .orderBy('blogs.info_order')
       .orderBy('blogs.info_date', 'desc')
       .orderBy('blogs.info_id')
@@ -71,15 +72,28 @@ export async function listBlogs(
       .select((eb) => eb.fn.countAll<number>().as('total'))
       .executeTakeFirstOrThrow(),
   ]);
-  return { rows: rows as BlogRow[], total: Number(count.total) };
+  return { rows, total: Number(count.total) };
+}
+
+function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: number }) {
+  return db.selectFrom('blogs').select(['record_json', 'etag']).where('site_id', '=', siteId).where('info_id', '=', id);
+}
+
+/** One blog's stored record, outside a transaction: a prepared statement on SQLite. */
+export function readStoredBlog(db: DbHandle, siteId: number, id: number): Promise<StoredRecord | undefined> {
+  return hotRead(db, storedByIdQuery, { siteId, id });
 }
 
 /**
- * `lock` takes a row lock so a check and the write after it see the same row (PostgreSQL; SQLite
- * writes are serial already).
+ * A blog's columns and its stored ETag (for If-Match). `lock` takes a row lock so a check and the
+ * write after it see the same row (PostgreSQL; SQLite writes are serial already).
  */
-export async function findBlog(db: DbHandle, siteId: number, id: number, lock = false): Promise<BlogRow | undefined> {
-  const query = db.selectFrom('blogs').select(BLOG_COLUMNS).where('site_id', '=', siteId).where('info_id', '=', id);
+export async function findBlog(db: DbHandle, siteId: number, id: number, lock = false): Promise<(BlogRow & { etag: string }) | undefined> {
+  const query = db
+    .selectFrom('blogs')
+    .select([...BLOG_COLUMNS, 'etag'])
+    .where('site_id', '=', siteId)
+    .where('info_id', '=', id);
   return (lock && dialectOf(db) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
 }
 
@@ -99,6 +113,11 @@ export async function updateBlog(db: DbHandle, siteId: number, id: number, chang
     db.updateTable('blogs').set(changes).where('site_id', '=', siteId).where('info_id', '=', id).execute(),
     refusals(changes),
   );
+}
+
+/** Writes the stored record that the row's columns give (after every write, in its transaction). */
+export async function storeBlog(db: DbHandle, siteId: number, id: number, stored: StoredRecord): Promise<void> {
+  await db.updateTable('blogs').set(stored).where('site_id', '=', siteId).where('info_id', '=', id).execute();
 }
 
 export async function deleteBlog(db: DbHandle, siteId: number, id: number): Promise<void> {

@@ -49,7 +49,7 @@ export async function registerBlogs(
   routes.get(
     '/blog/:id',
     read('Get one blog', DOCS.get, { params: IdParams, querystring: NoQuery, response: { 200: BlogList } }),
-    async (request, reply) => sendRecord(reply, await blogs.getBlog(db, principalOf(request).siteId, request.params.id)),
+    async (request, reply) => sendRecord(reply, await blogs.getStoredBlog(db, principalOf(request).siteId, request.params.id)),
   );
 
   // The body is declared per media type, which the type provider cannot read: JSON bodies are
@@ -64,7 +64,7 @@ export async function registerBlogs(
     }),
     async (request, reply) => {
       const siteId = principalOf(request).siteId;
-      const options = { migrate: queryBoolean(request.query.migrateMode), precondition: ifMatch<blogs.BlogRecord>(request) };
+      const options = { migrate: queryBoolean(request.query.migrateMode), precondition: ifMatch(request) };
       const saved = request.isMultipart()
         ? await readBlogForm(request, images, config.uploads, checkData).then((form) =>
             blogs.saveBlog(deps, siteId, form.data, { ...options, uploads: form.uploads }),

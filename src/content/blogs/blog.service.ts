@@ -5,32 +5,28 @@ import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, NotFoundError, ValidationError } from '../../errors.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../shared/content.queries.js';
-import type { Listed } from '../shared/envelope.js';
+import type { Listed, Saved } from '../shared/envelope.js';
 import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { blogSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
+import type { StoredItem, StoredRecord } from '../shared/stored.js';
 import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
 import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
-import { type ImageMetadata, type ImagePlan, planImages, type ReceivedImage } from './blog.images.js';
+import { type ImagePlan, planImages, type ReceivedImage } from './blog.images.js';
+import { type BlogRecord, storedBlog, toBlogRecord } from './blog.record.js';
 import type { BlogRow } from './blog.repository.js';
 import * as repo from './blog.repository.js';
 import type { BlogQuery, BlogWrite } from './blog.schemas.js';
 
-export type BlogRecord = Omit<BlogRow, 'info_show' | 'info_img_json' | 'info_more_images' | 'info_blog_comments_on'> & {
-  info_show: 'Y' | 'N';
-  info_img_json: ImageMetadata | null;
-  info_more_images: string[];
-  info_blog_comments_on: boolean;
-  id: number;
-};
+export type { BlogRecord } from './blog.record.js';
 
 /** A POST body as the route schema validated it (JSON, or the data field of a multipart form). */
 export type BlogInput = Static<typeof BlogWrite>;
 /** A list's query string as the route schema validated it (and coerced its numbers). */
 export type BlogListQuery = Static<typeof BlogQuery>;
 
-/** Called with the current record before a change; throws to refuse it (If-Match). */
-export type Precondition = (current: BlogRecord) => void;
+/** Called with the current record's stored ETag before a change; throws to refuse it (If-Match). */
+export type Precondition = (currentEtag: string) => void;
 
 export interface BlogDeps {
   readonly db: DbHandle;
@@ -53,49 +49,40 @@ const COPIED_FIELDS = (Object.keys(BLOG_FIELDS) as BlogField[]).filter(
   (f) => !(BLOG_SYSTEM_FIELDS as readonly string[]).includes(f) && !IMAGE_FIELDS.includes(f),
 );
 
-function parseMetadata(text: string): ImageMetadata | null {
-  if (!text) return null;
-  try {
-    return JSON.parse(text) as ImageMetadata;
-  } catch {
-    return null;
-  }
-}
-
-function parsePaths(text: string): string[] {
-  try {
-    const value: unknown = JSON.parse(text || '[]');
-    return Array.isArray(value) ? value.filter((p): p is string => typeof p === 'string') : [];
-  } catch {
-    return [];
-  }
-}
-
-/** Turns a row into a record in place (rows arrive as fresh objects; lists of 999 stay cheap). */
-export function toBlogRecord(row: BlogRow): BlogRecord {
-  const record = row as unknown as BlogRecord;
-  record.info_show = row.info_show === 'N' ? 'N' : 'Y';
-  record.info_img_json = parseMetadata(row.info_img_json);
-  record.info_more_images = parsePaths(row.info_more_images);
-  record.info_blog_comments_on = row.info_blog_comments_on === 1;
-  record.id = row.info_id;
-  return record;
-}
-
 const today = () => now().slice(0, 10);
 
-export async function listBlogs(db: DbHandle, siteId: number, query: BlogListQuery): Promise<Listed<BlogRecord>> {
+/** A list of stored records: the route joins their texts, the list's ETag comes from their tags. */
+export async function listBlogs(db: DbHandle, siteId: number, query: BlogListQuery): Promise<Listed<StoredItem>> {
   const { offset, pageSize } = listWindow(query);
   const { publicContentOnly, ...filter } = query;
   const publicOn = queryBoolean(publicContentOnly) ? today() : undefined;
   const { rows, total } = await repo.listBlogs(db, siteId, { ...filter, publicOn }, offset, pageSize);
-  return { records: rows.map(toBlogRecord), total, offset, pageSize };
+  return { records: rows, total, offset, pageSize };
 }
 
+/** One blog as stored: its JSON text and ETag. */
+export async function getStoredBlog(db: DbHandle, siteId: number, id: number): Promise<StoredRecord> {
+  const stored = await repo.readStoredBlog(db, siteId, id);
+  if (!stored) throw new NotFoundError(`There is no blog ${id} on this website.`);
+  return stored;
+}
+
+/** One blog as an object (MCP): the stored text, parsed. */
 export async function getBlog(db: DbHandle, siteId: number, id: number): Promise<BlogRecord> {
+  return JSON.parse((await getStoredBlog(db, siteId, id)).record_json) as BlogRecord;
+}
+
+/**
+ * The last step of every write that changes the row, in its transaction: the stored record is
+ * rebuilt from the row's columns as they now are, so it cannot differ from what building the
+ * record from them gives.
+ */
+async function storeRecord(db: DbHandle, siteId: number, id: number): Promise<{ record: BlogRecord; etag: string }> {
   const row = await repo.findBlog(db, siteId, id);
-  if (!row) throw new NotFoundError(`There is no blog ${id} on this website.`);
-  return toBlogRecord(row);
+  if (!row) throw new Error(`blog ${id} vanished inside its own write`);
+  const stored = storedBlog(row);
+  await repo.storeBlog(db, siteId, id, stored);
+  return { record: toBlogRecord(row), etag: stored.etag };
 }
 
 /** Field values as stored: info_show as Y/N, booleans as 1/0. */
@@ -135,15 +122,10 @@ function imageColumns(plan: ImagePlan): Stored {
  * transaction, removed again if the transaction fails, and staged files not used are discarded.
  * Files the blog stopped showing are removed after the commit when nothing else refers to them.
  */
-export async function saveBlog(
-  deps: BlogDeps,
-  siteId: number,
-  input: BlogInput,
-  options: SaveOptions = {},
-): Promise<{ record: BlogRecord; created: boolean }> {
+export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput, options: SaveOptions = {}): Promise<Saved<BlogRecord>> {
   const uploads = options.uploads ?? [];
   const committed: string[] = [];
-  let outcome: { record: BlogRecord; created: boolean; dropped: string[] } | undefined;
+  let outcome: (Saved<BlogRecord> & { dropped: string[] }) | undefined;
   try {
     if (input.id !== undefined && input.info_id !== undefined && input.info_id !== input.id) {
       throw new BadRequestError(`The body names two blogs: id ${input.id} and info_id ${input.info_id}.`);
@@ -172,7 +154,7 @@ export async function saveBlog(
         await deps.images.commit(upload.staged, upload.name, trx);
         committed.push(upload.name);
       }
-      return { record: result.record, created: input.id === undefined, dropped: result.plan.dropped };
+      return { record: result.record, etag: result.etag, created: input.id === undefined, dropped: result.plan.dropped };
     });
   } catch (error) {
     await Promise.all(committed.map((name) => deps.images.remove(name).catch(() => {})));
@@ -184,7 +166,7 @@ export async function saveBlog(
     await Promise.all(uploads.filter((u) => !used.has(u.name)).map((u) => deps.images.discard(u.staged)));
   }
   await removeUnused(deps, outcome.dropped);
-  return { record: outcome.record, created: outcome.created };
+  return { record: outcome.record, etag: outcome.etag, created: outcome.created };
 }
 
 type ImageRequestOf = Parameters<typeof planImages>[1];
@@ -210,7 +192,7 @@ async function insert(db: DbHandle, siteId: number, changes: Stored, images: Ima
   if (!row.info_filename) row.info_filename = await uniqueFilename(db, siteId, slugify(row.info_title, 'blog'));
   const id = await repo.insertBlog(db, { ...row, site_id: siteId, search_text: blogSearchText(row) });
   await saveImageRows(db, siteId, id, plan);
-  return { record: await getBlog(db, siteId, id), plan };
+  return { ...(await storeRecord(db, siteId, id)), plan };
 }
 
 /** The blog's image originals as the plan leaves them (migrateMode dedups against these). */
@@ -226,8 +208,8 @@ function saveImageRows(db: DbHandle, siteId: number, id: number, plan: ImagePlan
 async function update(db: DbHandle, siteId: number, id: number, changes: Stored, images: ImageRequestOf, precondition?: Precondition) {
   const currentRow = await repo.findBlog(db, siteId, id, true);
   if (!currentRow) throw new NotFoundError(`There is no blog ${id} on this website.`);
-  const current = toBlogRecord({ ...currentRow });
-  precondition?.(current);
+  precondition?.(currentRow.etag);
+  const current = toBlogRecord(currentRow);
   if (changes.page !== undefined && changes.page !== currentRow.page) await checkPage(db, siteId, Number(changes.page));
   if (changes.info_filename === '') {
     changes.info_filename = await uniqueFilename(db, siteId, slugify(String(changes.info_title ?? currentRow.info_title), 'blog'));
@@ -240,7 +222,7 @@ async function update(db: DbHandle, siteId: number, id: number, changes: Stored,
   for (const [field, value] of Object.entries(wanted)) {
     if (currentRow[field as BlogField] !== value) diff[field] = value;
   }
-  if (Object.keys(diff).length === 0) return { record: current, plan };
+  if (Object.keys(diff).length === 0) return { record: current, etag: currentRow.etag, plan };
   const at = now();
   if (diff.site_search_keywords !== undefined) diff.site_search_keywords_updated = at;
   const merged = { ...currentRow, ...diff } as BlogRow;
@@ -248,7 +230,7 @@ async function update(db: DbHandle, siteId: number, id: number, changes: Stored,
   if (diff.info_img !== undefined || diff.info_more_images !== undefined) {
     await saveImageRows(db, siteId, id, plan);
   }
-  return { record: await getBlog(db, siteId, id), plan };
+  return { ...(await storeRecord(db, siteId, id)), plan };
 }
 
 /** Removes files this service stored that no record refers to any more. Best effort: the write stands. */
@@ -273,8 +255,8 @@ export async function deleteBlog(deps: BlogDeps, siteId: number, id: number, pre
   const removed = await inTransaction(deps.db, async (trx) => {
     const row = await repo.findBlog(trx, siteId, id, true);
     if (!row) throw new NotFoundError(`There is no blog ${id} on this website.`);
-    const record = toBlogRecord({ ...row });
-    precondition?.(record);
+    precondition?.(row.etag);
+    const record = toBlogRecord(row);
     const rows = await repo.listBlogImages(trx, siteId, id);
     await repo.deleteBlog(trx, siteId, id);
     return [record.info_img, ...record.info_more_images, ...rows.map((r) => r.path)].filter((p) => p !== '');

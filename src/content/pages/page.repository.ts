@@ -5,6 +5,7 @@ import type { DbHandle } from '../../db/schema.js';
 import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
+import type { StoredItem, StoredRecord } from '../shared/stored.js';
 import { PAGE_FIELDS, type PageField } from './page.fields.js';
 import type { PagesTable } from './page.table.js';
 
@@ -59,10 +60,10 @@ export async function listPages(
   filter: PageFilter,
   offset: number,
   limit: number,
-): Promise<{ rows: PageRow[]; total: number }> {
+): Promise<{ rows: StoredItem[]; total: number }> {
   const [rows, count] = await Promise.all([
     filtered(db, siteId, filter)
-      .select(PAGE_COLUMNS.map((c) => `pages.${c}` as const))
+      .select(['pages.page as id', 'pages.record_json', 'pages.etag'])
       .orderBy('pages.page_order')
       .orderBy('pages.page')
       .offset(offset)
@@ -72,24 +73,28 @@ export async function listPages(
       .select((eb) => eb.fn.countAll<number>().as('total'))
       .executeTakeFirstOrThrow(),
   ]);
-  return { rows: rows as PageRow[], total: Number(count.total) };
+  return { rows, total: Number(count.total) };
 }
 
-function byIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: number }) {
-  return db.selectFrom('pages').select(PAGE_COLUMNS).where('site_id', '=', siteId).where('page', '=', id);
+function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: number }) {
+  return db.selectFrom('pages').select(['record_json', 'etag']).where('site_id', '=', siteId).where('page', '=', id);
 }
 
-/** One page by id, outside a transaction: the hottest read, a prepared statement on SQLite. */
-export function readPage(db: DbHandle, siteId: number, id: number): Promise<PageRow | undefined> {
-  return hotRead(db, byIdQuery, { siteId, id });
+/** One page's stored record, outside a transaction: the hottest read, a prepared statement on SQLite. */
+export function readStoredPage(db: DbHandle, siteId: number, id: number): Promise<StoredRecord | undefined> {
+  return hotRead(db, storedByIdQuery, { siteId, id });
 }
 
 /**
- * `lock` takes a row lock so a check and the write after it see the same row (PostgreSQL; SQLite
- * writes are serial already).
+ * A page's columns and its stored ETag (for If-Match). `lock` takes a row lock so a check and the
+ * write after it see the same row (PostgreSQL; SQLite writes are serial already).
  */
-export async function findPage(db: DbHandle, siteId: number, id: number, lock = false): Promise<PageRow | undefined> {
-  const query = byIdQuery(db, { siteId, id });
+export async function findPage(db: DbHandle, siteId: number, id: number, lock = false): Promise<(PageRow & { etag: string }) | undefined> {
+  const query = db
+    .selectFrom('pages')
+    .select([...PAGE_COLUMNS, 'etag'])
+    .where('site_id', '=', siteId)
+    .where('page', '=', id);
   return (lock && dialectOf(db) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
 }
 
@@ -108,6 +113,11 @@ export async function updatePage(db: DbHandle, siteId: number, id: number, chang
     db.updateTable('pages').set(changes).where('site_id', '=', siteId).where('page', '=', id).execute(),
     aliasTaken(changes.page_alias),
   );
+}
+
+/** Writes the stored record that the row's columns give (after every write, in its transaction). */
+export async function storePage(db: DbHandle, siteId: number, id: number, stored: StoredRecord): Promise<void> {
+  await db.updateTable('pages').set(stored).where('site_id', '=', siteId).where('page', '=', id).execute();
 }
 
 export async function deletePage(db: DbHandle, siteId: number, id: number): Promise<boolean> {

@@ -36,7 +36,7 @@ export async function registerPages(app: FastifyInstance, { db, prefix }: { db: 
   routes.get(
     '/page/:id',
     read('Get one page', DOCS.get, { params: IdParams, querystring: NoQuery, response: { 200: PageList } }),
-    async (request, reply) => sendRecord(reply, await pages.getPage(db, principalOf(request).siteId, request.params.id)),
+    async (request, reply) => sendRecord(reply, await pages.getStoredPage(db, principalOf(request).siteId, request.params.id)),
   );
 
   routes.post(

@@ -4,43 +4,33 @@ import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { countBlogsOnPage } from '../shared/content.queries.js';
-import type { Listed } from '../shared/envelope.js';
+import type { Listed, Saved } from '../shared/envelope.js';
 import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { pageSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
+import type { StoredItem, StoredRecord } from '../shared/stored.js';
 import { PAGE_ALIAS, uniqueName } from '../shared/unique-name.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
+import { type PageRecord, storedPage, toPageRecord } from './page.record.js';
 import type { PageRow } from './page.repository.js';
 import * as repo from './page.repository.js';
 import type { PageQuery, PageWrite } from './page.schemas.js';
 
-export type PageRecord = Omit<PageRow, 'page_crop_aspect' | 'page_crop_aspect_thumbs'> & {
-  page_crop_aspect: boolean;
-  page_crop_aspect_thumbs: boolean;
-  id: number;
-};
+export type { PageRecord } from './page.record.js';
 
 /** A POST body as the route schema validated it. */
 export type PageInput = Static<typeof PageWrite>;
 /** A list's query string as the route schema validated it (and coerced its numbers). */
 export type PageListQuery = Static<typeof PageQuery>;
 
-/** Called with the current record before a change; throws to refuse it (If-Match). */
-export type Precondition = (current: PageRecord) => void;
+/** Called with the current record's stored ETag before a change; throws to refuse it (If-Match). */
+export type Precondition = (currentEtag: string) => void;
 
 const BOOL_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => PAGE_FIELDS[f].kind === 'bool');
 const WRITABLE_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => !(PAGE_SYSTEM_FIELDS as readonly string[]).includes(f));
 
-/** Rows arrive as fresh objects, so they are turned into records in place (lists of 999 stay cheap). */
-export function toPageRecord(row: PageRow): PageRecord {
-  const record = row as unknown as PageRecord;
-  record.page_crop_aspect = row.page_crop_aspect === 1;
-  record.page_crop_aspect_thumbs = row.page_crop_aspect_thumbs === 1;
-  record.id = row.page;
-  return record;
-}
-
-export async function listPages(db: DbHandle, siteId: number, query: PageListQuery): Promise<Listed<PageRecord>> {
+/** A list of stored records: the route joins their texts, the list's ETag comes from their tags. */
+export async function listPages(db: DbHandle, siteId: number, query: PageListQuery): Promise<Listed<StoredItem>> {
   const { offset, pageSize } = listWindow(query);
   const { parent, page_parent } = query;
   const filter = {
@@ -50,13 +40,31 @@ export async function listPages(db: DbHandle, siteId: number, query: PageListQue
     publicContentOnly: queryBoolean(query.publicContentOnly),
   };
   const { rows, total } = await repo.listPages(db, siteId, filter, offset, pageSize);
-  return { records: rows.map(toPageRecord), total, offset, pageSize };
+  return { records: rows, total, offset, pageSize };
 }
 
+/** One page as stored: its JSON text and ETag. */
+export async function getStoredPage(db: DbHandle, siteId: number, id: number): Promise<StoredRecord> {
+  const stored = await repo.readStoredPage(db, siteId, id);
+  if (!stored) throw new NotFoundError(`There is no page ${id} on this website.`);
+  return stored;
+}
+
+/** One page as an object (MCP, the console): the stored text, parsed. */
 export async function getPage(db: DbHandle, siteId: number, id: number): Promise<PageRecord> {
-  const row = await repo.readPage(db, siteId, id);
-  if (!row) throw new NotFoundError(`There is no page ${id} on this website.`);
-  return toPageRecord(row);
+  return JSON.parse((await getStoredPage(db, siteId, id)).record_json) as PageRecord;
+}
+
+/**
+ * The last step of every write, in its transaction: the stored record is rebuilt from the row's
+ * columns as they now are, so it cannot differ from what building the record from them gives.
+ */
+async function storeRecord(db: DbHandle, siteId: number, id: number): Promise<{ record: PageRecord; etag: string }> {
+  const row = await repo.findPage(db, siteId, id);
+  if (!row) throw new Error(`page ${id} vanished inside its own write`);
+  const stored = storedPage(row);
+  await repo.storePage(db, siteId, id, stored);
+  return { record: toPageRecord(row), etag: stored.etag };
 }
 
 /** Field values as stored: booleans as 1/0, template letters in upper case. */
@@ -89,20 +97,15 @@ function uniqueAlias(db: DbHandle, siteId: number, wanted: string): Promise<stri
 }
 
 /** POST: insert without `id`, update with it. Returns the saved record. */
-export async function savePage(
-  db: DbHandle,
-  siteId: number,
-  input: PageInput,
-  precondition?: Precondition,
-): Promise<{ record: PageRecord; created: boolean }> {
+export async function savePage(db: DbHandle, siteId: number, input: PageInput, precondition?: Precondition): Promise<Saved<PageRecord>> {
   if (input.id !== undefined && input.page !== undefined && input.page !== input.id) {
     throw new BadRequestError(`The body names two pages: id ${input.id} and page ${input.page}.`);
   }
   const changes = storedChanges(input);
   const at = now();
   return inTransaction(db, async (tx) => {
-    if (input.id === undefined) return { record: await insert(tx, siteId, changes, at), created: true };
-    return { record: await update(tx, siteId, input.id, changes, at, precondition), created: false };
+    if (input.id === undefined) return { ...(await insert(tx, siteId, changes, at)), created: true };
+    return { ...(await update(tx, siteId, input.id, changes, at, precondition)), created: false };
   });
 }
 
@@ -117,7 +120,7 @@ async function insert(db: DbHandle, siteId: number, changes: Partial<Record<Page
     row.page_alias = await uniqueAlias(db, siteId, slugify(row.page_usertitle || row.page_menuname, 'page'));
   }
   const id = await repo.insertPage(db, { ...row, site_id: siteId, search_text: pageSearchText(row) });
-  return getPage(db, siteId, id);
+  return storeRecord(db, siteId, id);
 }
 
 async function update(
@@ -130,7 +133,7 @@ async function update(
 ) {
   const currentRow = await repo.findPage(db, siteId, id, true);
   if (!currentRow) throw new NotFoundError(`There is no page ${id} on this website.`);
-  precondition?.(toPageRecord({ ...currentRow }));
+  precondition?.(currentRow.etag);
   if (changes.page_parent !== undefined && changes.page_parent !== currentRow.page_parent) {
     await checkParent(db, siteId, Number(changes.page_parent), id);
   }
@@ -143,7 +146,7 @@ async function update(
     page_lastmodified: at,
     search_text: pageSearchText(merged),
   });
-  return getPage(db, siteId, id);
+  return storeRecord(db, siteId, id);
 }
 
 /** DELETE: only a page without sub pages and without blogs. */
@@ -151,7 +154,7 @@ export async function deletePage(db: DbHandle, siteId: number, id: number, preco
   await inTransaction(db, async (trx) => {
     const current = await repo.findPage(trx, siteId, id, true);
     if (!current) throw new NotFoundError(`There is no page ${id} on this website.`);
-    precondition?.(toPageRecord(current));
+    precondition?.(current.etag);
     const children = await repo.countChildren(trx, siteId, id);
     if (children > 0) {
       throw new ConflictError(`Page ${id} still has ${children} sub page(s); move or delete them first.`);

@@ -2,10 +2,16 @@ import type { Generated } from 'kysely';
 import type { RowOf } from '../shared/fields.js';
 import type { PAGE_FIELDS } from './page.fields.js';
 
-/** A page row: every field of the catalogue, stored as its kind says, plus the tenant and search text. */
+/** A page row: every field of the catalogue, stored as its kind says, plus the tenant, search text and stored record. */
 export type PagesTable = Omit<RowOf<typeof PAGE_FIELDS>, 'page'> & {
   page: Generated<number>;
   site_id: number;
   /** Plain text the full-text index is built from (titles, summary, keywords, HTML without tags). */
   search_text: string;
+  /**
+   * The record's JSON text as GET sends it, and its strong ETag: written with every change of the
+   * row (page.record.ts), never part of the catalogue, so never part of a record or a schema.
+   */
+  record_json: Generated<string>;
+  etag: Generated<string>;
 };

@@ -5,8 +5,9 @@
  */
 import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
 import { Type } from 'typebox';
-import { entityTag, ifMatchCheck } from '../../http/etag.js';
+import { ifMatchCheck } from '../../http/etag.js';
 import { DEFAULT_PAGE_SIZE } from './schemas.js';
+import { listTag, type StoredItem, type StoredRecord } from './stored.js';
 
 export interface Listed<R> {
   records: R[];
@@ -15,48 +16,44 @@ export interface Listed<R> {
   pageSize: number;
 }
 
-/** What a POST did: the record as saved, and whether it was inserted. */
+/** What a POST did: the record as saved, its stored ETag, and whether it was inserted. */
 export interface Saved<R> {
   record: R;
+  etag: string;
   created: boolean;
 }
 
-/**
- * Records are built field by field from the catalogue, so nothing outside the schema can leak;
- * V8's JSON.stringify is faster here than a schema-compiled serializer, whose string escaping falls
- * back to JSON.stringify for every HTML field with a quote in it (bench/README.md).
- */
-const serializeRecord = (record: object): string => JSON.stringify(record);
-
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** A list, serialized once into the bytes that are sent, so the ETag hashes exactly those bytes. */
-export function sendList(reply: FastifyReply, listed: Listed<object>): FastifyReply {
-  const body = Buffer.from(
-    JSON.stringify({ data: listed.records, meta: { total: listed.total, offset: listed.offset, pageSize: listed.pageSize } }),
-  );
-  return reply.header('etag', entityTag(body)).type(JSON_TYPE).send(body);
+/**
+ * A list: the stored texts of its records joined into the envelope, byte for byte what
+ * `JSON.stringify({ data: records, meta })` gives; the ETag comes from the records' stored tags.
+ */
+export function sendList(reply: FastifyReply, listed: Listed<StoredItem>): FastifyReply {
+  const meta = { total: listed.total, offset: listed.offset, pageSize: listed.pageSize };
+  const texts = listed.records.map((r) => r.record_json);
+  const body = `{"data":[${texts.join(',')}],"meta":${JSON.stringify(meta)}}`;
+  return reply.header('etag', listTag(listed.records, meta)).type(JSON_TYPE).send(body);
 }
 
-/** One record in the list envelope. Its ETag covers the record, so If-Match compares with the same value. */
-export function sendRecord(reply: FastifyReply, record: object): FastifyReply {
-  const json = serializeRecord(record);
+/** One stored record in the list envelope, with its stored ETag, so If-Match compares with the same value. */
+export function sendRecord(reply: FastifyReply, stored: StoredRecord): FastifyReply {
   return reply
-    .header('etag', entityTag(json))
+    .header('etag', stored.etag)
     .type(JSON_TYPE)
-    .send(`{"data":[${json}],"meta":{"total":1,"offset":0,"pageSize":${DEFAULT_PAGE_SIZE}}}`);
+    .send(`{"data":[${stored.record_json}],"meta":{"total":1,"offset":0,"pageSize":${DEFAULT_PAGE_SIZE}}}`);
 }
 
-/** A POST's answer: 201 with Location for an insert, 200 for an update; the record's ETag either way. */
+/** A POST's answer: 201 with Location for an insert, 200 for an update; the record's stored ETag either way. */
 export function sendSaved<R extends object>(reply: FastifyReply, saved: Saved<R>, location: (record: R) => string): { data: R[] } {
-  reply.header('etag', entityTag(serializeRecord(saved.record)));
+  reply.header('etag', saved.etag);
   if (saved.created) reply.code(201).header('location', location(saved.record));
   return { data: [saved.record] };
 }
 
-/** The If-Match check of a write, run by the service on the current record inside its transaction. */
-export function ifMatch<R extends object>(request: FastifyRequest): ((current: R) => void) | undefined {
-  return ifMatchCheck<R>(request, serializeRecord);
+/** The If-Match check of a write, run by the service on the current row's stored ETag inside its transaction. */
+export function ifMatch(request: FastifyRequest): ((currentEtag: string) => void) | undefined {
+  return ifMatchCheck(request);
 }
 
 /** DELETE answers 204 with no body. */

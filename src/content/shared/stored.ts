@@ -1,0 +1,46 @@
+/**
+ * Each page and blog keeps its record's JSON text and strong ETag beside its columns, written in
+ * the same transaction as the record (docs/architecture.md, "Stored records"). Reads send the
+ * stored text as it is, so a GET neither builds nor serializes the record, and its ETag is not a
+ * hash of the body sent.
+ */
+import { createHash } from 'node:crypto';
+import { entityTag } from '../../http/etag.js';
+
+/** The two stored columns of a page or blog row. */
+export interface StoredRecord {
+  record_json: string;
+  etag: string;
+}
+
+/** One record of a list: its id (for the list's ETag) and its stored text and tag. */
+export interface StoredItem extends StoredRecord {
+  id: number;
+}
+
+/**
+ * The stored form of a record built from its columns. Records are built field by field from the
+ * catalogue, so nothing outside the schema can leak; V8's JSON.stringify is faster here than a
+ * schema-compiled serializer, whose string escaping falls back to JSON.stringify for every HTML
+ * field with a quote in it (bench/README.md).
+ */
+export function storedRecord(record: object): StoredRecord {
+  const record_json = JSON.stringify(record);
+  return { record_json, etag: entityTag(record_json) };
+}
+
+/**
+ * A list's strong ETag, from what the list is made of: each record's id and stored ETag, the
+ * total and the window. Equal inputs give equal bytes (the envelope is a function of them), so it
+ * is a valid strong tag without hashing the body.
+ */
+export function listTag(items: readonly StoredItem[], meta: { total: number; offset: number; pageSize: number }): string {
+  const hash = createHash('sha1').update(`list ${meta.total} ${meta.offset} ${meta.pageSize}`);
+  for (const item of items) hash.update(`\n${item.id} ${item.etag}`);
+  return `"${hash.digest('base64url')}"`;
+}
+
+/** Parses stored texts back into objects, for callers that need records rather than bytes (MCP, the console). */
+export function parsedRecords<R = Record<string, unknown>>(items: readonly StoredRecord[]): R[] {
+  return JSON.parse(`[${items.map((i) => i.record_json).join(',')}]`) as R[];
+}

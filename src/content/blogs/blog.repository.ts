@@ -59,19 +59,59 @@ export async function listBlogs(
   limit: number,
 ): Promise<{ rows: BlogRow[]; total: number }> {
   const [rows, count] = await Promise.all([
-    filtered(db, siteId, filter)
-      .select(BLOG_COLUMNS.map((c) => `blogs.${c}` as const))
-      .orderBy('blogs.info_order')
-      .orderBy('blogs.info_date', 'desc')
-      .orderBy('blogs.info_id')
-      .offset(offset)
-      .limit(limit)
-      .execute(),
+    inListOrder(db, siteId, filter).offset(offset).limit(limit).execute(),
     filtered(db, siteId, filter)
       .select((eb) => eb.fn.countAll<number>().as('total'))
       .executeTakeFirstOrThrow(),
   ]);
   return { rows: rows as BlogRow[], total: Number(count.total) };
+}
+
+function inListOrder(db: DbHandle, siteId: number, filter: BlogFilter) {
+  return filtered(db, siteId, filter)
+    .select(BLOG_COLUMNS.map((c) => `blogs.${c}` as const))
+    .orderBy('blogs.info_order')
+    .orderBy('blogs.info_date', 'desc')
+    .orderBy('blogs.info_id');
+}
+
+/** A blog's place in list order: (info_order, info_date newest first, info_id). */
+export type BlogKey = [order: number, date: string, id: number];
+
+/**
+ * Keyset paging: up to `limit` blogs after `after` (from the start when null), and the key of the
+ * last one when more follow (null on the last page). The directions are mixed, so no row value
+ * says "after"; the condition is spelled out, with `info_order >= ?` as the start of the range in
+ * the index blogs_site_order (site_id, info_order, info_date desc, info_id), read in list order.
+ */
+export async function listBlogsAfter(
+  db: DbHandle,
+  siteId: number,
+  filter: BlogFilter,
+  after: BlogKey | null,
+  limit: number,
+): Promise<{ rows: BlogRow[]; next: BlogKey | null }> {
+  let query = inListOrder(db, siteId, filter);
+  if (after) {
+    const [order, date, id] = after;
+    query = query
+      .where('blogs.info_order', '>=', order)
+      .where((eb) =>
+        eb.or([
+          eb('blogs.info_order', '>', order),
+          eb.and([
+            eb('blogs.info_order', '=', order),
+            eb.or([eb('blogs.info_date', '<', date), eb.and([eb('blogs.info_date', '=', date), eb('blogs.info_id', '>', id)])]),
+          ]),
+        ]),
+      );
+  }
+  // One more than asked says whether a next page exists.
+  const rows = (await query.limit(limit + 1).execute()) as BlogRow[];
+  if (rows.length <= limit) return { rows, next: null };
+  rows.length = limit;
+  const last = rows[limit - 1]!;
+  return { rows, next: [last.info_order, last.info_date, last.info_id] };
 }
 
 /**

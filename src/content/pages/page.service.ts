@@ -4,6 +4,7 @@ import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { countBlogsOnPage } from '../shared/content.queries.js';
+import { keysetCursor } from '../shared/cursor.js';
 import type { Listed } from '../shared/envelope.js';
 import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { pageSearchText } from '../shared/search-text.js';
@@ -40,8 +41,11 @@ export function toPageRecord(row: PageRow): PageRecord {
   return record;
 }
 
+/** Cursors of the page list: `["p", page_order, page]` of the last page shown. */
+const PAGE_CURSOR = keysetCursor('p', ['int', 'int']);
+
 export async function listPages(db: DbHandle, siteId: number, query: PageListQuery): Promise<Listed<PageRecord>> {
-  const { offset, pageSize } = listWindow(query);
+  const window = listWindow(query);
   const { parent, page_parent } = query;
   const filter = {
     ...query,
@@ -49,6 +53,12 @@ export async function listPages(db: DbHandle, siteId: number, query: PageListQue
     parent: parent !== undefined && page_parent !== undefined && parent !== page_parent ? -1 : (parent ?? page_parent),
     publicContentOnly: queryBoolean(query.publicContentOnly),
   };
+  const { pageSize } = window;
+  if ('cursor' in window) {
+    const { rows, next } = await repo.listPagesAfter(db, siteId, filter, PAGE_CURSOR.decode(window.cursor), pageSize);
+    return { records: rows.map(toPageRecord), pageSize, nextCursor: next && PAGE_CURSOR.encode(next) };
+  }
+  const { offset } = window;
   const { rows, total } = await repo.listPages(db, siteId, filter, offset, pageSize);
   return { records: rows.map(toPageRecord), total, offset, pageSize };
 }

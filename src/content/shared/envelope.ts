@@ -8,11 +8,16 @@ import { Type } from 'typebox';
 import { entityTag, ifMatchCheck } from '../../http/etag.js';
 import { DEFAULT_PAGE_SIZE } from './schemas.js';
 
-export interface Listed<R> {
-  records: R[];
-  total: number;
-  offset: number;
-  pageSize: number;
+/** A page of a list: by offset (with the total), or in cursor mode (with the next page's cursor). */
+export type Listed<R> = { records: R[]; pageSize: number } & (
+  | { total: number; offset: number; nextCursor?: undefined }
+  | { nextCursor: string | null; total?: undefined; offset?: undefined }
+);
+
+/** The list envelope's meta; offset paging keeps exactly the keys and order it always had. */
+export function listMeta(listed: Listed<unknown>): object {
+  if (listed.nextCursor !== undefined) return { pageSize: listed.pageSize, nextCursor: listed.nextCursor };
+  return { total: listed.total, offset: listed.offset, pageSize: listed.pageSize };
 }
 
 /** What a POST did: the record as saved, and whether it was inserted. */
@@ -32,9 +37,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** A list, serialized once into the bytes that are sent, so the ETag hashes exactly those bytes. */
 export function sendList(reply: FastifyReply, listed: Listed<object>): FastifyReply {
-  const body = Buffer.from(
-    JSON.stringify({ data: listed.records, meta: { total: listed.total, offset: listed.offset, pageSize: listed.pageSize } }),
-  );
+  const body = Buffer.from(JSON.stringify({ data: listed.records, meta: listMeta(listed) }));
   return reply.header('etag', entityTag(body)).type(JSON_TYPE).send(body);
 }
 

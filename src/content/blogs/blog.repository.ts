@@ -78,11 +78,17 @@ function inListOrder(db: DbHandle, siteId: number, filter: BlogFilter) {
 /** A blog's place in list order: (info_order, info_date newest first, info_id). */
 export type BlogKey = [order: number, date: string, id: number];
 
+type Ordered = ReturnType<typeof inListOrder>;
+
 /**
  * Keyset paging: up to `limit` blogs after `after` (from the start when null), and the key of the
- * last one when more follow (null on the last page). The directions are mixed, so no row value
- * says "after"; the condition is spelled out, with `info_order >= ?` as the start of the range in
- * the index blogs_site_order (site_id, info_order, info_date desc, info_id), read in list order.
+ * last one when more follow (null on the last page).
+ *
+ * The directions are mixed (info_date newest first), so no row value says "after". What follows a
+ * key is three consecutive ranges of the index blogs_site_order (site_id, info_order, info_date
+ * desc, info_id), each read in list order: the rest of its date, the older dates of its order,
+ * the later orders. They are read one after another until the page is full, so no query skips
+ * rows before the key or sorts. (One OR condition would scan every earlier blog of the same order.)
  */
 export async function listBlogsAfter(
   db: DbHandle,
@@ -91,23 +97,23 @@ export async function listBlogsAfter(
   after: BlogKey | null,
   limit: number,
 ): Promise<{ rows: BlogRow[]; next: BlogKey | null }> {
-  let query = inListOrder(db, siteId, filter);
-  if (after) {
-    const [order, date, id] = after;
-    query = query
-      .where('blogs.info_order', '>=', order)
-      .where((eb) =>
-        eb.or([
-          eb('blogs.info_order', '>', order),
-          eb.and([
-            eb('blogs.info_order', '=', order),
-            eb.or([eb('blogs.info_date', '<', date), eb.and([eb('blogs.info_date', '=', date), eb('blogs.info_id', '>', id)])]),
-          ]),
-        ]),
-      );
-  }
+  const ranges: Array<(query: Ordered) => Ordered> = after
+    ? [
+        (q) => q.where('blogs.info_order', '=', after[0]).where('blogs.info_date', '=', after[1]).where('blogs.info_id', '>', after[2]),
+        (q) => q.where('blogs.info_order', '=', after[0]).where('blogs.info_date', '<', after[1]),
+        (q) => q.where('blogs.info_order', '>', after[0]),
+      ]
+    : [(q) => q];
+  const rows: BlogRow[] = [];
   // One more than asked says whether a next page exists.
-  const rows = (await query.limit(limit + 1).execute()) as BlogRow[];
+  for (const range of ranges) {
+    if (rows.length > limit) break;
+    rows.push(
+      ...((await range(inListOrder(db, siteId, filter))
+        .limit(limit + 1 - rows.length)
+        .execute()) as BlogRow[]),
+    );
+  }
   if (rows.length <= limit) return { rows, next: null };
   rows.length = limit;
   const last = rows[limit - 1]!;

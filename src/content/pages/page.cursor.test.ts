@@ -113,7 +113,8 @@ test('inserts and deletes between two pages neither repeat nor skip the pages th
   const walked = await byCursor(app, 4, '', async (step) => {
     if (step > 2) return;
     // Somewhere behind the cursor, somewhere ahead of it, and on the ties at its place.
-    for (const order of [-5, 0, 2, 3, 9]) inserted.push((await post(app, { page_usertitle: `New ${step} ${order}`, page_order: order })).page);
+    for (const order of [-5, 0, 2, 3, 9])
+      inserted.push((await post(app, { page_usertitle: `New ${step} ${order}`, page_order: order })).page);
     for (const victim of [made[step]!, made[made.length - 1 - step]!, made[8 + step]!]) {
       const response = await app.app.inject({ method: 'DELETE', url: `/api/page/${victim.page}`, headers: app.site.headers });
       assert.equal(response.statusCode, 204, response.body);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { CompiledQuery, KyselyPlugin, RootOperationNode } from 'kysely';
 import { type BlogTestApp, buildBlogApp } from '../../../test/blog-fixtures.js';
 import { json } from '../../../test/helpers.js';
+import { planOf, recording } from '../../../test/query-plan.js';
 import { now } from '../../db/time.js';
 import { listBlogsAfter } from './blog.repository.js';
 
@@ -157,31 +157,35 @@ test('a page cursor, a bad cursor or cursor with offset is a 400 on the blog lis
   }
 });
 
-test('the blog keyset query reads blogs_site_order in list order, with no sort (SQLite query plan)', async (t) => {
+test('the blog keyset query reads three ranges of blogs_site_order, with no sort (query plan)', async (t) => {
   const app = await buildBlogApp(t);
-  if (app.db.dialect !== 'sqlite') return t.skip('SQLite query plan');
   await seedTies(app);
-  const compiled: CompiledQuery[] = [];
-  const capture: KyselyPlugin = {
-    transformQuery: ({ node, queryId }) => {
-      compiled.push(app.db.kysely.getExecutor().compileQuery(node as RootOperationNode, queryId));
-      return node;
-    },
-    transformResult: async ({ result }) => result,
-  };
+  const { handle, queries } = recording(app.db);
   // A page large enough to need all three ranges after the key.
   const all = await byOffset(app);
-  const { rows } = await listBlogsAfter(app.db.kysely.withPlugin(capture), app.site.siteId, {}, [0, day(-3), 1], 999);
+  const { rows } = await listBlogsAfter(handle, app.site.siteId, {}, [0, day(-3), 1], 999);
   assert.ok(rows.length > 0 && rows.length < all.length);
-  const bounds = [
-    'site_id=? AND info_order=? AND info_date=? AND info_id>?',
-    'site_id=? AND info_order=? AND info_date<?',
-    'site_id=? AND info_order>?',
-  ];
-  assert.equal(compiled.length, bounds.length, 'one query per range, no count');
-  for (const [i, query] of compiled.entries()) {
-    const plan = await app.db.kysely.executeQuery<{ detail: string }>({ ...query, sql: `explain query plan ${query.sql}` });
-    const details = plan.rows.map((r) => r.detail);
-    assert.deepEqual(details, [`SEARCH blogs USING INDEX blogs_site_order (${bounds[i]})`], `range ${i}`);
+  const bounds =
+    app.db.dialect === 'sqlite'
+      ? [
+          'site_id=? AND info_order=? AND info_date=? AND info_id>?',
+          'site_id=? AND info_order=? AND info_date<?',
+          'site_id=? AND info_order>?',
+        ]
+      : [
+          `(site_id = ${app.site.siteId}) AND (info_order = 0) AND (info_date = '${day(-3)}'::text) AND (info_id > 1)`,
+          `(site_id = ${app.site.siteId}) AND (info_order = 0) AND (info_date < '${day(-3)}'::text)`,
+          `(site_id = ${app.site.siteId}) AND (info_order > 0)`,
+        ];
+  assert.equal(queries.length, bounds.length, 'one query per range, no count');
+  for (const [i, query] of queries.entries()) {
+    const plan = await planOf(app.db, query);
+    if (app.db.dialect === 'sqlite') {
+      assert.deepEqual(plan, [`SEARCH blogs USING INDEX blogs_site_order (${bounds[i]})`], `range ${i}`);
+    } else {
+      assert.match(plan.join('\n'), /Index (Only )?Scan using blogs_site_order on blogs/, `range ${i}`);
+      assert.ok(plan.includes(`Index Cond: (${bounds[i]})`), `range ${i}: ${plan.join('\n')}`);
+      assert.doesNotMatch(plan.join('\n'), /Sort|Filter/, `range ${i}`);
+    }
   }
 });

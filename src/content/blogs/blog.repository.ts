@@ -110,6 +110,8 @@ export async function listBlogsAfter(
     if (rows.length > limit) break;
     rows.push(
       ...((await range(inListOrder(db, siteId, filter))
+        // The key is selected by name, whatever else the list selects: the next cursor is made of it.
+        .select(['blogs.info_order', 'blogs.info_date', 'blogs.info_id'])
         .limit(limit + 1 - rows.length)
         .execute()) as BlogRow[]),
     );

@@ -91,7 +91,8 @@ export async function listPagesAfter(
   after: PageKey | null,
   limit: number,
 ): Promise<{ rows: PageRow[]; next: PageKey | null }> {
-  let query = inListOrder(db, siteId, filter);
+  // The key is selected by name, whatever else the list selects: the next cursor is made of it.
+  let query = inListOrder(db, siteId, filter).select(['pages.page_order', 'pages.page']);
   if (after) query = query.where((eb) => eb(eb.refTuple('pages.page_order', 'pages.page'), '>', eb.tuple(after[0], after[1])));
   // One more than asked says whether a next page exists.
   const rows = (await query.limit(limit + 1).execute()) as PageRow[];

@@ -99,7 +99,7 @@ export function queryString(schema: TSchema): fc.Arbitrary<string> {
   const knownPair = (name: string) =>
     fc
       .oneof(
-        { arbitrary: validValue(properties[name]!).map((v) => encode(String(v))), weight: 3 },
+        { arbitrary: (name === 'cursor' ? cursorValue : validValue(properties[name]!)).map((v) => encode(String(v))), weight: 3 },
         { arbitrary: encoded(hostileValue), weight: 2 },
       )
       .map((v) => `${encode(name)}=${v}`);
@@ -116,6 +116,30 @@ export function queryString(schema: TSchema): fc.Arbitrary<string> {
     { arbitrary: fc.array(pair, { minLength: 1, maxLength: 6 }).map((pairs) => `?${pairs.join('&').replace(/#/g, '%23')}`), weight: 7 },
   );
 }
+
+/** A key value of a list cursor: in range, just out of it, of the wrong type, or hostile text. */
+const cursorKeyValue: fc.Arbitrary<unknown> = fc.oneof(
+  { arbitrary: fc.integer({ min: -2147483648, max: 2147483647 }), weight: 4 },
+  { arbitrary: fc.constantFrom(2147483648, -2147483649, 1.5, -0, 2 ** 60, null, true, [], {}), weight: 1 },
+  { arbitrary: fc.date({ noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10)), weight: 2 },
+  { arbitrary: hostileString, weight: 3 },
+);
+
+/**
+ * A `cursor`: base64url of a JSON array as the lists write them (`["p", order, page]`,
+ * `["b", order, date, id]`), with keys of any kind, so that decoding is tested and well-formed
+ * cursors reach the keyset queries; or any string.
+ */
+const cursorValue: fc.Arbitrary<string> = fc.oneof(
+  {
+    arbitrary: fc
+      .tuple(fc.constantFrom('p', 'b', 'x', ''), fc.array(cursorKeyValue, { minLength: 2, maxLength: 3 }))
+      .map(([tag, key]) => Buffer.from(JSON.stringify([tag, ...key])).toString('base64url')),
+    weight: 4,
+  },
+  { arbitrary: fc.constant(''), weight: 1 },
+  { arbitrary: fc.string({ unit: 'grapheme', maxLength: 60 }), weight: 1 },
+);
 
 /** A path segment for an `:id` or `:name`: a real value, a number of any size, or hostile text. */
 export function pathSegment(real: readonly (string | number)[]): fc.Arbitrary<string> {

@@ -17,7 +17,9 @@ import { authorizeUrl, connect, type OAuthProcess, pkcePair, startOAuthProcess }
 
 const TOOLS = ['list_pages', 'get_page', 'save_page', 'delete_page', 'list_blogs', 'get_blog', 'save_blog', 'delete_blog'];
 
-type Result = CallToolResult & { structuredContent?: { data?: Array<Record<string, unknown>>; meta?: Record<string, number> } };
+type Result = CallToolResult & {
+  structuredContent?: { data?: Array<Record<string, unknown>>; meta?: Record<string, number | string | null> };
+};
 
 async function call(agent: Agent, name: string, args: Record<string, unknown>): Promise<Result> {
   return (await agent.client.callTool({ name, arguments: args })) as Result;
@@ -171,6 +173,15 @@ test('MCP tools with good and bad input: the REST rules, validation naming the f
   assert.equal((await ok(agent, 'list_pages', { pageSize: 5000 })).meta?.pageSize, 200, 'the REST default for an out-of-range pageSize');
   assert.deepEqual(fields(await refused(agent, 'list_pages', { offset: -1 })), ['offset']);
   assert.deepEqual(fields(await refused(agent, 'list_pages', { sort: 'title' })), ['sort']);
+  // Cursor paging passes through as on REST: two pages of one, the second the last.
+  const first = await ok(agent, 'list_pages', { cursor: '', pageSize: 1 });
+  assert.deepEqual(Object.keys(first.meta ?? {}), ['pageSize', 'nextCursor']);
+  assert.equal(typeof first.meta?.nextCursor, 'string');
+  const second = await ok(agent, 'list_pages', { cursor: first.meta?.nextCursor, pageSize: 1 });
+  assert.deepEqual(second.meta, { pageSize: 1, nextCursor: null });
+  assert.notEqual(second.data?.[0]?.page, first.data?.[0]?.page);
+  assert.deepEqual(fields(await refused(agent, 'list_pages', { cursor: '', offset: 0 })).sort(), ['cursor', 'offset']);
+  assert.deepEqual(fields(await refused(agent, 'list_blogs', { cursor: first.meta?.nextCursor })), ['cursor']);
 
   // Blogs, with an image referenced by the path an earlier upload got.
   const multipart = await form([

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import * as blogs from '../content/blogs/blog.service.js';
 import * as pages from '../content/pages/page.service.js';
-import type { Listed } from '../content/shared/envelope.js';
+import { type Listed, listMeta } from '../content/shared/envelope.js';
 import { DEFAULT_PAGE_SIZE } from '../content/shared/schemas.js';
 import { parsedRecords, type StoredItem } from '../content/shared/stored.js';
 import type { DbHandle } from '../db/schema.js';
@@ -47,10 +47,7 @@ export interface ContentTool {
 }
 
 /** A tool result is an object, so the stored texts of a list are parsed (the REST route sends them as they are). */
-const listed = (l: Listed<StoredItem>) => ({
-  data: parsedRecords(l.records),
-  meta: { total: l.total, offset: l.offset, pageSize: l.pageSize },
-});
+const listed = (l: Listed<StoredItem>) => ({ data: parsedRecords(l.records), meta: listMeta(l) });
 /** GET /<resource>/<id> answers one record in the list envelope. */
 const one = (record: object) => ({ data: [record], meta: { total: 1, offset: 0, pageSize: DEFAULT_PAGE_SIZE } });
 const saved = (s: { record: object }) => ({ data: [s.record] });

@@ -60,14 +60,7 @@ export async function listBlogs(
   limit: number,
 ): Promise<{ rows: StoredItem[]; total: number }> {
   const [rows, count] = await Promise.all([
-    filtered(db, siteId, filter)
-      .select(['blogs.info_id as id', 'blogs.record_json', 'blogs.etag'])
-      .orderBy('blogs.info_order')
-      .orderBy('blogs.info_date', 'desc')
-      .orderBy('blogs.info_id')
-      .offset(offset)
-      .limit(limit)
-      .execute(),
+    inListOrder(db, siteId, filter).offset(offset).limit(limit).execute(),
     filtered(db, siteId, filter)
       .select((eb) => eb.fn.countAll<number>().as('total'))
       .executeTakeFirstOrThrow(),
@@ -82,6 +75,61 @@ function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: num
 /** One blog's stored record, outside a transaction: a prepared statement on SQLite. */
 export function readStoredBlog(db: DbHandle, siteId: number, id: number): Promise<StoredRecord | undefined> {
   return hotRead(db, storedByIdQuery, { siteId, id });
+}
+
+function inListOrder(db: DbHandle, siteId: number, filter: BlogFilter) {
+  return filtered(db, siteId, filter)
+    .select(['blogs.info_id as id', 'blogs.record_json', 'blogs.etag'])
+    .orderBy('blogs.info_order')
+    .orderBy('blogs.info_date', 'desc')
+    .orderBy('blogs.info_id');
+}
+
+/** A blog's place in list order: (info_order, info_date newest first, info_id). */
+export type BlogKey = [order: number, date: string, id: number];
+
+type Ordered = ReturnType<typeof inListOrder>;
+
+/**
+ * Keyset paging: up to `limit` blogs after `after` (from the start when null), and the key of the
+ * last one when more follow (null on the last page).
+ *
+ * The directions are mixed (info_date newest first), so no row value says "after". What follows a
+ * key is three consecutive ranges of the index blogs_site_order (site_id, info_order, info_date
+ * desc, info_id), each read in list order: the rest of its date, the older dates of its order,
+ * the later orders. They are read one after another until the page is full, so no query skips
+ * rows before the key or sorts. (One OR condition would scan every earlier blog of the same order.)
+ */
+export async function listBlogsAfter(
+  db: DbHandle,
+  siteId: number,
+  filter: BlogFilter,
+  after: BlogKey | null,
+  limit: number,
+): Promise<{ rows: StoredItem[]; next: BlogKey | null }> {
+  const ranges: Array<(query: Ordered) => Ordered> = after
+    ? [
+        (q) => q.where('blogs.info_order', '=', after[0]).where('blogs.info_date', '=', after[1]).where('blogs.info_id', '>', after[2]),
+        (q) => q.where('blogs.info_order', '=', after[0]).where('blogs.info_date', '<', after[1]),
+        (q) => q.where('blogs.info_order', '>', after[0]),
+      ]
+    : [(q) => q];
+  const rows: Array<StoredItem & { info_order: number; info_date: string; info_id: number }> = [];
+  // One more than asked says whether a next page exists.
+  for (const range of ranges) {
+    if (rows.length > limit) break;
+    rows.push(
+      ...(await range(inListOrder(db, siteId, filter))
+        // The key is selected by name, whatever else the list selects: the next cursor is made of it.
+        .select(['blogs.info_order', 'blogs.info_date', 'blogs.info_id'])
+        .limit(limit + 1 - rows.length)
+        .execute()),
+    );
+  }
+  if (rows.length <= limit) return { rows, next: null };
+  rows.length = limit;
+  const last = rows[limit - 1]!;
+  return { rows, next: [last.info_order, last.info_date, last.info_id] };
 }
 
 /**

@@ -8,6 +8,7 @@ import { ValidationError } from '../../errors.js';
 import { principalOf } from '../../http/authenticate.js';
 import { fieldErrors } from '../../http/validation.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
+import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendRecord, sendSaved } from '../shared/envelope.js';
 import { IdParams, queryBoolean } from '../shared/schemas.js';
 import { BlogForm, BlogList, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
@@ -20,6 +21,7 @@ const DOCS = {
     'Text filters (title, filename, tags) are case-insensitive patterns: `%` matches any text, `_` one character, `\\` escapes them; without a wildcard the whole value must match. `matchType` changes the comparison. `tags` matches any one of a blog’s comma-separated tags.',
     '`keywords` is a full-text search over title, SEO title, summary, tags and the text of the HTML; every word must occur.',
     '`publicContentOnly=true` keeps blogs that are visible (info_show Y), whose info_hideuntil date has come (or is empty), whose info_date is not in the future, and whose page is public (dates in UTC).',
+    CURSOR_DOC,
   ].join('\n\n'),
   get: 'Returns one blog in the list envelope. The same as `?id=<id>`, except that an unknown id is 404. The ETag header can be sent back as If-Match on POST and DELETE.',
   post: [

@@ -5,6 +5,7 @@ import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, NotFoundError, ValidationError } from '../../errors.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../shared/content.queries.js';
+import { keysetCursor } from '../shared/cursor.js';
 import type { Listed, Saved } from '../shared/envelope.js';
 import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { blogSearchText } from '../shared/search-text.js';
@@ -51,11 +52,21 @@ const COPIED_FIELDS = (Object.keys(BLOG_FIELDS) as BlogField[]).filter(
 
 const today = () => now().slice(0, 10);
 
+/** Cursors of the blog list: `["b", info_order, info_date, info_id]` of the last blog shown. */
+const BLOG_CURSOR = keysetCursor('b', ['int', 'text', 'int']);
+
 /** A list of stored records: the route joins their texts, the list's ETag comes from their tags. */
 export async function listBlogs(db: DbHandle, siteId: number, query: BlogListQuery): Promise<Listed<StoredItem>> {
-  const { offset, pageSize } = listWindow(query);
+  const window = listWindow(query);
   const { publicContentOnly, ...filter } = query;
   const publicOn = queryBoolean(publicContentOnly) ? today() : undefined;
+  const { pageSize } = window;
+  if ('cursor' in window) {
+    const after = BLOG_CURSOR.decode(window.cursor);
+    const { rows, next } = await repo.listBlogsAfter(db, siteId, { ...filter, publicOn }, after, pageSize);
+    return { records: rows, pageSize, nextCursor: next && BLOG_CURSOR.encode(next) };
+  }
+  const { offset } = window;
   const { rows, total } = await repo.listBlogs(db, siteId, { ...filter, publicOn }, offset, pageSize);
   return { records: rows, total, offset, pageSize };
 }

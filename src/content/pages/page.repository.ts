@@ -62,18 +62,45 @@ export async function listPages(
   limit: number,
 ): Promise<{ rows: StoredItem[]; total: number }> {
   const [rows, count] = await Promise.all([
-    filtered(db, siteId, filter)
-      .select(['pages.page as id', 'pages.record_json', 'pages.etag'])
-      .orderBy('pages.page_order')
-      .orderBy('pages.page')
-      .offset(offset)
-      .limit(limit)
-      .execute(),
+    inListOrder(db, siteId, filter).offset(offset).limit(limit).execute(),
     filtered(db, siteId, filter)
       .select((eb) => eb.fn.countAll<number>().as('total'))
       .executeTakeFirstOrThrow(),
   ]);
   return { rows, total: Number(count.total) };
+}
+
+function inListOrder(db: DbHandle, siteId: number, filter: PageFilter) {
+  return filtered(db, siteId, filter)
+    .select(['pages.page as id', 'pages.record_json', 'pages.etag'])
+    .orderBy('pages.page_order')
+    .orderBy('pages.page');
+}
+
+/** A page's place in list order: (page_order, page). */
+export type PageKey = [order: number, page: number];
+
+/**
+ * Keyset paging: up to `limit` pages after `after` (from the start when null), and the key of the
+ * last one when more follow (null on the last page). The row-value condition is a range of the
+ * index pages_site_order (site_id, page_order, page): no count, no sort, no earlier row read.
+ */
+export async function listPagesAfter(
+  db: DbHandle,
+  siteId: number,
+  filter: PageFilter,
+  after: PageKey | null,
+  limit: number,
+): Promise<{ rows: StoredItem[]; next: PageKey | null }> {
+  // The key is selected by name, whatever else the list selects: the next cursor is made of it.
+  let query = inListOrder(db, siteId, filter).select(['pages.page_order', 'pages.page']);
+  if (after) query = query.where((eb) => eb(eb.refTuple('pages.page_order', 'pages.page'), '>', eb.tuple(after[0], after[1])));
+  // One more than asked says whether a next page exists.
+  const rows = await query.limit(limit + 1).execute();
+  if (rows.length <= limit) return { rows, next: null };
+  rows.length = limit;
+  const last = rows[limit - 1]!;
+  return { rows, next: [last.page_order, last.page] };
 }
 
 function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: number }) {

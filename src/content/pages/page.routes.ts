@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { DbHandle } from '../../db/schema.js';
 import { principalOf } from '../../http/authenticate.js';
+import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendRecord, sendSaved } from '../shared/envelope.js';
 import { IdParams } from '../shared/schemas.js';
 import { PageList, PageQuery, PageWrite, PageWritten } from './page.schemas.js';
@@ -13,6 +14,7 @@ const DOCS = {
     'Text filters (title, filename, tags) are case-insensitive patterns: `%` matches any text, `_` one character, `\\` escapes them; without a wildcard the whole value must match. `matchType` changes the comparison.',
     '`keywords` is a full-text search over titles, menu name, summary, SEO keywords and the text of the HTML; every word must occur.',
     '`publicContentOnly=true` leaves out member-only pages and every page below one.',
+    CURSOR_DOC,
   ].join('\n\n'),
   get: 'Returns one page in the list envelope. The same as `?id=<id>`, except that an unknown id is 404. The ETag header can be sent back as If-Match on POST and DELETE.',
   post: [

@@ -4,6 +4,7 @@ import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import { countBlogsOnPage } from '../shared/content.queries.js';
+import { keysetCursor } from '../shared/cursor.js';
 import type { Listed, Saved } from '../shared/envelope.js';
 import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { pageSearchText } from '../shared/search-text.js';
@@ -29,9 +30,12 @@ export type Precondition = (currentEtag: string) => void;
 const BOOL_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => PAGE_FIELDS[f].kind === 'bool');
 const WRITABLE_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => !(PAGE_SYSTEM_FIELDS as readonly string[]).includes(f));
 
+/** Cursors of the page list: `["p", page_order, page]` of the last page shown. */
+const PAGE_CURSOR = keysetCursor('p', ['int', 'int']);
+
 /** A list of stored records: the route joins their texts, the list's ETag comes from their tags. */
 export async function listPages(db: DbHandle, siteId: number, query: PageListQuery): Promise<Listed<StoredItem>> {
-  const { offset, pageSize } = listWindow(query);
+  const window = listWindow(query);
   const { parent, page_parent } = query;
   const filter = {
     ...query,
@@ -39,6 +43,12 @@ export async function listPages(db: DbHandle, siteId: number, query: PageListQue
     parent: parent !== undefined && page_parent !== undefined && parent !== page_parent ? -1 : (parent ?? page_parent),
     publicContentOnly: queryBoolean(query.publicContentOnly),
   };
+  const { pageSize } = window;
+  if ('cursor' in window) {
+    const { rows, next } = await repo.listPagesAfter(db, siteId, filter, PAGE_CURSOR.decode(window.cursor), pageSize);
+    return { records: rows, pageSize, nextCursor: next && PAGE_CURSOR.encode(next) };
+  }
+  const { offset } = window;
   const { rows, total } = await repo.listPages(db, siteId, filter, offset, pageSize);
   return { records: rows, total, offset, pageSize };
 }

@@ -9,11 +9,16 @@ import { ifMatchCheck } from '../../http/etag.js';
 import { DEFAULT_PAGE_SIZE } from './schemas.js';
 import { listTag, type StoredItem, type StoredRecord } from './stored.js';
 
-export interface Listed<R> {
-  records: R[];
-  total: number;
-  offset: number;
-  pageSize: number;
+/** A page of a list: by offset (with the total), or in cursor mode (with the next page's cursor). */
+export type Listed<R> = { records: R[]; pageSize: number } & (
+  | { total: number; offset: number; nextCursor?: undefined }
+  | { nextCursor: string | null; total?: undefined; offset?: undefined }
+);
+
+/** The list envelope's meta; offset paging keeps exactly the keys and order it always had. */
+export function listMeta(listed: Listed<unknown>): object {
+  if (listed.nextCursor !== undefined) return { pageSize: listed.pageSize, nextCursor: listed.nextCursor };
+  return { total: listed.total, offset: listed.offset, pageSize: listed.pageSize };
 }
 
 /** What a POST did: the record as saved, its stored ETag, and whether it was inserted. */
@@ -30,9 +35,9 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * `JSON.stringify({ data: records, meta })` gives; the ETag comes from the records' stored tags.
  */
 export function sendList(reply: FastifyReply, listed: Listed<StoredItem>): FastifyReply {
-  const meta = { total: listed.total, offset: listed.offset, pageSize: listed.pageSize };
+  const meta = JSON.stringify(listMeta(listed));
   const texts = listed.records.map((r) => r.record_json);
-  const body = `{"data":[${texts.join(',')}],"meta":${JSON.stringify(meta)}}`;
+  const body = `{"data":[${texts.join(',')}],"meta":${meta}}`;
   return reply.header('etag', listTag(listed.records, meta)).type(JSON_TYPE).send(body);
 }
 

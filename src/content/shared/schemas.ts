@@ -9,6 +9,8 @@ import {
   type TUnion,
   Type,
 } from 'typebox';
+import { ValidationError } from '../../errors.js';
+import { CURSOR_MAX } from './cursor.js';
 import type { FieldKind, FieldSpec } from './fields.js';
 
 /** The range of the integer columns (PostgreSQL refuses a query with a value outside it). */
@@ -75,10 +77,18 @@ export function envelopeSchema(record: TSchema) {
   return Type.Object(
     {
       data: Type.Array(record),
+      // Offset paging answers total, offset and pageSize; cursor paging pageSize and nextCursor.
       meta: Type.Object({
-        total: Type.Integer({ description: 'Records matching the filters, before offset and pageSize' }),
-        offset: Type.Integer(),
+        total: Type.Optional(
+          Type.Integer({ description: 'Records matching the filters, before offset and pageSize (not in cursor mode)' }),
+        ),
+        offset: Type.Optional(Type.Integer({ description: 'The offset asked for (not in cursor mode)' })),
         pageSize: Type.Integer(),
+        nextCursor: Type.Optional(
+          Type.Union([Type.String(), Type.Null()], {
+            description: 'Cursor mode only: send it as `cursor` for the next page; null on the last page',
+          }),
+        ),
       }),
     },
     { additionalProperties: false },
@@ -126,6 +136,13 @@ export const listQueryProperties = {
   keywords: Type.Optional(filterText('Full-text search; every word must match')),
   publicContentOnly: Type.Optional({ ...QueryBoolean, description: 'Only public content; accepts true or 1' }),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: INT32.maximum, description: 'Number of matching records to skip' })),
+  cursor: Type.Optional(
+    Type.String({
+      maxLength: CURSOR_MAX,
+      description:
+        'Cursor (keyset) paging: empty for the first page, then the meta.nextCursor of the previous answer. Its meta is {pageSize, nextCursor} (null on the last page), with no total or offset; every page costs the same however deep. Not together with offset.',
+    }),
+  ),
   pageSize: Type.Optional(
     Type.Union([Type.Integer(), Type.String()], {
       description: 'Maximum records returned, 1 to 999; absent or any other value means 200',
@@ -145,7 +162,18 @@ export function queryBoolean(raw: string | undefined): boolean {
   return raw === 'true' || raw === '1';
 }
 
+/** Where a list query starts: `offset` records in, or (cursor mode) after the key a cursor names. */
+export type ListWindow = { offset: number; pageSize: number } | { cursor: string; pageSize: number };
+
 /** The window of a list query: where it starts and how many records it holds. */
-export function listWindow(query: { offset?: number; pageSize?: number | string }): { offset: number; pageSize: number } {
-  return { offset: query.offset ?? 0, pageSize: pageSizeOf(query.pageSize) };
+export function listWindow(query: { offset?: number; pageSize?: number | string; cursor?: string }): ListWindow {
+  const pageSize = pageSizeOf(query.pageSize);
+  if (query.cursor === undefined) return { offset: query.offset ?? 0, pageSize };
+  if (query.offset !== undefined) {
+    throw new ValidationError([
+      { field: 'cursor', message: 'cannot be combined with offset' },
+      { field: 'offset', message: 'cannot be combined with cursor' },
+    ]);
+  }
+  return { cursor: query.cursor, pageSize };
 }

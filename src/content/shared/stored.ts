@@ -30,12 +30,13 @@ export function storedRecord(record: object): StoredRecord {
 }
 
 /**
- * A list's strong ETag, from what the list is made of: each record's id and stored ETag, the
- * total and the window. Equal inputs give equal bytes (the envelope is a function of them), so it
- * is a valid strong tag without hashing the body.
+ * A list's strong ETag, from what the list is made of: each record's id and stored ETag, and the
+ * envelope's meta as sent (the total and the window, or the page size and the next cursor). Equal
+ * inputs give equal bytes (the envelope is a function of them), so it is a valid strong tag
+ * without hashing the body.
  */
-export function listTag(items: readonly StoredItem[], meta: { total: number; offset: number; pageSize: number }): string {
-  const hash = createHash('sha1').update(`list ${meta.total} ${meta.offset} ${meta.pageSize}`);
+export function listTag(items: readonly StoredItem[], meta: string): string {
+  const hash = createHash('sha1').update(`list ${meta}`);
   for (const item of items) hash.update(`\n${item.id} ${item.etag}`);
   return `"${hash.digest('base64url')}"`;
 }

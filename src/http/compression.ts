@@ -1,0 +1,73 @@
+import { constants } from 'node:zlib';
+import fastifyCompress from '@fastify/compress';
+import type { FastifyInstance } from 'fastify';
+
+/** Answers smaller than this go as they are: the encoding's framing and CPU would cost more than the bytes saved. */
+export const COMPRESSION_THRESHOLD = 1024;
+
+/**
+ * Brotli quality 4: a list of 200 pages (about 600 KB of JSON) compresses in a few milliseconds,
+ * to within about 10 % of what quality 11 gives in several hundred (bench/README.md, Compression).
+ */
+const BROTLI_QUALITY = 4;
+
+/**
+ * What the service sends as text: JSON and problem+json, HTML, Markdown references, the /try
+ * script. Images (JPEG, PNG, GIF, WebP, AVIF) are compressed already and never match; neither does
+ * an event stream, which must reach the client as it is written.
+ */
+const TEXTUAL = /^text\/(?!event-stream)|[+/]json(?:;|$)|[+/]xml(?:;|$)|\/javascript(?:;|$)/;
+
+export function compressibleType(contentType: string | undefined): boolean {
+  return TEXTUAL.test(contentType ?? 'application/json');
+}
+
+/**
+ * Compressed answers when the client's Accept-Encoding asks for them (docs/api.md, Compression):
+ * br or gzip, the client's preference and q-values first and br on a tie; identity when the header
+ * is absent, says identity, or names nothing else we speak. The answer's ETag is the one of its
+ * uncompressed bytes, whatever the encoding: the ETag hook runs before this plugin's, which every
+ * route gets as its last onSend hook. Registered before any route, since it attaches to each route
+ * as it is added. Request bodies are not decompressed: a Content-Encoding on a request is not
+ * something the API accepts.
+ */
+export async function installCompression(app: FastifyInstance): Promise<void> {
+  await app.register(fastifyCompress, {
+    globalDecompression: false,
+    encodings: ['br', 'gzip'],
+    threshold: COMPRESSION_THRESHOLD,
+    customTypes: compressibleType,
+    brotliOptions: {
+      params: { [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT },
+    },
+  });
+  // The plugin adds Vary only to the answers it compresses. An answer sent as it is, because this
+  // client did not ask, would differ for one that does: a cache must key it on Accept-Encoding too.
+  // Set here, before the ETag hook can turn the answer into a 304, which then carries it as well.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (!compressibleType(reply.getHeader('content-type') as string | undefined)) return payload;
+    const size = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : undefined;
+    // A stream's length is unknown in advance: the plugin compresses any stream of a textual type.
+    if ((size === undefined && !isStream(payload)) || (size !== undefined && size < COMPRESSION_THRESHOLD)) return payload;
+    addVary(reply, 'accept-encoding');
+    return payload;
+  });
+}
+
+function isStream(payload: unknown): boolean {
+  return typeof (payload as { pipe?: unknown } | null)?.pipe === 'function';
+}
+
+/** Adds `field` to Vary unless it is there already (in any case); the plugin looks for it in lower case. */
+function addVary(reply: { getHeader(name: string): unknown; header(name: string, value: string): unknown }, field: string): void {
+  const current = reply.getHeader('vary');
+  const listed =
+    current === undefined
+      ? []
+      : String(current)
+          .split(',')
+          .map((v) => v.trim())
+          .filter(Boolean);
+  if (listed.some((v) => v === '*' || v.toLowerCase() === field)) return;
+  reply.header('vary', [...listed, field].join(', '));
+}

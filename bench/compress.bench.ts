@@ -65,6 +65,15 @@ function rawGet(server: Server, pathname: string, headers: Record<string, string
   });
 }
 
+/**
+ * Waits until the requests a round left in flight are done: when autocannon stops, up to 32 lists
+ * may still be in the server's hands, and the next round would start on a busy server.
+ */
+async function settle(server: Server): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  await rawGet(server, '/healthz', {});
+}
+
 function decode(encoding: string | undefined, body: Buffer): Buffer {
   if (encoding === 'br') return brotliDecompressSync(body);
   if (encoding === 'gzip') return gunzipSync(body);
@@ -167,6 +176,7 @@ async function main() {
         const cpuMicrosPerRequest = ((cpuSeconds(server.child.pid!) - cpuBefore) * 1e6) / result.requests;
         runs.get(`${s.key}/${e}`)!.push({ ...result, cpuMicrosPerRequest });
         line.push(`${s.key}/${e} ${result.reqPerSec.toFixed(0)}`);
+        await settle(server);
       }
     }
     console.log(`  round ${String(round + 1).padStart(2)}: ${line.join(', ')} req/s`);

@@ -11,6 +11,7 @@ import { registerPages } from './content/pages/page.routes.js';
 import type { Db } from './db/database.js';
 import { apiKeyAuth } from './http/api-key.auth.js';
 import { challengeFor, installAuthentication, requireDeclaredAccess } from './http/authenticate.js';
+import { installCompression } from './http/compression.js';
 import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
@@ -68,6 +69,8 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
       return reference ? { reference } : undefined;
     },
   });
+  // Before any route (it attaches to each as it is added) and before the ETag hook (see there).
+  await installCompression(app);
   // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
   const limits = rateLimitStores(db.kysely, config, (err) =>

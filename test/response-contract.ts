@@ -3,6 +3,8 @@
  * are sent pre-serialized (sendList, sendRecord), so Fastify never checks them against the
  * schema; without this, a field outside the schema or of the wrong type would go unnoticed.
  */
+
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
@@ -33,12 +35,20 @@ function declaredSchema(app: FastifyInstance, method: string, url: string, statu
   return undefined;
 }
 
+/** The body as the client reads it: a compressed answer (the client asked for it) decoded first. */
+export function decodedBody(response: LightMyRequestResponse): string {
+  const encoding = response.headers['content-encoding'];
+  if (encoding === 'br') return brotliDecompressSync(response.rawPayload).toString('utf8');
+  if (encoding === 'gzip') return gunzipSync(response.rawPayload).toString('utf8');
+  return response.body;
+}
+
 export function assertDeclaredShape(app: FastifyInstance, method: string, url: string, response: LightMyRequestResponse): void {
   if (!String(response.headers['content-type'] ?? '').startsWith('application/json')) return;
   const schema = declaredSchema(app, method, url, response.statusCode);
   if (!schema) return;
   const validate = validatorFor(schema);
-  if (!validate(JSON.parse(response.body))) {
+  if (!validate(JSON.parse(decodedBody(response)))) {
     throw new Error(
       `${method} ${url} answered ${response.statusCode} with a body outside its declared schema: ${JSON.stringify(validate.errors)}`,
     );

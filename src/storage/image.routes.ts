@@ -18,6 +18,8 @@ export function registerImageFiles(app: FastifyInstance, storage: ImageStorage):
   app.withTypeProvider<TypeBoxTypeProvider>().get(
     '/images/:name',
     {
+      // Images are compressed already: another encoding would cost CPU and save nothing.
+      compress: false,
       schema: {
         summary: 'An uploaded image',
         description:

@@ -26,11 +26,17 @@ interface Db {
 async function get(server: Server, url: string, headers: Record<string, string>) {
   const answer = await fetch(server.url + url, { headers });
   const text = await answer.text();
-  return { status: answer.status, body: answer.status === 200 ? (JSON.parse(text) as { data: unknown[]; meta: Record<string, unknown> }) : undefined, text };
+  return {
+    status: answer.status,
+    body: answer.status === 200 ? (JSON.parse(text) as { data: unknown[]; meta: Record<string, unknown> }) : undefined,
+    text,
+  };
 }
 
 /** The first and last page's URLs: by cursor when the app has cursor pages, else by offset. */
-async function ends(db: Db): Promise<{ mode: 'cursor' | 'offset'; first: string; last: string; walked?: number; walkSeconds?: number; note?: string }> {
+async function ends(
+  db: Db,
+): Promise<{ mode: 'cursor' | 'offset'; first: string; last: string; walked?: number; walkSeconds?: number; note?: string }> {
   const first = `/api/page?pageSize=${PAGE_SIZE}&cursor=`;
   const probe = await get(db.app!, first, db.headers);
   if (probe.status === 200 && probe.body && 'nextCursor' in probe.body.meta) {
@@ -90,7 +96,9 @@ export async function growthCheck(o: GrowthOptions) {
     const largeEnds = await ends(large);
     const cursor = smallEnds.mode === 'cursor' && largeEnds.mode === 'cursor';
     if (largeEnds.walked) {
-      console.log(`growth: walked nextCursor through ${largeEnds.walked} pages of ${large.pages} in ${largeEnds.walkSeconds!.toFixed(1)} s`);
+      console.log(
+        `growth: walked nextCursor through ${largeEnds.walked} pages of ${large.pages} in ${largeEnds.walkSeconds!.toFixed(1)} s`,
+      );
     }
     if (!cursor) console.log(`growth: ${largeEnds.note ?? smallEnds.note}`);
     const targets: Array<{ target: string; value: string; pass: boolean }> = [];

@@ -6,16 +6,17 @@
  * ceiling. `npm run bench [-- --quick] [-- --soak] [-- --no-pg] [-- --only=getById,growth,…]`.
  * Prints PASS/MISS per target, writes bench/results.json; exits 0 unless it crashed.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { growthCheck } from './growth.js';
 import { appEnv, benchDir, limitRun, loadAverage, machine, rssMB, type Server, sameAnswers, startServer, stopServer } from './harness.js';
 import { addOwnerAndClient, authorize, refreshLoad } from './oauth-flow.js';
+import { summariseProfile } from './profile-summary.js';
 import { type Contender, interleave, medianRatio, printSummaries, type RoundsOptions, type Summary, summarise } from './rounds.js';
-import { DEFAULT_PG_ADMIN_URL, postgresUnreachable, seedPostgres } from './seed-pg.js';
 import { type Seeded, seedDatabase } from './seed.js';
-import { growthCheck } from './growth.js';
+import { DEFAULT_PG_ADMIN_URL, postgresUnreachable, seedPostgres } from './seed-pg.js';
 import { soak } from './soak.js';
 
 const SECTIONS = ['getById', 'list200', 'list999', 'growth', 'tokens', 'soak', 'pg'] as const;
@@ -91,7 +92,8 @@ const basic = (s: { apiId: string; apiKey: string }) => ({
 });
 const appFlags = args['app-flags'].split(' ').filter(Boolean);
 const profileDir = path.join(benchDir, 'profiles');
-const profiling = (key: string) => (args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${key}.cpuprofile`] : []);
+const profiling = (key: string) =>
+  args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${key}.cpuprofile`] : [];
 
 /** Random ids and random full pages of a list, as a client paging through the site would ask. */
 function paths(seeded: Seeded, pages: number) {
@@ -177,6 +179,11 @@ async function sqliteSections(dataDir: string, file: string, seeded: Seeded) {
   }
   if (results.list999) console.log(`\nlist999: app peak RSS ${results.list999.app.maxRssMB.toFixed(0)} MB (reported, no target)`);
   report.sqlite = results;
+  for (const s of args.profile ? scenarios : []) {
+    const summary = summariseProfile(JSON.parse(readFileSync(path.join(profileDir, `${s.key}.cpuprofile`), 'utf8')), 15);
+    writeFileSync(path.join(profileDir, `${s.key}.txt`), summary);
+    console.log(`\nProfile of the app, ${s.title}\n${summary}`);
+  }
 }
 
 async function tokenSection(dataDir: string, file: string, seeded: Seeded) {
@@ -200,9 +207,13 @@ async function tokenSection(dataDir: string, file: string, seeded: Seeded) {
     const byId = paths(seeded, PAGES).byId;
     const auth = { legacy: basic(seeded), bearer: { authorization: `Bearer ${tokens!.access_token}` } };
     const sample = byId();
-    const [a, b] = await Promise.all([fetch(app.url + sample, { headers: auth.legacy }), fetch(app.url + sample, { headers: auth.bearer })]);
+    const [a, b] = await Promise.all([
+      fetch(app.url + sample, { headers: auth.legacy }),
+      fetch(app.url + sample, { headers: auth.bearer }),
+    ]);
     const [aText, bText] = await Promise.all([a.text(), b.text()]);
-    if (a.status !== 200 || b.status !== 200 || aText !== bText) throw new Error(`${sample}: key ${a.status}, bearer ${b.status}, bodies differ`);
+    if (a.status !== 200 || b.status !== 200 || aText !== bText)
+      throw new Error(`${sample}: key ${a.status}, bearer ${b.status}, bodies differ`);
     const contenders: Contender[] = [
       { key: 'legacy', server: app, makePath: byId, headers: auth.legacy },
       { key: 'bearer', server: app, makePath: byId, headers: auth.bearer },
@@ -226,7 +237,7 @@ async function tokenSection(dataDir: string, file: string, seeded: Seeded) {
   }
 }
 
-async function pgSection(file: string, pages: number) {
+async function pgSection(file: string, sqliteSeeded: Seeded) {
   const adminUrl = args['pg-url'];
   const unreachable = await postgresUnreachable(adminUrl);
   if (unreachable) {
@@ -237,11 +248,11 @@ async function pgSection(file: string, pages: number) {
   }
   const seeded = await seedPostgres(adminUrl, file);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cms-bench-pg-'));
-  console.log(`\nPostgreSQL: database ${new URL(seeded.url).pathname.slice(1)}, ${pages} pages copied in ${seeded.seconds.toFixed(1)} s`);
+  console.log(`\nPostgreSQL: database ${new URL(seeded.url).pathname.slice(1)}, ${PAGES} pages copied in ${seeded.seconds.toFixed(1)} s`);
   try {
     const headers = basic(seeded);
-    const ids = { ...seeded, firstId: 1, lastId: pages, averageHtmlBytes: 0 };
-    const p = paths(ids, pages);
+    // The pages keep their SQLite ids.
+    const p = paths({ ...sqliteSeeded, ...seeded }, PAGES);
     const results: Record<string, Compared> = {};
     for (const s of [
       { key: 'getById', title: 'PostgreSQL: GET /api/page/:id (random id)', makePath: p.byId, minRatio: 1.0, p99: 10 },
@@ -282,7 +293,7 @@ async function main() {
       for (const t of growth.targets) check('growth', t.target, t.value, t.pass);
       report.growth = growth.report;
     }
-    if (only.has('pg')) await pgSection(file, PAGES);
+    if (only.has('pg')) await pgSection(file, seeded);
     if (only.has('tokens')) await tokenSection(dataDir, file, seeded);
     if (only.has('soak')) {
       if (!SOAK) {

@@ -1,146 +1,349 @@
 /**
- * Page API benchmark: the real app against a bare node:http + better-sqlite3 ceiling, on the same
- * SQLite file of 20,000 pages, 127.0.0.1 only. `npm run bench [-- --quick] [-- --profile]`.
- * Prints a table, PASS/MISS per target, writes bench/results.json; exits 0 unless it crashed.
+ * Page API benchmark (issue 11's targets): the real app against bare ceilings on the same data,
+ * 127.0.0.1 only, every comparison one interleaved run (rounds.ts) read as a median of per-round
+ * ratios. Sections: GET by id and lists against the SQLite ceiling, RSS, the growth check (2,000
+ * against 200,000 pages, cursor pages), the token figures, a soak, and PostgreSQL against its own
+ * ceiling. `npm run bench [-- --quick] [-- --soak] [-- --no-pg] [-- --only=getById,growth,…]`.
+ * Prints PASS/MISS per target, writes bench/results.json; exits 0 unless it crashed.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  appEnv,
-  benchDir,
-  limitRun,
-  loadAverage,
-  type Measured,
-  machine,
-  measure,
-  PAGE_BENCH_OPTIONS,
-  printTable,
-  type Server,
-  sameAnswers,
-  startServer,
-  timing,
-} from './harness.js';
+import { growthCheck } from './growth.js';
+import { appEnv, benchDir, limitRun, loadAverage, machine, rssMB, type Server, sameAnswers, startServer, stopServer } from './harness.js';
+import { addOwnerAndClient, authorize, refreshLoad } from './oauth-flow.js';
 import { summariseProfile } from './profile-summary.js';
-import { seedDatabase } from './seed.js';
+import { type Contender, interleave, medianRatio, printSummaries, type RoundsOptions, type Summary, summarise } from './rounds.js';
+import { type Seeded, seedDatabase } from './seed.js';
+import { DEFAULT_PG_ADMIN_URL, postgresUnreachable, seedPostgres } from './seed-pg.js';
+import { soak } from './soak.js';
+
+const SECTIONS = ['getById', 'list200', 'list999', 'growth', 'tokens', 'soak', 'pg'] as const;
+type Section = (typeof SECTIONS)[number];
 
 const { values: args } = parseArgs({
   options: {
-    ...PAGE_BENCH_OPTIONS,
-    // Extra node flags for the app child only, e.g. --app-flags=--max-semi-space-size=4
-    'app-flags': { type: 'string', default: '' },
-    // Comma-separated scenario keys to run (getById,list200,list999); all when absent.
+    quick: { type: 'boolean', default: false },
+    /** The full 5-minute soak; without it the default run does a short one and --quick none. */
+    soak: { type: 'boolean', default: false },
+    'no-pg': { type: 'boolean', default: false },
+    'pg-url': { type: 'string', default: process.env.BENCH_PG_URL ?? DEFAULT_PG_ADMIN_URL },
+    pages: { type: 'string', default: '20000' },
+    'growth-pages': { type: 'string' },
+    rounds: { type: 'string' },
+    'round-seconds': { type: 'string' },
+    /** Comma-separated sections to run (getById,list200,list999,growth,tokens,soak,pg); all when absent. */
     only: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    /** Extra node flags for the app child only, e.g. --app-flags=--max-semi-space-size=4 */
+    'app-flags': { type: 'string', default: '' },
   },
 });
-const time = timing(args);
-const [DURATION, WARM_UP] = [time.seconds, time.warmUp];
+
+const quick = args.quick;
 const CONNECTIONS = 32;
 const PAGES = Number(args.pages);
+const rounds: RoundsOptions = {
+  rounds: Number(args.rounds ?? (quick ? 3 : 8)),
+  seconds: Number(args['round-seconds'] ?? (quick ? 2 : 3)),
+  warmUp: quick ? 1 : 2,
+  connections: CONNECTIONS,
+};
+/** Growth, Bearer and PostgreSQL comparisons: fewer rounds, the default run stays within about 10 minutes. */
+const shortRounds: RoundsOptions = { ...rounds, rounds: Math.max(3, Math.round(rounds.rounds * 0.75)) };
+const GROWTH_PAGES = Number(args['growth-pages'] ?? (quick ? 20_000 : 200_000));
+const SOAK = args.soak ? { warmUp: 30, seconds: 300 } : quick ? undefined : { warmUp: 10, seconds: 40 };
+const REFRESH = quick ? { warmUp: 1, seconds: 3 } : { warmUp: 3, seconds: 10 };
+const only = new Set<Section>((args.only?.split(',') as Section[] | undefined) ?? SECTIONS);
+if (args['no-pg']) only.delete('pg');
+/**
+ * Quotas high enough never to refuse (1,000,000 a minute): the limiter counts every request, as
+ * in the service, without turning a load test into 429s.
+ */
+const QUOTAS = { RATE_LIMIT_API: '1000000', RATE_LIMIT_TOKEN: '1000000' };
+const RESOURCE = 'http://127.0.0.1';
 
-type Kind = 'app' | 'ceiling';
-// Bounded: whatever happens, the run ends (generous: twice the planned load time plus set-up).
-limitRun('bench', 3 * 2 * (DURATION + WARM_UP) * 2 + 180);
+const perComparison = (r: RoundsOptions) => 2 * (r.warmUp + r.rounds * r.seconds) + 2 * r.rounds * 3;
+// Bounded: planned load time twice over, plus seeding (200,000 pages take about a minute) and set-up.
+limitRun(
+  'bench',
+  2 * (3 * perComparison(rounds) + 3 * perComparison(shortRounds) + 2 * perComparison(shortRounds)) +
+    (SOAK ? SOAK.warmUp + SOAK.seconds : 0) +
+    REFRESH.warmUp +
+    REFRESH.seconds +
+    GROWTH_PAGES / 500 +
+    300,
+);
+
+interface Target {
+  section: string;
+  target: string;
+  value: string;
+  status: 'PASS' | 'MISS' | 'SKIP';
+}
+const targets: Target[] = [];
+const report: Record<string, unknown> = {};
+const check = (section: string, target: string, value: string, pass: boolean | undefined) =>
+  targets.push({ section, target, value, status: pass === undefined ? 'SKIP' : pass ? 'PASS' : 'MISS' });
+
+const basic = (s: { apiId: string; apiKey: string }) => ({
+  authorization: `Basic ${Buffer.from(`${s.apiId}:${s.apiKey}`).toString('base64')}`,
+});
+const appFlags = args['app-flags'].split(' ').filter(Boolean);
+const profileDir = path.join(benchDir, 'profiles');
+const profiling = (key: string) =>
+  args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${key}.cpuprofile`] : [];
+
+/** Random ids and random full pages of a list, as a client paging through the site would ask. */
+function paths(seeded: Seeded, pages: number) {
+  const span = seeded.lastId - seeded.firstId + 1;
+  return {
+    byId: () => `/api/page/${seeded.firstId + Math.floor(Math.random() * span)}`,
+    list: (size: number) => () => `/api/page?pageSize=${size}&offset=${Math.floor(Math.random() * Math.floor(pages / size)) * size}`,
+  };
+}
+
+interface Compared {
+  title: string;
+  sameAnswers: string;
+  app: Summary;
+  ceiling: Summary;
+  ratio: number;
+  ratios: number[];
+}
+
+/** App against a ceiling, one interleaved run: same answers first, then rounds. */
+async function compare(
+  title: string,
+  app: Server,
+  ceiling: Server,
+  makePath: () => string,
+  headers: Record<string, string>,
+  options: RoundsOptions,
+): Promise<Compared> {
+  const { same } = await sameAnswers(app, ceiling, makePath(), headers);
+  const runs = await interleave(
+    [
+      { key: 'app', server: app, makePath, headers },
+      { key: 'ceiling', server: ceiling, makePath },
+    ],
+    options,
+  );
+  const result = {
+    title,
+    sameAnswers: same === 'bytes' ? 'byte for byte' : 'same JSON, different bytes',
+    app: summarise(runs.app!),
+    ceiling: summarise(runs.ceiling!),
+    ratio: medianRatio(runs.app!, runs.ceiling!),
+    ratios: runs.app!.map((r, i) => Number((r.reqPerSec / runs.ceiling![i]!.reqPerSec).toFixed(3))),
+  };
+  console.log(`\n${title}   (answers identical: ${result.sameAnswers}; ${options.rounds} rounds of ${options.seconds} s each)`);
+  printSummaries([
+    ['app', result.app],
+    ['ceiling', result.ceiling],
+  ]);
+  console.log(`  app/ceiling ${result.ratio.toFixed(2)}× (median of rounds: ${result.ratios.map((r) => r.toFixed(2)).join(' ')})`);
+  return result;
+}
+
+function checkCompared(section: string, key: string, c: Compared, minRatio: number, p99?: number) {
+  // No round in which the ceiling completed a request: rounds too short for this machine's load.
+  const value = Number.isFinite(c.ratio) ? `${c.ratio.toFixed(2)}×` : 'no ratio: a server completed nothing in every round';
+  check(section, `${key}: app req/s ≥ ${minRatio.toFixed(1)}× ceiling (median ratio)`, value, c.ratio >= minRatio);
+  if (p99 !== undefined) {
+    check(section, `${key}: app p99 ≤ ${p99} ms (median of rounds)`, `${c.app.p99Ms} ms (worst ${c.app.worstP99Ms})`, c.app.p99Ms <= p99);
+  }
+  check(section, `${key}: every answer 2xx`, String(c.app.failed + c.ceiling.failed), c.app.failed + c.ceiling.failed === 0);
+}
+
+async function sqliteSections(dataDir: string, file: string, seeded: Seeded) {
+  const headers = basic(seeded);
+  const p = paths(seeded, PAGES);
+  const scenarios = [
+    { key: 'getById', title: 'GET /api/page/:id (random id)', makePath: p.byId, minRatio: 1.0, p99: 10 },
+    { key: 'list200', title: 'GET /api/page?pageSize=200 (random offset)', makePath: p.list(200), minRatio: 2.0 },
+    { key: 'list999', title: 'GET /api/page?pageSize=999 (random offset)', makePath: p.list(999), minRatio: 2.0 },
+  ].filter((s) => only.has(s.key as Section));
+  const results: Record<string, Compared> = {};
+  for (const s of scenarios) {
+    // A fresh pair per scenario: each one's RSS (and profile) belongs to that scenario alone.
+    const app = await startServer('app-server.js', { ...appEnv(dataDir), ...QUOTAS }, [...appFlags, ...profiling(s.key)]);
+    const ceiling = await startServer('ceiling.js', { DATABASE_FILE: file, SITE_ID: String(seeded.siteId) });
+    results[s.key] = await compare(s.title, app, ceiling, s.makePath, headers, rounds);
+    await Promise.all([stopServer(app), stopServer(ceiling)]);
+    checkCompared('sqlite', s.key, results[s.key]!, s.minRatio, s.p99);
+  }
+  const loaded = ['getById', 'list200'].filter((k) => results[k]);
+  if (loaded.length > 0) {
+    const peak = Math.max(...loaded.map((k) => results[k]!.app.maxRssMB));
+    check('sqlite', `app peak RSS ≤ 150 MB under ${loaded.join(' and ')} load`, `${peak.toFixed(0)} MB`, peak <= 150);
+  }
+  if (results.list999) console.log(`\nlist999: app peak RSS ${results.list999.app.maxRssMB.toFixed(0)} MB (reported, no target)`);
+  report.sqlite = results;
+  for (const s of args.profile ? scenarios : []) {
+    const summary = summariseProfile(JSON.parse(readFileSync(path.join(profileDir, `${s.key}.cpuprofile`), 'utf8')), 15);
+    writeFileSync(path.join(profileDir, `${s.key}.txt`), summary);
+    console.log(`\nProfile of the app, ${s.title}\n${summary}`);
+  }
+}
+
+async function tokenSection(dataDir: string, file: string, seeded: Seeded) {
+  const setup = await addOwnerAndClient(file, seeded.siteId);
+  const app = await startServer('app-server.js', { ...appEnv(dataDir, RESOURCE), ...QUOTAS }, appFlags);
+  try {
+    // Refresh grants: 16 chains, one worker and one connection each (oauth-flow.ts), SQLITE_SYNCHRONOUS=full.
+    const chains = (await authorize(app, RESOURCE, setup, 16)).map((t) => t.refresh_token);
+    await refreshLoad(app, setup.clientId, chains, REFRESH.warmUp);
+    const refresh = await refreshLoad(app, setup.clientId, chains, REFRESH.seconds);
+    console.log(
+      `\nPOST /api/auth/token grant_type=refresh_token, 16 chains, SQLITE_SYNCHRONOUS=full: ${refresh.reqPerSec.toFixed(0)}/s, ` +
+        `p50 ${refresh.p50Ms.toFixed(1)} ms, p99 ${refresh.p99Ms.toFixed(1)} ms, ${refresh.non2xx + refresh.errors} failed`,
+    );
+    if (refresh.failure) console.log(`  first failed refresh: ${refresh.failure}`);
+    check('tokens', 'refresh grants ≥ 1,000/s (synchronous=full)', `${refresh.reqPerSec.toFixed(0)}/s`, refresh.reqPerSec >= 1000);
+    check('tokens', 'refresh: no failed refresh', String(refresh.non2xx + refresh.errors), refresh.non2xx + refresh.errors === 0);
+
+    // Bearer against the API key: the same server, the same ids, interleaved rounds.
+    const [tokens] = await authorize(app, RESOURCE, setup, 1);
+    const byId = paths(seeded, PAGES).byId;
+    const auth = { legacy: basic(seeded), bearer: { authorization: `Bearer ${tokens!.access_token}` } };
+    const sample = byId();
+    const [a, b] = await Promise.all([
+      fetch(app.url + sample, { headers: auth.legacy }),
+      fetch(app.url + sample, { headers: auth.bearer }),
+    ]);
+    const [aText, bText] = await Promise.all([a.text(), b.text()]);
+    if (a.status !== 200 || b.status !== 200 || aText !== bText)
+      throw new Error(`${sample}: key ${a.status}, bearer ${b.status}, bodies differ`);
+    const contenders: Contender[] = [
+      { key: 'legacy', server: app, makePath: byId, headers: auth.legacy },
+      { key: 'bearer', server: app, makePath: byId, headers: auth.bearer },
+    ];
+    const runs = await interleave(contenders, shortRounds);
+    const legacy = summarise(runs.legacy!);
+    const bearer = summarise(runs.bearer!);
+    const ratio = medianRatio(runs.bearer!, runs.legacy!);
+    console.log(`\nGET /api/page/:id, Bearer against the API key, same server (answers identical: byte for byte)`);
+    printSummaries([
+      ['API key', legacy],
+      ['Bearer', bearer],
+    ]);
+    console.log(`  bearer/key ${ratio.toFixed(2)}×`);
+    check('tokens', 'Bearer GET by id ≥ 0.95× API key (median ratio)', `${ratio.toFixed(2)}×`, ratio >= 0.95);
+    check('tokens', 'Bearer/API key: every answer 2xx', String(legacy.failed + bearer.failed), legacy.failed + bearer.failed === 0);
+    const { failure: _, ...refreshFigures } = refresh;
+    report.tokens = { refresh: { ...refreshFigures, ...REFRESH, chains: 16 }, bearerGetById: { legacy, bearer, ratio } };
+  } finally {
+    await stopServer(app);
+  }
+}
+
+async function pgSection(file: string, sqliteSeeded: Seeded) {
+  const adminUrl = args['pg-url'];
+  const unreachable = await postgresUnreachable(adminUrl);
+  if (unreachable) {
+    console.log(`\nPostgreSQL: skipped, nothing answers at ${new URL(adminUrl).host} (${unreachable})`);
+    check('postgres', 'PostgreSQL section', 'not reachable', undefined);
+    report.postgres = { skipped: unreachable };
+    return;
+  }
+  const seeded = await seedPostgres(adminUrl, file);
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cms-bench-pg-'));
+  console.log(`\nPostgreSQL: database ${new URL(seeded.url).pathname.slice(1)}, ${PAGES} pages copied in ${seeded.seconds.toFixed(1)} s`);
+  try {
+    const headers = basic(seeded);
+    // The pages keep their SQLite ids.
+    const p = paths({ ...sqliteSeeded, ...seeded }, PAGES);
+    const results: Record<string, Compared> = {};
+    for (const s of [
+      { key: 'getById', title: 'PostgreSQL: GET /api/page/:id (random id)', makePath: p.byId, minRatio: 1.0, p99: 10 },
+      { key: 'list200', title: 'PostgreSQL: GET /api/page?pageSize=200 (random offset)', makePath: p.list(200), minRatio: 2.0 },
+    ]) {
+      const app = await startServer('app-server.js', { ...appEnv(dataDir), DATABASE_URL: seeded.url, ...QUOTAS }, appFlags);
+      const ceiling = await startServer('ceiling-pg.js', { DATABASE_URL: seeded.url, SITE_ID: String(seeded.siteId) });
+      try {
+        results[s.key] = await compare(s.title, app, ceiling, s.makePath, headers, shortRounds);
+      } finally {
+        await Promise.all([stopServer(app), stopServer(ceiling)]);
+      }
+      checkCompared('postgres', s.key, results[s.key]!, s.minRatio, s.p99);
+    }
+    report.postgres = results;
+  } finally {
+    await seeded.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
 
 async function main() {
   const host = machine();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cms-bench-'));
   const file = path.join(dataDir, 'cms.sqlite');
-  const seedStart = performance.now();
-  const seeded = await seedDatabase(file, PAGES);
-  console.log(
-    `seeded ${PAGES} pages (avg ${seeded.averageHtmlBytes} B of HTML) in ${((performance.now() - seedStart) / 1000).toFixed(1)} s; ` +
-      `${CONNECTIONS} connections, ${WARM_UP} s warm-up + ${DURATION} s per run${args.profile ? ', app under --cpu-prof' : ''}`,
-  );
-  const headers = { authorization: `Basic ${Buffer.from(`${seeded.apiId}:${seeded.apiKey}`).toString('base64')}` };
-  const span = seeded.lastId - seeded.firstId + 1;
-  const randomId = () => seeded.firstId + Math.floor(Math.random() * span);
-  // Random full pages of the list, as a client paging through the site would ask for them.
-  const listPage = (size: number) => () =>
-    `/api/page?pageSize=${size}&offset=${Math.floor(Math.random() * Math.floor(PAGES / size)) * size}`;
-  const allScenarios = [
-    { key: 'getById', title: 'GET /api/page/:id (random id)', path: () => `/api/page/${randomId()}`, minRatio: 0.8 },
-    { key: 'list200', title: 'GET /api/page?pageSize=200', path: listPage(200), minRatio: 1.0 },
-    { key: 'list999', title: 'GET /api/page?pageSize=999', path: listPage(999), minRatio: 1.0 },
-  ];
-  const only = args.only?.split(',');
-  const scenarios = only ? allScenarios.filter((s) => only.includes(s.key)) : allScenarios;
-  const profileDir = path.join(benchDir, 'profiles');
   if (args.profile) mkdirSync(profileDir, { recursive: true });
-
-  const results: Record<string, { title: string; app: Measured; ceiling: Measured; ratio: number; sameAnswers: string }> = {};
-  for (const scenario of scenarios) {
-    const appFlags = args['app-flags'].split(' ').filter(Boolean);
-    const profiling = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${scenario.key}.cpuprofile`] : [];
-    // A fresh pair of servers per scenario: each one's RSS and profile belong to that scenario alone.
-    const app = await startServer('app-server.js', appEnv(dataDir), [...appFlags, ...profiling]);
-    const ceiling = await startServer('ceiling.js', { DATABASE_FILE: file, SITE_ID: String(seeded.siteId) });
-    const { same } = await sameAnswers(app, ceiling, scenario.path(), headers);
-    const measured: Partial<Record<Kind, Measured>> = {};
-    for (const [kind, server] of [
-      ['app', app],
-      ['ceiling', ceiling],
-    ] as Array<[Kind, Server]>) {
-      measured[kind] = await measure(server, { connections: CONNECTIONS, makePath: scenario.path, headers }, time);
-    }
-    const ratio = measured.app!.reqPerSec / measured.ceiling!.reqPerSec;
-    results[scenario.key] = { title: scenario.title, app: measured.app!, ceiling: measured.ceiling!, ratio, sameAnswers: same };
-    console.log(`\n${scenario.title}   (answers identical: ${same === 'bytes' ? 'byte for byte' : 'same JSON'})`);
-    printTable(
-      [
-        ['app', measured.app!],
-        ['ceiling', measured.ceiling!],
-      ],
-      8,
+  try {
+    const seedStart = performance.now();
+    const seeded = await seedDatabase(file, PAGES);
+    console.log(
+      `seeded ${PAGES} pages (avg ${seeded.averageHtmlBytes} B of HTML) in ${((performance.now() - seedStart) / 1000).toFixed(1)} s; ` +
+        `load average ${host.loadAverageAtStart.join(' ')} on ${host.nproc} CPUs; ${CONNECTIONS} connections; ` +
+        `${rounds.rounds} rounds of ${rounds.seconds} s per server (${shortRounds.rounds} for growth, Bearer, PostgreSQL)`,
     );
-    console.log(`  app/ceiling ${ratio.toFixed(2)}×`);
-  }
-
-  const byId = results.getById!;
-  const targets = [
-    ...scenarios.map((s) => ({
-      target: `${s.key}: app req/s ≥ ${s.minRatio.toFixed(1)}× ceiling`,
-      value: `${results[s.key]!.ratio.toFixed(2)}×`,
-      pass: results[s.key]!.ratio >= s.minRatio,
-    })),
-    { target: 'getById: app p99 ≤ 10 ms', value: `${byId.app.p99Ms} ms`, pass: byId.app.p99Ms <= 10 },
-    ...scenarios.map((s) => ({
-      target: `${s.key}: app RSS under load ≤ 150 MB`,
-      value: `${results[s.key]!.app.maxRssMB.toFixed(0)} MB`,
-      pass: results[s.key]!.app.maxRssMB <= 150,
-    })),
-  ];
-  console.log('\nTargets');
-  for (const t of targets) console.log(`  ${t.pass ? 'PASS' : 'MISS'}  ${t.target.padEnd(42)} ${t.value}`);
-
-  const profiles: Record<string, string> = {};
-  if (args.profile) {
-    for (const s of scenarios) {
-      const file = path.join(profileDir, `${s.key}.cpuprofile`);
-      profiles[s.key] = summariseProfile(JSON.parse(readFileSync(file, 'utf8')), 15);
-      writeFileSync(path.join(profileDir, `${s.key}.txt`), profiles[s.key]!);
-      console.log(`\nProfile of the app, ${s.title} (${path.relative(process.cwd(), file)})\n${profiles[s.key]}`);
+    if (only.has('getById') || only.has('list200') || only.has('list999')) await sqliteSections(dataDir, file, seeded);
+    if (only.has('growth')) {
+      const growth = await growthCheck({ smallPages: 2000, largePages: GROWTH_PAGES, rounds: shortRounds, env: QUOTAS });
+      for (const t of growth.targets) check('growth', t.target, t.value, t.pass);
+      report.growth = growth.report;
     }
+    if (only.has('pg')) await pgSection(file, seeded);
+    else if (args['no-pg']) {
+      console.log('\nPostgreSQL: skipped (--no-pg)');
+      check('postgres', 'PostgreSQL section', 'skipped (--no-pg)', undefined);
+    }
+    if (only.has('tokens')) await tokenSection(dataDir, file, seeded);
+    if (only.has('soak')) {
+      if (!SOAK) {
+        console.log('\nsoak: skipped (--quick); `--soak` runs 5 minutes');
+        check('soak', 'RSS does not grow > 10 % over the soak', 'skipped', undefined);
+      } else {
+        const app = await startServer('app-server.js', { ...appEnv(dataDir), ...QUOTAS }, appFlags);
+        const p = paths(seeded, PAGES);
+        const result = await soak(app, { ...SOAK, connections: CONNECTIONS, headers: basic(seeded), byId: p.byId, list: p.list });
+        await stopServer(app);
+        const label = args.soak ? '' : ` (short: ${SOAK.seconds} s; --soak for 5 minutes)`;
+        check('soak', `RSS does not grow > 10 % over the soak${label}`, result.value, result.pass);
+        report.soak = result.report;
+      }
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
   }
-  const report = {
+
+  console.log('\nTargets');
+  for (const t of targets) console.log(`  ${t.status}  ${`${t.section}: ${t.target}`.padEnd(72)} ${t.value}`);
+  const out = path.join(benchDir, 'results.json');
+  const results = {
     date: new Date().toISOString(),
-    machine: { ...host, loadAverageAtEnd: loadAverage() },
+    machine: { ...host, loadAverageAtEnd: loadAverage(), benchRss: Math.round(rssMB(process.pid)) },
     settings: {
+      quick,
       pages: PAGES,
+      growthPages: { small: 2000, large: GROWTH_PAGES },
       connections: CONNECTIONS,
-      warmUpSeconds: WARM_UP,
-      durationSeconds: DURATION,
-      profile: args.profile,
+      rounds,
+      shortRounds,
+      refresh: REFRESH,
+      soak: SOAK ?? 'skipped',
+      sections: [...only],
+      quotas: QUOTAS,
       appFlags: args['app-flags'],
+      profile: args.profile,
     },
-    seeded: { averageHtmlBytes: seeded.averageHtmlBytes },
-    scenarios: results,
+    ...report,
     targets,
   };
-  writeFileSync(path.join(benchDir, 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
-  console.log(`\nwrote ${path.relative(process.cwd(), path.join(benchDir, 'results.json'))}`);
-  rmSync(dataDir, { recursive: true, force: true });
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`\nwrote ${path.relative(process.cwd(), out)}`);
 }
 
 await main();

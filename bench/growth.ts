@@ -1,0 +1,137 @@
+/**
+ * The growth check (issue 11, point 3): does a list of 200 cost the same on 200,000 pages as on
+ * 2,000? Two databases seeded by seed.ts, one app on each, interleaved rounds of the same request
+ * on both; the figure is the median over rounds of (req/s on the small one) / (req/s on the large
+ * one), the slowdown, for the first page in cursor mode (`cursor=`) and for the last page reached
+ * by following `meta.nextCursor` to the end. A build without cursor pages is measured in offset
+ * mode (offset 0 and the last full page) and the targets are MISS.
+ */
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { appEnv, type Server, startServer, stopServer } from './harness.js';
+import { interleave, median, medianRatio, printSummaries, type RoundsOptions, summarise } from './rounds.js';
+import { type Seeded, seedDatabase } from './seed.js';
+
+const PAGE_SIZE = 200;
+
+interface Db {
+  pages: number;
+  dir: string;
+  seeded: Seeded;
+  headers: Record<string, string>;
+  app?: Server;
+}
+
+async function get(server: Server, url: string, headers: Record<string, string>) {
+  const answer = await fetch(server.url + url, { headers });
+  const text = await answer.text();
+  return {
+    status: answer.status,
+    body: answer.status === 200 ? (JSON.parse(text) as { data: unknown[]; meta: Record<string, unknown> }) : undefined,
+    text,
+  };
+}
+
+/** The first and last page's URLs: by cursor when the app has cursor pages, else by offset. */
+async function ends(
+  db: Db,
+): Promise<{ mode: 'cursor' | 'offset'; first: string; last: string; walked?: number; walkSeconds?: number; note?: string }> {
+  const first = `/api/page?pageSize=${PAGE_SIZE}&cursor=`;
+  const probe = await get(db.app!, first, db.headers);
+  if (probe.status === 200 && probe.body && 'nextCursor' in probe.body.meta) {
+    const started = performance.now();
+    let url = first;
+    let meta = probe.body.meta;
+    let walked = 1;
+    // Bounded: a cursor that never ends would be a bug, not a reason to hang.
+    while (typeof meta.nextCursor === 'string' && walked <= db.pages / PAGE_SIZE + 1) {
+      url = `/api/page?pageSize=${PAGE_SIZE}&cursor=${encodeURIComponent(meta.nextCursor)}`;
+      const next = await get(db.app!, url, db.headers);
+      if (next.status !== 200 || !next.body) throw new Error(`${url}: ${next.status} ${next.text.slice(0, 200)}`);
+      meta = next.body.meta;
+      walked += 1;
+    }
+    if (meta.nextCursor !== null) throw new Error(`cursor walk on ${db.pages} pages did not end after ${walked} pages`);
+    return { mode: 'cursor', first, last: url, walked, walkSeconds: (performance.now() - started) / 1000 };
+  }
+  const offsetFirst = `/api/page?pageSize=${PAGE_SIZE}&offset=0`;
+  const answer = await get(db.app!, offsetFirst, db.headers);
+  if (answer.status !== 200 || !answer.body) throw new Error(`${offsetFirst}: ${answer.status}`);
+  const total = Number(answer.body.meta.total);
+  return {
+    mode: 'offset',
+    first: offsetFirst,
+    last: `/api/page?pageSize=${PAGE_SIZE}&offset=${Math.max(0, total - PAGE_SIZE)}`,
+    note: `no cursor pages in this build (cursor= answered ${probe.status}); measured in offset mode`,
+  };
+}
+
+export interface GrowthOptions {
+  smallPages: number;
+  largePages: number;
+  rounds: RoundsOptions;
+  /** Extra environment of both apps. */
+  env: Record<string, string>;
+}
+
+export async function growthCheck(o: GrowthOptions) {
+  const dbs: Db[] = [];
+  const dirs: string[] = [];
+  try {
+    for (const pages of [o.smallPages, o.largePages]) {
+      const dir = mkdtempSync(path.join(os.tmpdir(), `cms-bench-growth-${pages}-`));
+      dirs.push(dir);
+      const started = performance.now();
+      const seeded = await seedDatabase(path.join(dir, 'cms.sqlite'), pages);
+      const seconds = (performance.now() - started) / 1000;
+      const mb = statSync(path.join(dir, 'cms.sqlite')).size / 1024 ** 2;
+      console.log(`\ngrowth: seeded ${pages} pages in ${seconds.toFixed(1)} s (${mb.toFixed(0)} MB)`);
+      const headers = { authorization: `Basic ${Buffer.from(`${seeded.apiId}:${seeded.apiKey}`).toString('base64')}` };
+      dbs.push({ pages, dir, seeded, headers });
+    }
+    for (const db of dbs) db.app = await startServer('app-server.js', { ...appEnv(db.dir), ...o.env });
+    const [small, large] = dbs as [Db, Db];
+    const smallEnds = await ends(small);
+    const largeEnds = await ends(large);
+    const cursor = smallEnds.mode === 'cursor' && largeEnds.mode === 'cursor';
+    if (largeEnds.walked) {
+      console.log(
+        `growth: walked nextCursor through ${largeEnds.walked} pages of ${large.pages} in ${largeEnds.walkSeconds!.toFixed(1)} s`,
+      );
+    }
+    if (!cursor) console.log(`growth: ${largeEnds.note ?? smallEnds.note}`);
+    const targets: Array<{ target: string; value: string; pass: boolean }> = [];
+    const report: Record<string, unknown> = { mode: cursor ? 'cursor' : 'offset', pages: { small: small.pages, large: large.pages } };
+    for (const which of ['first', 'last'] as const) {
+      const runs = await interleave(
+        [
+          { key: 'small', server: small.app!, makePath: () => smallEnds[which], headers: small.headers },
+          { key: 'large', server: large.app!, makePath: () => largeEnds[which], headers: large.headers },
+        ],
+        o.rounds,
+      );
+      const [s, l] = [summarise(runs.small!), summarise(runs.large!)];
+      const slowdown = medianRatio(runs.small!, runs.large!);
+      const latency = median(runs.large!.map((r, i) => r.p50Ms / Math.max(runs.small![i]!.p50Ms, 0.001)));
+      console.log(`\ngrowth, ${which} page (${cursor ? 'cursor' : 'offset'} mode): ${largeEnds[which].slice(0, 80)}`);
+      printSummaries([
+        [`${small.pages}`, s],
+        [`${large.pages}`, l],
+      ]);
+      console.log(`  slowdown ${slowdown.toFixed(2)}× by req/s (${small.pages} over ${large.pages}); p50 latency ${latency.toFixed(2)}×`);
+      const failed = s.failed + l.failed;
+      targets.push({
+        target: `list of 200, ${which} page by cursor: ${large.pages} pages ≤ 1.2× slower than ${small.pages} (req/s)`,
+        value: `${slowdown.toFixed(2)}×${cursor ? '' : ' (offset mode: no cursor pages)'}${failed ? `, ${failed} failed` : ''}`,
+        pass: cursor && slowdown <= 1.2 && failed === 0,
+      });
+      report[which] = { url: { small: smallEnds[which], large: largeEnds[which] }, small: s, large: l, slowdown, p50LatencyRatio: latency };
+    }
+    if (largeEnds.walked) report.walk = { pages: largeEnds.walked, seconds: largeEnds.walkSeconds };
+    return { targets, report };
+  } finally {
+    for (const db of dbs) if (db.app) await stopServer(db.app);
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  }
+}

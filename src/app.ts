@@ -8,9 +8,11 @@ import { registerFrontDoor } from './console/front-door.js';
 import { registerBlogs } from './content/blogs/blog.routes.js';
 import { removeOrphanImages } from './content/blogs/image-cleanup.js';
 import { registerPages } from './content/pages/page.routes.js';
+import { LIST_RECORDS_IN_FLIGHT } from './content/shared/envelope.js';
 import type { Db } from './db/database.js';
 import { apiKeyAuth } from './http/api-key.auth.js';
 import { challengeFor, installAuthentication, requireDeclaredAccess } from './http/authenticate.js';
+import { Budget } from './http/budget.js';
 import { installCompression } from './http/compression.js';
 import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
@@ -89,9 +91,10 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   registerFrontDoor(app, { config, db: db.kysely });
   const imageStorage = images ?? (await configuredImages(config, db, app));
   registerImageFiles(app, imageStorage);
+  const lists = new Budget(LIST_RECORDS_IN_FLIGHT);
   for (const prefix of ['/api', '/webapps/api']) {
-    await app.register(async (scope) => registerPages(scope, { db: db.kysely, prefix }), { prefix });
-    await app.register(async (scope) => registerBlogs(scope, { db: db.kysely, config, prefix, images: imageStorage }), { prefix });
+    await app.register(async (scope) => registerPages(scope, { db: db.kysely, prefix, lists }), { prefix });
+    await app.register(async (scope) => registerBlogs(scope, { db: db.kysely, config, prefix, images: imageStorage, lists }), { prefix });
   }
   // After the content routes: its tools are built from their schemas.
   await registerMcp(app, {

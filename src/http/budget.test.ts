@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
+import type { FastifyReply } from 'fastify';
+import { withinBudget } from '../content/shared/envelope.js';
 import { Budget } from './budget.js';
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
@@ -51,4 +54,27 @@ test('giving back twice gives back once, and a request larger than the budget ta
   give();
   give();
   assert.deepEqual(budget.state, { used: 0, waiting: 0 });
+});
+
+test("a list's room is given back when its answer closes, or at once when the client has already gone", async () => {
+  const budget = new Budget(1000);
+  const reply = (destroyed: boolean) => ({ raw: Object.assign(new EventEmitter(), { destroyed }) }) as unknown as FastifyReply;
+
+  const open = reply(false);
+  assert.equal(await withinBudget(budget, open, 999, async () => budget.state.used), 999, 'the room is held while the list is read');
+  assert.deepEqual(budget.state, { used: 999, waiting: 0 }, 'and until the answer is sent');
+  open.raw.emit('close');
+  assert.deepEqual(budget.state, { used: 0, waiting: 0 });
+
+  await withinBudget(budget, reply(true), 200, async () => undefined);
+  assert.deepEqual(budget.state, { used: 0, waiting: 0 }, 'nobody will read it: nothing is held');
+
+  const failing = reply(false);
+  await assert.rejects(
+    withinBudget(budget, failing, 500, async () => {
+      throw new Error('database gone');
+    }),
+  );
+  failing.raw.emit('close');
+  assert.deepEqual(budget.state, { used: 0, waiting: 0 }, 'the error answer closes too');
 });

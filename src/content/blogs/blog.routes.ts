@@ -6,11 +6,12 @@ import type { Config } from '../../config.js';
 import type { DbHandle } from '../../db/schema.js';
 import { ValidationError } from '../../errors.js';
 import { principalOf } from '../../http/authenticate.js';
+import type { Budget } from '../../http/budget.js';
 import { fieldErrors } from '../../http/validation.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
-import { Deleted, ifMatch, NoQuery, operations, sendList, sendRecord, sendSaved } from '../shared/envelope.js';
-import { IdParams, queryBoolean } from '../shared/schemas.js';
+import { Deleted, ifMatch, NoQuery, operations, sendList, sendRecord, sendSaved, withinBudget } from '../shared/envelope.js';
+import { IdParams, pageSizeOf, queryBoolean } from '../shared/schemas.js';
 import { BlogForm, BlogList, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
 import * as blogs from './blog.service.js';
 import { readBlogForm } from './blog.uploads.js';
@@ -34,9 +35,10 @@ const DOCS = {
   delete: 'Deletes a blog, and then its image files that no other record uses. Honours If-Match.',
 };
 
+/** `lists`: the process's list budget, shared by every list route (envelope.ts, withinBudget). */
 export async function registerBlogs(
   app: FastifyInstance,
-  { db, config, prefix, images }: { db: DbHandle; config: Config; prefix: string; images: ImageStorage },
+  { db, config, prefix, images, lists }: { db: DbHandle; config: Config; prefix: string; images: ImageStorage; lists: Budget },
 ): Promise<void> {
   await app.register(multipart);
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -45,7 +47,12 @@ export async function registerBlogs(
   const checkData = dataValidator(app, `${prefix}/blog`);
 
   routes.get('/blog', read('List blogs', DOCS.list, { querystring: BlogQuery, response: { 200: BlogList } }), async (request, reply) =>
-    sendList(reply, await blogs.listBlogs(db, principalOf(request).siteId, request.query)),
+    sendList(
+      reply,
+      await withinBudget(lists, reply, pageSizeOf(request.query.pageSize), () =>
+        blogs.listBlogs(db, principalOf(request).siteId, request.query),
+      ),
+    ),
   );
 
   routes.get(

@@ -2,9 +2,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { DbHandle } from '../../db/schema.js';
 import { principalOf } from '../../http/authenticate.js';
+import type { Budget } from '../../http/budget.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
-import { Deleted, ifMatch, NoQuery, operations, sendList, sendRecord, sendSaved } from '../shared/envelope.js';
-import { IdParams } from '../shared/schemas.js';
+import { Deleted, ifMatch, NoQuery, operations, sendList, sendRecord, sendSaved, withinBudget } from '../shared/envelope.js';
+import { IdParams, pageSizeOf } from '../shared/schemas.js';
 import { PageList, PageQuery, PageWrite, PageWritten } from './page.schemas.js';
 import * as pages from './page.service.js';
 
@@ -27,12 +28,21 @@ const DOCS = {
 };
 
 /** The page routes, mounted at `prefix` (/api, and /webapps/api kept out of the OpenAPI document). */
-export async function registerPages(app: FastifyInstance, { db, prefix }: { db: DbHandle; prefix: string }): Promise<void> {
+/** `lists`: the process's list budget, shared by every list route (envelope.ts, withinBudget). */
+export async function registerPages(
+  app: FastifyInstance,
+  { db, prefix, lists }: { db: DbHandle; prefix: string; lists: Budget },
+): Promise<void> {
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
   const { read, write } = operations('pages', prefix);
 
   routes.get('/page', read('List pages', DOCS.list, { querystring: PageQuery, response: { 200: PageList } }), async (request, reply) =>
-    sendList(reply, await pages.listPages(db, principalOf(request).siteId, request.query)),
+    sendList(
+      reply,
+      await withinBudget(lists, reply, pageSizeOf(request.query.pageSize), () =>
+        pages.listPages(db, principalOf(request).siteId, request.query),
+      ),
+    ),
   );
 
   routes.get(

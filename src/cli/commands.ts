@@ -1,3 +1,4 @@
+import type { Kysely } from 'kysely';
 import { findSite, listCredentials, listSites } from '../accounts/account.repository.js';
 import {
   addSiteToUser,
@@ -11,6 +12,7 @@ import {
   type SiteRole,
 } from '../accounts/account.service.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { rebuildStoredRecords } from '../db/migrations/0008_stored_records.js';
 import { NotFoundError } from '../errors.js';
 import { type Command, type CommandContext, optionalOption, requiredOption, siteIdOption, UsageError } from './command.js';
 import { connectionService, oauthCommands } from './oauth.commands.js';
@@ -33,6 +35,15 @@ const migrate: Command = {
   async run(ctx) {
     const applied = await migrateToLatest(await ctx.db({ migrate: false }));
     return { json: { applied }, text: applied.length ? `Applied: ${applied.join(', ')}` : 'The database is up to date.' };
+  },
+};
+
+const recordsRebuild: Command = {
+  name: 'records rebuild',
+  summary: "Rebuild every page's and blog's stored JSON and ETag from its columns (after a rolling upgrade)",
+  async run(ctx) {
+    const rewritten = await rebuildStoredRecords((await ctx.db()).kysely as Kysely<unknown>);
+    return { json: { rewritten }, text: rewritten ? `Rewrote ${rewritten} stored record(s).` : 'Every stored record was current.' };
   },
 };
 
@@ -201,6 +212,7 @@ const apikeyRevoke: Command = {
 export const COMMANDS: readonly Command[] = [
   serve,
   migrate,
+  recordsRebuild,
   siteCreate,
   siteList,
   userCreate,

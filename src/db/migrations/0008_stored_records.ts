@@ -37,9 +37,14 @@ const TARGETS: readonly Target[] = [
   { table: 'blogs', key: 'info_id', stored: (row) => storedBlog(row as unknown as BlogRow) },
 ];
 
-/** Exported for later migrations and for the test, which makes the batches small. */
-export async function rebuildStoredRecords(db: Kysely<unknown>, batchSize = 1000): Promise<void> {
-  for (const target of TARGETS) await rebuildTable(db, target, batchSize);
+/**
+ * Exported for later migrations, for `cms records rebuild` (after a rolling upgrade, docs/deploy.md)
+ * and for the test, which makes the batches small. Returns how many rows it rewrote.
+ */
+export async function rebuildStoredRecords(db: Kysely<unknown>, batchSize = 1000): Promise<number> {
+  let rewritten = 0;
+  for (const target of TARGETS) rewritten += await rebuildTable(db, target, batchSize);
+  return rewritten;
 }
 
 /**
@@ -47,9 +52,10 @@ export async function rebuildStoredRecords(db: Kysely<unknown>, batchSize = 1000
  * memory, and writes each batch's changed rows in one statement (one commit per batch on SQLite,
  * where migrations run outside a transaction). Running it again changes nothing.
  */
-async function rebuildTable(db: Kysely<unknown>, target: Target, batchSize: number): Promise<void> {
+async function rebuildTable(db: Kysely<unknown>, target: Target, batchSize: number): Promise<number> {
   const key = sql.ref(target.key);
   const table = sql.table(target.table);
+  let rewritten = 0;
   for (let after = 0; ; ) {
     const { rows } = await sql<Record<string, unknown>>`select * from ${table}
       where ${key} > ${after} order by ${key} limit ${batchSize}`.execute(db);
@@ -64,11 +70,12 @@ async function rebuildTable(db: Kysely<unknown>, target: Target, batchSize: numb
         )} end`;
       // A row whose etag changed since it was read was rewritten by the service meanwhile (which
       // stores its own record): it is left as that write made it.
-      await sql`update ${table} set record_json = ${byKey((r) => r.record_json)}, etag = ${byKey((r) => r.etag)}
+      const result = await sql`update ${table} set record_json = ${byKey((r) => r.record_json)}, etag = ${byKey((r) => r.etag)}
         where ${key} in (${sql.join(stale.map((r) => r.id))}) and etag = ${byKey((r) => r.old)}`.execute(db);
+      rewritten += Number(result.numAffectedRows ?? 0);
     }
     const last = rows.at(-1);
-    if (!last || rows.length < batchSize) return;
+    if (!last || rows.length < batchSize) return rewritten;
     after = Number(last[target.key]);
   }
 }

@@ -61,7 +61,15 @@ export async function installCompression(app: FastifyInstance): Promise<void> {
   // Set here, before the ETag hook can turn the answer into a 304, which then carries it as well.
   app.addHook('onSend', async (_request, reply, payload) => {
     if (!compressibleType(reply.getHeader('content-type') as string | undefined)) return payload;
-    const size = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : undefined;
+    // A string has at least as many UTF-8 bytes as UTF-16 units: a long list is not measured again.
+    const size =
+      typeof payload === 'string'
+        ? payload.length >= COMPRESSION_THRESHOLD
+          ? payload.length
+          : Buffer.byteLength(payload)
+        : Buffer.isBuffer(payload)
+          ? payload.length
+          : undefined;
     // A stream's length is unknown in advance: the plugin compresses any stream of a textual type.
     if ((size === undefined && !isStream(payload)) || (size !== undefined && size < COMPRESSION_THRESHOLD)) return payload;
     addVary(reply, 'accept-encoding');

@@ -56,9 +56,29 @@ export async function withinBudget<T>(budget: Budget, reply: FastifyReply, pageS
  */
 export function sendList(reply: FastifyReply, listed: Listed<StoredItem>): FastifyReply {
   const meta = JSON.stringify(listMeta(listed));
-  const texts = listed.records.map((r) => r.record_json);
-  const body = `{"data":[${texts.join(',')}],"meta":${meta}}`;
-  return reply.header('etag', listTag(listed.records, meta)).type(JSON_TYPE).send(body);
+  return reply.header('etag', listTag(listed.records, meta)).type(JSON_TYPE).send(envelopeBytes(listed.records, meta));
+}
+
+const COMMA = 0x2c;
+
+/**
+ * The envelope as UTF-8 bytes, each stored text written once straight into one buffer. Joining
+ * the texts into one string and sending that cost about 9 ms for a list of 200 (a 690 KB join,
+ * then its UTF-8 encoding on the socket); this takes about 0.3 ms (bench/README.md, issue 11).
+ */
+function envelopeBytes(records: readonly StoredItem[], meta: string): Buffer {
+  const head = '{"data":[';
+  const tail = `],"meta":${meta}}`;
+  let size = head.length + Buffer.byteLength(tail) + Math.max(0, records.length - 1);
+  for (const record of records) size += Buffer.byteLength(record.record_json);
+  const body = Buffer.allocUnsafe(size);
+  let at = body.write(head, 0, 'latin1');
+  for (let i = 0; i < records.length; i++) {
+    if (i > 0) body[at++] = COMMA;
+    at += body.write(records[i]!.record_json, at);
+  }
+  body.write(tail, at);
+  return body;
 }
 
 /** One stored record in the list envelope, with its stored ETag, so If-Match compares with the same value. */

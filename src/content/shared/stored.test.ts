@@ -144,7 +144,7 @@ async function listed(app: BlogTestApp, resource: Resource, query: string) {
 test('list bodies are byte for byte the envelope built from the columns', async (t) => {
   const app = await buildBlogApp(t);
   const members = await created(app, 'page', { page_usertitle: 'Members', page_privacy: 1, page_keywords: 'club, news' });
-  await created(app, 'page', { page_usertitle: 'Inside', page_parent: members, page_html_intro: '<p>Ünïcode — “quotes” \\ </p>' });
+  await created(app, 'page', { page_usertitle: 'Inside', page_parent: members, page_html_intro: '<p>Ünïcode — “quotes” 🍰 \\ </p>' });
   for (let i = 0; i < 4; i++)
     await created(app, 'page', { page_usertitle: `Page ${i}`, page_order: 4 - i, page_crop_aspect_thumbs: i % 2 === 0 });
   for (let i = 0; i < 3; i++) {

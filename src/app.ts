@@ -18,7 +18,7 @@ import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { loggerOptions } from './http/logging.js';
 import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
-import { installApiRateLimit } from './http/rate-limit.js';
+import { apiRateLimit } from './http/rate-limit.js';
 import { rateLimitStores } from './http/rate-limit.store.js';
 import { installForwardedHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
@@ -80,9 +80,12 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   );
   app.addHook('onClose', () => limits.close());
   const oauth = createOAuthServer({ config, db: db.kysely, log: app.log, limits });
-  installAuthentication(app, { api: [oauth.bearer.api, apiKeyAuth(db.kysely)], mcp: [oauth.bearer.mcp] });
-  // After authentication: the limit is per credential. docs/rate-limits.md says why in-process without Redis.
-  installApiRateLimit(app, config.rateLimits.api, limits.perRequest);
+  // The API limit is per credential, counted once authenticated. docs/rate-limits.md says why in-process without Redis.
+  installAuthentication(
+    app,
+    { api: [oauth.bearer.api, apiKeyAuth(db.kysely)], mcp: [oauth.bearer.mcp] },
+    apiRateLimit(config.rateLimits.api, limits.perRequest),
+  );
   installEntityTags(app);
 
   registerHealth(app, db);

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseTimestamp } from '../db/time.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import { protectedResources, type ResourceName } from '../oauth/resources.js';
@@ -109,9 +109,19 @@ const MISSING_CREDENTIALS: Record<ResourceName, string> = {
  * unauthenticated upload is refused without being streamed. Each resource has its own methods,
  * tried in order: the REST API takes its Bearer tokens and API keys, the MCP server its tokens only.
  */
-export function installAuthentication(app: FastifyInstance, methods: Readonly<Record<ResourceName, readonly AuthMethod[]>>): void {
+/**
+ * `count`, when given, counts each authenticated request against its principal's rate limit, in
+ * this same hook: a hook of its own cost more than the counting (bench:ratelimit, issue 9).
+ */
+export type CountRequest = (request: FastifyRequest, reply: FastifyReply) => undefined | Promise<void>;
+
+export function installAuthentication(
+  app: FastifyInstance,
+  methods: Readonly<Record<ResourceName, readonly AuthMethod[]>>,
+  count?: CountRequest,
+): void {
   app.decorateRequest('principal', undefined);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     const needed = request.routeOptions.config.scope;
     if (!needed) return;
     const resource = resourceOf(request);
@@ -129,6 +139,8 @@ export function installAuthentication(app: FastifyInstance, methods: Readonly<Re
       throw new ForbiddenError(`This operation needs the scope ${needed}.`, needed);
     }
     request.principal = principal;
+    const counting = count?.(request, reply);
+    if (counting) await counting;
   });
 }
 

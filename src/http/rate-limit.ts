@@ -1,5 +1,6 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { TooManyRequestsError } from '../errors.js';
+import type { CountRequest } from './authenticate.js';
 import type { Hit, RateLimitStore } from './rate-limit.store.js';
 
 export const RATE_WINDOW_SECONDS = 60;
@@ -45,34 +46,26 @@ export function enforce(reply: FastifyReply, counted: readonly Counted[], who: (
 
 /**
  * RATE_LIMIT_API: requests per minute per credential (an API key, or an OAuth connection, so
- * one application cannot use up another's share of a website). Runs as an onRequest hook added
- * after installAuthentication's, so the principal is known; public routes are not counted.
+ * one application cannot use up another's share of a website). Counted by the authentication
+ * hook once the principal is known (installAuthentication's `count`); public routes are not
+ * counted. Undefined when the limit is off (0). With the in-process store a request is counted
+ * without a promise: this runs on every request (bench:ratelimit).
  */
-export function installApiRateLimit(app: FastifyInstance, perMinute: number, store: RateLimitStore): void {
-  if (perMinute === 0) return;
+export function apiRateLimit(perMinute: number, store: RateLimitStore): CountRequest | undefined {
+  if (perMinute === 0) return undefined;
   const policy = { policy: 'api', quota: perMinute, windowSeconds: RATE_WINDOW_SECONDS };
   const policyHeader = policyField(policy);
   const who = () => 'These credentials';
-  // A callback hook: with the in-process store a request is counted without a promise (bench:ratelimit).
-  const counted = (reply: FastifyReply, hit: Hit, done: (error?: Error) => void) => {
+  const counted = (reply: FastifyReply, hit: Hit): undefined => {
     const count = { ...policy, hit };
-    if (hit.count <= perMinute) {
-      reply.header('ratelimit-policy', policyHeader);
-      reply.header('ratelimit', remainingField(count));
-      return done();
-    }
-    try {
-      enforce(reply, [count], who);
-      done();
-    } catch (error) {
-      done(error as Error);
-    }
+    if (hit.count > perMinute) enforce(reply, [count], who);
+    reply.header('ratelimit-policy', policyHeader);
+    reply.header('ratelimit', remainingField(count));
+    return undefined;
   };
-  app.addHook('onRequest', (request, reply, done) => {
-    const principal = request.principal;
-    if (!principal) return done();
+  return (request, reply) => {
+    const principal = request.principal!;
     const hit = store.hit(`api:${principal.method}:${principal.subject}`, RATE_WINDOW_SECONDS, perMinute);
-    if (hit instanceof Promise) hit.then((h) => counted(reply, h, done), done);
-    else counted(reply, hit, done);
-  });
+    return hit instanceof Promise ? hit.then((h) => counted(reply, h)) : counted(reply, hit);
+  };
 }

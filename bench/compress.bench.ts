@@ -10,13 +10,14 @@
  * `npm run bench:compress [-- --quick] [-- --rounds=N --round-seconds=S --pages=N]`.
  * A measurement, not a test: exits 0 unless it crashed.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync, gzipSync } from 'node:zlib';
 import { appEnv, benchDir, type Loaded, limitRun, load, loadAverage, machine, type Server, startServer, stopServer } from './harness.js';
+import { cpuSeconds, median } from './rounds.js';
 import { seedDatabase } from './seed.js';
 
 const { values: args } = parseArgs({
@@ -36,18 +37,6 @@ type Encoding = (typeof ENCODINGS)[number];
 const SAMPLES = 40;
 // Bounded: the rounds, one warm-up per scenario and encoding, seeding and the in-process table.
 limitRun('compression bench', (ROUNDS + 1) * ENCODINGS.length * (3 * ROUND_SECONDS + 2) + 240);
-
-/** CPU seconds a process has used (user + system, /proc/<pid>/stat, 100 ticks a second). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 const acceptFor = (encoding: Encoding): Record<string, string> => (encoding === 'identity' ? {} : { 'accept-encoding': encoding });
 

@@ -9,12 +9,13 @@
  * `npm run bench:ratelimit [-- --quick] [-- --rounds=N --round-seconds=S --redis=URL|none]`.
  * A measurement, not a test: exits 0 unless it crashed.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { redisAnswers } from '../test/helpers.js';
 import { appEnv, benchDir, type Loaded, limitRun, load, loadAverage, machine, type Server, startServer, stopServer } from './harness.js';
+import { cpuSeconds, median } from './rounds.js';
 import { seedDatabase } from './seed.js';
 
 const { values: args } = parseArgs({
@@ -35,21 +36,6 @@ const PAGES = Number(args.pages);
 const QUOTA = '1000000';
 const MAX_COST = 0.05;
 limitRun('rate limit bench', (ROUNDS + 1) * 3 * (ROUND_SECONDS + 1) + 180);
-
-/**
- * CPU seconds a process has used (user + system, /proc/<pid>/stat, 100 ticks a second). CPU per
- * request is what the limiter adds; on a shared machine it moves far less than req/s does.
- */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 async function main() {
   const host = machine();

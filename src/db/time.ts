@@ -1,7 +1,16 @@
 /** `YYYY-MM-DD HH:MM:SS` in UTC: the spec's timestamp format, also how timestamps are stored. */
 export function formatTimestamp(date: Date): string {
-  return date.toISOString().slice(0, 19).replace('T', ' ');
+  const second = Math.floor(date.getTime() / 1000);
+  // Every Bearer request and token request formats "now": within one second the text is the same.
+  if (second !== lastSecond) {
+    lastText = date.toISOString().slice(0, 19).replace('T', ' ');
+    lastSecond = second;
+  }
+  return lastText;
 }
+
+let lastSecond = Number.NaN;
+let lastText = '';
 
 export function now(): string {
   return formatTimestamp(new Date());

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { json } from '../../test/helpers.js';
+import { sha256 } from '../accounts/secrets.js';
 import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
 
 function bearer(token: string) {
@@ -59,4 +60,34 @@ test("using a token records the connection's last use", async (t) => {
   await a.app.inject({ url: '/api/page', headers: bearer(tokens.access_token) });
   const row = await a.db.kysely.selectFrom('oauth_connections').select('last_used_at').executeTakeFirstOrThrow();
   assert.match(String(row.last_used_at), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+});
+
+test('a token past its expiry, or whose connection is past its lifetime or no longer active, is invalid_token', async (t) => {
+  const a = await startOAuthApp(t);
+  const past = '2000-01-01 00:00:00';
+  const statusWith = async (token: string) => (await a.app.inject({ url: '/api/page', headers: bearer(token) })).statusCode;
+  const grantOf = async (token: string) =>
+    (
+      await a.db.kysely
+        .selectFrom('oauth_payloads')
+        .select('grant_id')
+        .where('model', '=', 'AccessToken')
+        .where('id', '=', sha256(token))
+        .executeTakeFirstOrThrow()
+    ).grant_id ?? '';
+
+  const expiring = (await connect(a)).tokens.access_token;
+  assert.equal(await statusWith(expiring), 200);
+  await a.db.kysely.updateTable('oauth_payloads').set({ expires_at: past }).where('model', '=', 'AccessToken').execute();
+  assert.equal(await statusWith(expiring), 401, 'the token row has expired');
+
+  const lapsing = (await connect(a)).tokens.access_token;
+  assert.equal(await statusWith(lapsing), 200);
+  await a.db.kysely.updateTable('oauth_connections').set({ expires_at: past }).where('grant_id', '=', await grantOf(lapsing)).execute();
+  assert.equal(await statusWith(lapsing), 401, 'the connection has lapsed');
+
+  const ended = (await connect(a)).tokens.access_token;
+  assert.equal(await statusWith(ended), 200);
+  await a.db.kysely.updateTable('oauth_connections').set({ status: 'expired' }).where('grant_id', '=', await grantOf(ended)).execute();
+  assert.equal(await statusWith(ended), 401, 'the connection is not active');
 });

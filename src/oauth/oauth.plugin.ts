@@ -135,8 +135,8 @@ export function createOAuthServer({
   }
 
   const bearer = {
-    api: bearerAuth(provider, db, resources.api.url),
-    mcp: bearerAuth(provider, db, resources.mcp.url),
+    api: bearerAuth(db, resources.api.url),
+    mcp: bearerAuth(db, resources.mcp.url),
   };
   return { provider, bearer, register };
 }

@@ -47,6 +47,33 @@ test('hotRead binds arguments by name, keeps the query constants, and refuses a 
   await assert.rejects(hotRead(db.kysely, altered as never, { a: 'x' }), /argument "a" does not reach the query/);
 });
 
+test('PostgreSQL: hotRead runs a named statement, parsed once per connection; a transaction reads through Kysely', {
+  skip: TEST_DATABASE_URL ? false : 'PostgreSQL only (set TEST_DATABASE_URL)',
+}, async (t) => {
+  // One connection: the temporary table and pg_prepared_statements are that session's.
+  const db = createDatabase(TEST_DATABASE_URL!, { poolSize: 1 });
+  t.after(() => db.close());
+  await sql`create temporary table hot_t (a text, b text, c integer)`.execute(db.kysely);
+  await sql`insert into hot_t values ('x', 'fixed', 1), ('y', 'fixed', 2), ('x', 'other', 3)`.execute(db.kysely);
+  const k = db.kysely as unknown as Kysely<{ hot_t: { a: string; b: string; c: number } }>;
+  const build = (handle: unknown, { c, a }: { a: string; c: number }) =>
+    (handle as typeof k).selectFrom('hot_t').select(['a', 'b', 'c']).where('c', '>=', c).where('b', '=', 'fixed').where('a', '=', a);
+  const run = (handle: typeof db.kysely, args: { a: string; c: number }) => hotRead(handle, build as never, args);
+  const prepared = async () =>
+    (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(db.kysely)).rows;
+
+  assert.deepEqual(await run(db.kysely, { a: 'y', c: 1 }), { a: 'y', b: 'fixed', c: 2 });
+  assert.deepEqual(await run(db.kysely, { c: 2, a: 'x' }), undefined);
+  assert.deepEqual(await run(db.kysely, { a: 'x', c: 0 }), { a: 'x', b: 'fixed', c: 1 });
+  const named = (await prepared()).filter((p) => p.statement.includes('"hot_t"'));
+  assert.equal(named.length, 1, 'one statement for the three reads');
+  assert.match(named[0]!.name, /^hot_\d+$/);
+
+  const inTransaction = await db.kysely.transaction().execute((trx) => run(trx, { a: 'y', c: 0 }));
+  assert.deepEqual(inTransaction, { a: 'y', b: 'fixed', c: 2 });
+  assert.equal((await prepared()).filter((p) => p.statement.includes('"hot_t"')).length, 1, 'the transaction prepared nothing');
+});
+
 test('PostgreSQL: a pooled connection the server closes is reported and replaced; the process lives on', {
   skip: TEST_DATABASE_URL ? false : 'PostgreSQL only (set TEST_DATABASE_URL)',
 }, async (t) => {

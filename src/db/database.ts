@@ -93,15 +93,19 @@ export interface HotQuery<R> extends Compilable {
 type Binding = { readonly arg: string } | { readonly value: unknown };
 
 interface Prepared {
-  readonly statement: SQLite.Statement;
+  readonly run: (values: unknown[]) => unknown;
   readonly bindings: readonly Binding[];
 }
 
 /** A hot read's query builder, as prepare sees it: arguments in, a compilable query out. */
 type Build = (db: DbHandle, args: Record<string, string>) => Compilable;
 
+/** How one database runs its hot reads: a statement prepared once per SQL text, and when not to use it. */
 interface HotReads {
-  readonly sqlite: SQLite.Database;
+  /** A hot read must go through Kysely now (SQLite inside a transaction, see hotRead). */
+  readonly busy: () => boolean;
+  /** Prepares `sql` once; the function returned runs it with the values and gives its first row. */
+  readonly prepare: (sql: string) => (values: unknown[]) => unknown;
   readonly prepared: Map<unknown, Prepared>;
 }
 
@@ -113,7 +117,7 @@ const MARK = '\u0000hot-arg:';
  * parameter is bound to the argument whose marker it holds, or kept as the query's own constant.
  * `build` must therefore pass its arguments into the query unchanged (every one is checked).
  */
-function prepare(sqlite: SQLite.Database, db: DbHandle, build: Build, args: Record<string, unknown>): Prepared {
+function prepare(hot: HotReads, db: DbHandle, build: Build, args: Record<string, unknown>): Prepared {
   const markers = Object.fromEntries(Object.keys(args).map((name) => [name, `${MARK}${name}`]));
   const compiled = build(db, markers).compile();
   const bindings: Binding[] = compiled.parameters.map((p) =>
@@ -122,15 +126,19 @@ function prepare(sqlite: SQLite.Database, db: DbHandle, build: Build, args: Reco
   for (const name of Object.keys(args)) {
     if (!bindings.some((b) => 'arg' in b && b.arg === name)) throw new Error(`hot read: argument "${name}" does not reach the query`);
   }
-  return { statement: sqlite.prepare(compiled.sql), bindings };
+  return { run: hot.prepare(compiled.sql), bindings };
 }
 
 /**
- * One row of a hot read (a by-id lookup that runs on every request). On SQLite, outside a
- * transaction, it runs as a prepared statement compiled once from `build`, with the arguments
- * bound by name; elsewhere `build` runs as an ordinary Kysely query. Inside a transaction the
- * statement would bypass Kysely's connection lock and could see another request's uncommitted
- * writes on the one connection, so it is never used there.
+ * One row of a hot read (a by-id lookup that runs on every request), from a statement prepared
+ * once from `build`, with the arguments bound by name:
+ * - on SQLite, a better-sqlite3 statement. Inside a transaction the statement would bypass
+ *   Kysely's connection lock and could see another request's uncommitted writes on the one
+ *   connection, so there `build` runs as an ordinary Kysely query;
+ * - on PostgreSQL, a named statement on the pool's connections: each connection parses and plans
+ *   it once instead of on every run (issue 11). Hot reads name their columns, so a migration that
+ *   adds a column does not change what a prepared statement returns.
+ * A handle that is a transaction is not in the map: its reads run through Kysely, in it.
  */
 export async function hotRead<A extends Record<string, string | number>, R>(
   db: DbHandle,
@@ -138,15 +146,17 @@ export async function hotRead<A extends Record<string, string | number>, R>(
   args: A,
 ): Promise<R | undefined> {
   const hot = hotReads.get(db);
-  if (!hot || hot.sqlite.inTransaction) return build(db, args).executeTakeFirst();
+  if (!hot || hot.busy()) return build(db, args).executeTakeFirst();
   let prepared = hot.prepared.get(build);
   if (!prepared) {
-    prepared = prepare(hot.sqlite, db, build as unknown as Build, args);
+    prepared = prepare(hot, db, build as unknown as Build, args);
     hot.prepared.set(build, prepared);
   }
-  const values = prepared.bindings.map((b) => ('arg' in b ? args[b.arg] : b.value));
-  return prepared.statement.get(...values) as R | undefined;
+  return (await prepared.run(prepared.bindings.map((b) => ('arg' in b ? args[b.arg] : b.value)))) as R | undefined;
 }
+
+/** Names of the PostgreSQL hot-read statements: unique in the process, so never two texts under one name on a connection. */
+let pgStatements = 0;
 
 export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   if (url.startsWith('sqlite:')) {
@@ -155,7 +165,14 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
       dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
       ...(options.log ? { log: options.log } : {}),
     });
-    hotReads.set(kysely, { sqlite, prepared: new Map() });
+    hotReads.set(kysely, {
+      busy: () => sqlite.inTransaction,
+      prepare(sql) {
+        const statement = sqlite.prepare(sql);
+        return (values) => statement.get(...values);
+      },
+      prepared: new Map(),
+    });
     return {
       kysely,
       dialect: 'sqlite',
@@ -180,6 +197,14 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   // for the next query, so there is nothing more to do than say so.
   pool.on('error', (error) => options.onIdleConnectionError?.(error));
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...(options.log ? { log: options.log } : {}) });
+  hotReads.set(kysely, {
+    busy: () => false,
+    prepare(text) {
+      const name = `hot_${++pgStatements}`;
+      return async (values) => (await pool.query({ name, text, values })).rows[0];
+    },
+    prepared: new Map(),
+  });
   return {
     kysely,
     dialect: 'postgres',

@@ -29,6 +29,13 @@ export interface Config {
    * cut or OS crash can lose the last commits. About twice the token refreshes per second.
    */
   readonly sqliteSynchronous: 'full' | 'normal';
+  /**
+   * SQLite only. How much of the database file is read through a memory map (SQLITE_MMAP_MB,
+   * megabytes; 0 turns it off). Reads then take pages straight from the OS page cache instead of a
+   * read() system call per page: lists of 200 about 3× faster, a page by id about 1.7× (issue 11).
+   * The mapped pages count in the process's RSS as file-backed, shared memory (docs/deploy.md).
+   */
+  readonly sqliteMmapMB: number;
   readonly cookieSecrets: readonly string[];
   readonly logLevel: LogLevel;
   readonly uploads: {
@@ -74,6 +81,10 @@ export class ConfigError extends Error {
 }
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** 1 GiB of the file read through a memory map unless SQLITE_MMAP_MB says otherwise; SQLite's own limit is just under 2 GiB. */
+export const DEFAULT_SQLITE_MMAP_MB = 1024;
+const MAX_SQLITE_MMAP_MB = 2047;
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -191,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisKeyPrefix,
     trustProxy: trustProxyOf(env.TRUST_PROXY),
     sqliteSynchronous,
+    sqliteMmapMB: integer(env, 'SQLITE_MMAP_MB', DEFAULT_SQLITE_MMAP_MB, 0, MAX_SQLITE_MMAP_MB),
     cookieSecrets: Object.freeze(
       cookieSecretsOf(env.COOKIE_SECRETS, dataDir, databaseUrl.startsWith('sqlite:') && !databaseUrl.endsWith(':memory:')),
     ),

@@ -39,6 +39,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let app: FastifyInstance | undefined;
   const db = createDatabase(config.databaseUrl, {
     synchronous: config.sqliteSynchronous,
+    mmapMB: config.sqliteMmapMB,
     onIdleConnectionError: (err) => app?.log.warn({ err }, 'the database closed an idle connection; the next query opens another'),
   });
   try {

@@ -87,7 +87,7 @@ export async function main(argv: readonly string[]): Promise<number | undefined>
       },
       async db({ migrate = true } = {}) {
         if (!db) {
-          db = createDatabase(ctx.config().databaseUrl, { synchronous: ctx.config().sqliteSynchronous });
+          db = createDatabase(ctx.config().databaseUrl, { synchronous: ctx.config().sqliteSynchronous, mmapMB: ctx.config().sqliteMmapMB });
           if (migrate) await migrateToLatest(db);
         }
         return db;

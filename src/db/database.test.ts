@@ -27,6 +27,25 @@ test('SQLite opens in WAL mode and fsyncs every commit unless SQLITE_SYNCHRONOUS
   assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_SYNCHRONOUS: 'off' }), ConfigError);
 });
 
+test('SQLite reads through a memory map of SQLITE_MMAP_MB megabytes, 1 GiB by default, 0 for none', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const mmapSize = async (mmapMB?: number) => {
+    const db = createDatabase(`sqlite:${path.join(dir, `${mmapMB ?? 'default'}.sqlite`)}`, mmapMB === undefined ? {} : { mmapMB });
+    const rows = (await sql<{ mmap_size: number }>`pragma mmap_size`.execute(db.kysely)).rows;
+    await db.close();
+    return rows[0]?.mmap_size;
+  };
+  assert.equal(await mmapSize(), 1024 * 1024 * 1024);
+  assert.equal(await mmapSize(0), 0);
+  assert.equal(await mmapSize(64), 64 * 1024 * 1024);
+
+  assert.equal(loadConfig({ DATA_DIR: dir }).sqliteMmapMB, 1024);
+  assert.equal(loadConfig({ DATA_DIR: dir, SQLITE_MMAP_MB: '0' }).sqliteMmapMB, 0);
+  assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_MMAP_MB: '4096' }), /SQLITE_MMAP_MB must be between 0 and 2047/);
+  assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_MMAP_MB: '1g' }), /SQLITE_MMAP_MB must be a whole number/);
+});
+
 test('hotRead binds arguments by name, keeps the query constants, and refuses a build that alters an argument', async (t) => {
   const db = createDatabase('sqlite::memory:');
   t.after(() => db.close());

@@ -16,7 +16,7 @@ import { Budget } from './http/budget.js';
 import { installCompression } from './http/compression.js';
 import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
-import { loggerOptions } from './http/logging.js';
+import { loggerOptions, requestLogger } from './http/logging.js';
 import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
 import { apiRateLimit } from './http/rate-limit.js';
 import { rateLimitStores } from './http/rate-limit.store.js';
@@ -43,6 +43,7 @@ export interface AppDeps {
 export async function buildApp({ config, db, images, logStream }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config.logLevel, logStream),
+    childLoggerFactory: requestLogger as never,
     genReqId: (req) => {
       const sent = req.headers['x-request-id'];
       return typeof sent === 'string' && /^[\w.-]{1,64}$/.test(sent) ? sent : randomUUID();
@@ -57,8 +58,9 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   // First, so that every route added after it is checked.
   requireDeclaredAccess(app);
   installForwardedHeaders(app);
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    done(null, payload);
   });
 
   // JSON only (multipart where a route adds it): a text/plain body is a 415, not a string to validate.

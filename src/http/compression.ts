@@ -59,22 +59,27 @@ export async function installCompression(app: FastifyInstance): Promise<void> {
   // The plugin adds Vary only to the answers it compresses. An answer sent as it is, because this
   // client did not ask, would differ for one that does: a cache must key it on Accept-Encoding too.
   // Set here, before the ETag hook can turn the answer into a 304, which then carries it as well.
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (!compressibleType(reply.getHeader('content-type') as string | undefined)) return payload;
-    // A string has at least as many UTF-8 bytes as UTF-16 units: a long list is not measured again.
-    const size =
-      typeof payload === 'string'
-        ? payload.length >= COMPRESSION_THRESHOLD
-          ? payload.length
-          : Buffer.byteLength(payload)
-        : Buffer.isBuffer(payload)
-          ? payload.length
-          : undefined;
-    // A stream's length is unknown in advance: the plugin compresses any stream of a textual type.
-    if ((size === undefined && !isStream(payload)) || (size !== undefined && size < COMPRESSION_THRESHOLD)) return payload;
-    addVary(reply, 'accept-encoding');
-    return payload;
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (needsVary(reply, payload)) addVary(reply, 'accept-encoding');
+    done(null, payload);
   });
+}
+
+/** Whether an answer is one the plugin would compress for a client that asked: textual, and a stream or 1 KB or more. */
+function needsVary(reply: { getHeader(name: string): unknown }, payload: unknown): boolean {
+  if (!compressibleType(reply.getHeader('content-type') as string | undefined)) return false;
+  // A stream's length is unknown in advance: the plugin compresses any stream of a textual type.
+  if (isStream(payload)) return true;
+  // A string has at least as many UTF-8 bytes as UTF-16 units: a long list is not measured again.
+  const size =
+    typeof payload === 'string'
+      ? payload.length >= COMPRESSION_THRESHOLD
+        ? payload.length
+        : Buffer.byteLength(payload)
+      : Buffer.isBuffer(payload)
+        ? payload.length
+        : undefined;
+  return size !== undefined && size >= COMPRESSION_THRESHOLD;
 }
 
 function isStream(payload: unknown): boolean {

@@ -21,9 +21,9 @@ export function noneMatchHas(ifNoneMatch: string | undefined, tag: string): bool
  * client's If-None-Match already names it.
  */
 export function installEntityTags(app: FastifyInstance): void {
-  app.addHook('onSend', async (request, reply, payload) => {
-    if ((request.method !== 'GET' && request.method !== 'HEAD') || reply.statusCode !== 200) return payload;
-    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload;
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if ((request.method !== 'GET' && request.method !== 'HEAD') || reply.statusCode !== 200) return done(null, payload);
+    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return done(null, payload);
     let tag = reply.getHeader('etag') as string | undefined;
     if (!tag) {
       tag = entityTag(payload);
@@ -31,9 +31,9 @@ export function installEntityTags(app: FastifyInstance): void {
     }
     if (noneMatchHas(request.headers['if-none-match'], tag)) {
       reply.code(304);
-      return '';
+      return done(null, '');
     }
-    return payload;
+    done(null, payload);
   });
 }
 

@@ -33,3 +33,65 @@ export function loggerOptions(level: LogLevel, stream?: pino.DestinationStream) 
     },
   };
 }
+
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+/**
+ * A request's logger that becomes a pino child only when it first writes a line. A child of a
+ * logger with `redact` costs about 2.8 µs to make (0.2 µs without), and most requests log nothing
+ * at LOG_LEVEL=warn: made on every request it was 13 % of a GET by id's throughput (issue 11,
+ * bench/README.md). The lines it writes are those of the child: same bindings, same redaction.
+ */
+class RequestLogger {
+  #child: pino.Logger | undefined;
+  constructor(
+    private readonly parent: pino.Logger,
+    private readonly bindings: pino.Bindings,
+    private readonly options: pino.ChildLoggerOptions,
+  ) {}
+
+  get level(): string {
+    return this.#real().level;
+  }
+
+  #real(): pino.Logger {
+    this.#child ??= this.parent.child(this.bindings, this.options);
+    return this.#child;
+  }
+
+  #write(level: Level, args: unknown[]): void {
+    if (!this.parent.isLevelEnabled(level) && this.options.level === undefined) return;
+    (this.#real()[level] as (...a: unknown[]) => void)(...args);
+  }
+
+  fatal(...args: unknown[]) {
+    this.#write('fatal', args);
+  }
+  error(...args: unknown[]) {
+    this.#write('error', args);
+  }
+  warn(...args: unknown[]) {
+    this.#write('warn', args);
+  }
+  info(...args: unknown[]) {
+    this.#write('info', args);
+  }
+  debug(...args: unknown[]) {
+    this.#write('debug', args);
+  }
+  trace(...args: unknown[]) {
+    this.#write('trace', args);
+  }
+  silent() {}
+  child(bindings: pino.Bindings, options?: pino.ChildLoggerOptions): pino.Logger {
+    return this.#real().child(bindings, options);
+  }
+  isLevelEnabled(level: string): boolean {
+    return this.#real().isLevelEnabled(level);
+  }
+}
+
+/** Fastify's childLoggerFactory: each request's logger, made a pino child on its first line (RequestLogger). */
+export function requestLogger(logger: pino.Logger, bindings: pino.Bindings, options: pino.ChildLoggerOptions): pino.Logger {
+  return new RequestLogger(logger, bindings, options) as unknown as pino.Logger;
+}

@@ -83,11 +83,11 @@ export async function registerReference(app: FastifyInstance, config: Config): P
   });
 
   // Runs before authentication: the Markdown reference is public.
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.method !== 'GET' || !prefersMarkdown(request.headers.accept)) return;
-    const reference = referenceFor(request);
-    if (!reference) return;
-    return reply.type('text/markdown; charset=utf-8').send(renderMarkdown(reference, config.publicUrl));
+  app.addHook('onRequest', (request, reply, done) => {
+    const reference = request.method === 'GET' && prefersMarkdown(request.headers.accept) ? referenceFor(request) : undefined;
+    // Answering from the hook: done() is not called, so the route does not run.
+    if (reference) reply.type('text/markdown; charset=utf-8').send(renderMarkdown(reference, config.publicUrl));
+    else done();
   });
 
   await app.register(swagger, openapiOptions(config));

@@ -28,6 +28,11 @@ export interface Measured {
   p50Ms: number;
   p99Ms: number;
   maxRssMB: number;
+  /**
+   * Peak RssAnon: the process's own memory. VmRSS also counts the file pages of SQLite's memory
+   * map (SQLITE_MMAP_MB) the process has touched: the OS page cache, shared and reclaimable.
+   */
+  maxAnonMB?: number;
   requests: number;
   non2xx: number;
   errors: number;
@@ -73,8 +78,30 @@ export async function stopServer({ child }: Server): Promise<void> {
 }
 
 export function rssMB(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Number(match[1]) / 1024 : 0;
+  return memoryMB(pid).rss;
+}
+
+/** VmRSS and RssAnon of a process, in MB (0 when /proc does not say). */
+export function memoryMB(pid: number): { rss: number; anon: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kB = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) / 1024;
+  return { rss: kB('VmRSS'), anon: kB('RssAnon') };
+}
+
+/** Peak VmRSS and RssAnon of a process, sampled every 100 ms until the returned function is called. */
+export function watchMemory(pid: number): () => { rss: number; anon: number } {
+  const max = memoryMB(pid);
+  const sample = () => {
+    const now = memoryMB(pid);
+    max.rss = Math.max(max.rss, now.rss);
+    max.anon = Math.max(max.anon, now.anon);
+  };
+  const timer = setInterval(sample, 100);
+  return () => {
+    clearInterval(timer);
+    sample();
+    return max;
+  };
 }
 
 /** Peak VmRSS of a process, sampled every 100 ms until the returned function is called. */
@@ -87,6 +114,10 @@ export function watchRss(pid: number): () => number {
     clearInterval(timer);
     return Math.max(max, rssMB(pid));
   };
+}
+
+function peakMemory(peak: { rss: number; anon: number }) {
+  return { maxRssMB: peak.rss, maxAnonMB: peak.anon };
 }
 
 export interface LoadOptions {
@@ -102,7 +133,7 @@ export interface LoadOptions {
 export async function load(server: Server, options: LoadOptions): Promise<Loaded> {
   const { makePath } = options;
   const requests = makePath ? [{ method: 'GET', setupRequest: (r: CannonRequest) => ({ ...r, path: makePath() }) }] : options.requests;
-  const stopRss = watchRss(server.child.pid!);
+  const stopMemory = watchMemory(server.child.pid!);
   const result = await autocannon({
     url: server.url,
     connections: options.connections,
@@ -116,7 +147,7 @@ export async function load(server: Server, options: LoadOptions): Promise<Loaded
     reqPerSec: result.requests.average,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
-    maxRssMB: stopRss(),
+    ...peakMemory(stopMemory()),
     requests: result.requests.total,
     non2xx: result.non2xx,
     errors: result.errors,

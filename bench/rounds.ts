@@ -30,6 +30,8 @@ export interface Summary {
   p99Ms: number;
   worstP99Ms: number;
   maxRssMB: number;
+  /** Peak RssAnon over the rounds (harness.ts, Measured.maxAnonMB). */
+  maxAnonMB: number;
   requests: number;
   failed: number;
   rounds: number[];
@@ -91,6 +93,7 @@ export function summarise(runs: Loaded[]): Summary {
     p99Ms: median(runs.map((r) => r.p99Ms)),
     worstP99Ms: Math.max(...runs.map((r) => r.p99Ms)),
     maxRssMB: Math.max(...runs.map((r) => r.maxRssMB)),
+    maxAnonMB: Math.max(...runs.map((r) => r.maxAnonMB ?? 0)),
     requests: runs.reduce((sum, r) => sum + r.requests, 0),
     failed: runs.reduce((sum, r) => sum + r.non2xx + r.errors, 0),
     rounds: runs.map((r) => Math.round(r.reqPerSec)),
@@ -106,10 +109,10 @@ const pad = (n: number, digits = 0) => n.toFixed(digits).padStart(9);
 
 /** One row a contender: median req/s, p50, p99 (median and worst over rounds), peak RSS, failures. */
 export function printSummaries(rows: Array<[string, Summary]>, nameWidth = 10): void {
-  console.log(`  ${'server'.padEnd(nameWidth + 6)}req/s   p50 ms   p99 ms  worst p99   RSS MB   requests   failed`);
+  console.log(`  ${'server'.padEnd(nameWidth + 6)}req/s   p50 ms   p99 ms  worst p99   RSS MB  anon MB   requests   failed`);
   for (const [name, s] of rows) {
     console.log(
-      `  ${name.padEnd(nameWidth)}${pad(s.reqPerSec)}${pad(s.p50Ms, 1)}${pad(s.p99Ms, 1)}${pad(s.worstP99Ms, 1).padStart(11)}${pad(s.maxRssMB)}${pad(s.requests).padStart(11)}${pad(s.failed)}`,
+      `  ${name.padEnd(nameWidth)}${pad(s.reqPerSec)}${pad(s.p50Ms, 1)}${pad(s.p99Ms, 1)}${pad(s.worstP99Ms, 1).padStart(11)}${pad(s.maxRssMB)}${pad(s.maxAnonMB)}${pad(s.requests).padStart(11)}${pad(s.failed)}`,
     );
   }
 }

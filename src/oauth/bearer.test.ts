@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { json } from '../../test/helpers.js';
-import { sha256 } from '../accounts/secrets.js';
 import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
+import { sha256 } from '../accounts/secrets.js';
 
 function bearer(token: string) {
   return { authorization: `Bearer ${token}` };
@@ -83,11 +83,19 @@ test('a token past its expiry, or whose connection is past its lifetime or no lo
 
   const lapsing = (await connect(a)).tokens.access_token;
   assert.equal(await statusWith(lapsing), 200);
-  await a.db.kysely.updateTable('oauth_connections').set({ expires_at: past }).where('grant_id', '=', await grantOf(lapsing)).execute();
+  await a.db.kysely
+    .updateTable('oauth_connections')
+    .set({ expires_at: past })
+    .where('grant_id', '=', await grantOf(lapsing))
+    .execute();
   assert.equal(await statusWith(lapsing), 401, 'the connection has lapsed');
 
   const ended = (await connect(a)).tokens.access_token;
   assert.equal(await statusWith(ended), 200);
-  await a.db.kysely.updateTable('oauth_connections').set({ status: 'expired' }).where('grant_id', '=', await grantOf(ended)).execute();
+  await a.db.kysely
+    .updateTable('oauth_connections')
+    .set({ status: 'expired' })
+    .where('grant_id', '=', await grantOf(ended))
+    .execute();
   assert.equal(await statusWith(ended), 401, 'the connection is not active');
 });

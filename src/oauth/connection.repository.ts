@@ -1,6 +1,6 @@
+import type { ExpressionBuilder } from 'kysely';
 import { sha256 } from '../accounts/secrets.js';
 import { hotRead } from '../db/database.js';
-import type { ExpressionBuilder } from 'kysely';
 import type { Database, DbHandle } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
 import type { ConnectionStatus, OAuthConnectionsTable } from './oauth.tables.js';

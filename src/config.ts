@@ -82,8 +82,13 @@ export class ConfigError extends Error {
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-/** 1 GiB of the file read through a memory map unless SQLITE_MMAP_MB says otherwise; SQLite's own limit is just under 2 GiB. */
-export const DEFAULT_SQLITE_MMAP_MB = 1024;
+/**
+ * As much of the file as SQLite will map (just under 2 GiB) unless SQLITE_MMAP_MB says otherwise.
+ * A smaller map makes the rows past its end slower to read than the rows before it: with 1 GiB, the
+ * last page of a 1.7 GB database read at 0.55× the speed of the same page of a small one (bench,
+ * growth check). Only address space is reserved; pages are mapped as they are read.
+ */
+export const DEFAULT_SQLITE_MMAP_MB = 2047;
 const MAX_SQLITE_MMAP_MB = 2047;
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {

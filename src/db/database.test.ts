@@ -27,7 +27,7 @@ test('SQLite opens in WAL mode and fsyncs every commit unless SQLITE_SYNCHRONOUS
   assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_SYNCHRONOUS: 'off' }), ConfigError);
 });
 
-test('SQLite reads through a memory map of SQLITE_MMAP_MB megabytes, 1 GiB by default, 0 for none', async (t) => {
+test('SQLite reads through a memory map of SQLITE_MMAP_MB megabytes, 2047 MB (SQLite\'s limit) by default, 0 for none', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const mmapSize = async (mmapMB?: number) => {
@@ -36,11 +36,11 @@ test('SQLite reads through a memory map of SQLITE_MMAP_MB megabytes, 1 GiB by de
     await db.close();
     return rows[0]?.mmap_size;
   };
-  assert.equal(await mmapSize(), 1024 * 1024 * 1024);
+  assert.equal(await mmapSize(), 2047 * 1024 * 1024);
   assert.equal(await mmapSize(0), 0);
   assert.equal(await mmapSize(64), 64 * 1024 * 1024);
 
-  assert.equal(loadConfig({ DATA_DIR: dir }).sqliteMmapMB, 1024);
+  assert.equal(loadConfig({ DATA_DIR: dir }).sqliteMmapMB, 2047);
   assert.equal(loadConfig({ DATA_DIR: dir, SQLITE_MMAP_MB: '0' }).sqliteMmapMB, 0);
   assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_MMAP_MB: '4096' }), /SQLITE_MMAP_MB must be between 0 and 2047/);
   assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_MMAP_MB: '1g' }), /SQLITE_MMAP_MB must be a whole number/);

@@ -27,7 +27,7 @@ test('SQLite opens in WAL mode and fsyncs every commit unless SQLITE_SYNCHRONOUS
   assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_SYNCHRONOUS: 'off' }), ConfigError);
 });
 
-test('SQLite reads through a memory map of SQLITE_MMAP_MB megabytes, 2047 MB (SQLite\'s limit) by default, 0 for none', async (t) => {
+test("SQLite reads through a memory map of SQLITE_MMAP_MB megabytes, 2047 MB (SQLite's limit) by default, 0 for none", async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const mmapSize = async (mmapMB?: number) => {

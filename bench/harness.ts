@@ -106,18 +106,8 @@ export function watchMemory(pid: number): () => { rss: number; anon: number } {
 
 /** Peak VmRSS of a process, sampled every 100 ms until the returned function is called. */
 export function watchRss(pid: number): () => number {
-  let max = rssMB(pid);
-  const timer = setInterval(() => {
-    max = Math.max(max, rssMB(pid));
-  }, 100);
-  return () => {
-    clearInterval(timer);
-    return Math.max(max, rssMB(pid));
-  };
-}
-
-function peakMemory(peak: { rss: number; anon: number }) {
-  return { maxRssMB: peak.rss, maxAnonMB: peak.anon };
+  const stop = watchMemory(pid);
+  return () => stop().rss;
 }
 
 export interface LoadOptions {
@@ -143,11 +133,13 @@ export async function load(server: Server, options: LoadOptions): Promise<Loaded
     headers: options.headers ?? {},
     requests: requests ?? [{ method: 'GET' }],
   });
+  const peak = stopMemory();
   return {
     reqPerSec: result.requests.average,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
-    ...peakMemory(stopMemory()),
+    maxRssMB: peak.rss,
+    maxAnonMB: peak.anon,
     requests: result.requests.total,
     non2xx: result.non2xx,
     errors: result.errors,

@@ -22,8 +22,9 @@ function liveQuery(db: DbHandle, model: string, now: string) {
 type PayloadRow = { payload: string; consumed_at: string | null };
 
 /**
- * A live payload by the SHA-256 of its id. Every Bearer request (AccessToken) and every token
- * request (RefreshToken, Grant) reads one: a prepared statement on SQLite, Kysely elsewhere.
+ * A live payload by the SHA-256 of its id. Every token request (RefreshToken, Grant) reads one: a
+ * hot read (hotRead). Bearer requests read their AccessToken with its connection instead
+ * (readLiveAccess, connection.repository.ts).
  */
 function liveByIdQuery(db: DbHandle, { model, now, hashedId }: { model: string; now: string; hashedId: string }) {
   return liveQuery(db, model, now).where('id', '=', hashedId);

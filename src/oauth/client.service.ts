@@ -60,6 +60,9 @@ type ClientRow = Awaited<ReturnType<ReturnType<typeof clientQuery>['executeTakeF
 
 /** Every token and authorization request reads its client: a prepared statement on SQLite. */
 export async function readClientMetadata(db: DbHandle, clientId: string): Promise<AdapterPayload | undefined> {
+  // No stored client_id holds a NUL character (PostgreSQL cannot store one): such an id names no
+  // client, as on SQLite, instead of a database error that oidc-provider answers with a 500.
+  if (clientId.includes('\u0000')) return undefined;
   return toMetadata(await hotRead(db, clientQuery, { clientId }));
 }
 

@@ -301,3 +301,17 @@ test("RFC 7009: a client cannot revoke another client's token", async (t) => {
   assert.equal(await pageStatus(a, tokens.access_token), 200, 'still valid');
   assert.equal(await connectionStatus(a), 'active');
 });
+
+test('a client_id holding a NUL character names no client: invalid_client, never a 500 (PostgreSQL cannot store it)', async (t) => {
+  const a = await startOAuthApp(t);
+  const revoked = await fetch(`${a.issuer}/revoke`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: 'x'.repeat(43), token_type_hint: 'refresh_token', client_id: '\u0000' }),
+  });
+  assert.equal(revoked.status, 401);
+  assert.equal(((await revoked.json()) as { error: string }).error, 'invalid_client');
+  const token = await tokenRequest(a.issuer, { grant_type: 'refresh_token', client_id: `${a.clientId}\u0000`, refresh_token: 'x' });
+  assert.equal(token.status, 401);
+  assert.equal(token.body.error, 'invalid_client');
+});

@@ -1,7 +1,10 @@
 /**
  * The PostgreSQL ceiling: the least a server can do to answer the page requests from PostgreSQL.
- * node:http and a `pg` pool of the app's size (10), the app's SQL exactly as Kysely compiles it
- * for PostgreSQL, run as named (prepared once per connection) statements, the same boolean
+ * node:http and a `pg` pool of the app's size (10), the SQL the app ran before issue 11 exactly as
+ * Kysely compiled it for PostgreSQL (the normalized columns; a list is a plain `order by … limit …
+ * offset …`), kept as the fixed yardstick, as ceiling.ts is on SQLite; the app now reads stored
+ * records and a list window's keys first (docs/architecture.md). Run as named (prepared once per
+ * connection) statements, the same boolean
  * conversion and envelope as the app, JSON.stringify; no framework, authentication, validation,
  * ETag or logging. Run as a child process by run.ts:
  * `DATABASE_URL=postgres://… SITE_ID=… node dist/bench/ceiling-pg.js`, reports its port over IPC.

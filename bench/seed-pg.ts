@@ -112,7 +112,10 @@ async function copyPages(sqliteFile: string, url: string, siteId: number): Promi
     // The pages keep their SQLite ids; the sequence goes on after them, as it would have.
     await client.query(`select setval(pg_get_serial_sequence('pages', 'page'), (select max(page) from pages))`);
     await client.query('commit');
-    await client.query('analyze pages');
+    // Vacuumed as well as analyzed: autovacuum visits a freshly loaded table within a minute or so
+    // (its insert threshold), which would change the plans halfway through a run. Vacuuming now
+    // sets the visibility map at once, so index-only scans read no heap from the first round on.
+    await client.query('vacuum analyze pages');
   } finally {
     await client.end();
     sqlite.close();

@@ -1,7 +1,7 @@
-import { type Insertable, type Selectable, type SqlBool, sql, type Updateable } from 'kysely';
+import { type Insertable, type Selectable, type SelectQueryBuilder, type SqlBool, sql, type Updateable } from 'kysely';
 import { dialectOf, hotRead } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
-import type { DbHandle } from '../../db/schema.js';
+import type { Database, DbHandle } from '../../db/schema.js';
 import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
@@ -60,7 +60,7 @@ export async function listBlogs(
   limit: number,
 ): Promise<{ rows: StoredItem[]; total: number }> {
   const [rows, count] = await Promise.all([
-    inListOrder(db, siteId, filter).offset(offset).limit(limit).execute(),
+    listWindow(db, siteId, filter, offset, limit).execute(),
     filtered(db, siteId, filter)
       .select((eb) => eb.fn.countAll<number>().as('total'))
       .executeTakeFirstOrThrow(),
@@ -78,11 +78,20 @@ export function readStoredBlog(db: DbHandle, siteId: number, id: number): Promis
 }
 
 function inListOrder(db: DbHandle, siteId: number, filter: BlogFilter) {
-  return filtered(db, siteId, filter)
-    .select(['blogs.info_id as id', 'blogs.record_json', 'blogs.etag'])
-    .orderBy('blogs.info_order')
-    .orderBy('blogs.info_date', 'desc')
-    .orderBy('blogs.info_id');
+  return inOrder(filtered(db, siteId, filter).select(['blogs.info_id as id', 'blogs.record_json', 'blogs.etag']));
+}
+
+function inOrder<Q extends SelectQueryBuilder<Database, 'blogs', object>>(query: Q): Q {
+  return query.orderBy('blogs.info_order').orderBy('blogs.info_date', 'desc').orderBy('blogs.info_id') as Q;
+}
+
+/** The rows of an offset window: on PostgreSQL the window's keys first, as pages do (listWindow in page.repository.ts). */
+function listWindow(db: DbHandle, siteId: number, filter: BlogFilter, offset: number, limit: number) {
+  if (dialectOf(db) === 'sqlite') return inListOrder(db, siteId, filter).offset(offset).limit(limit);
+  const keys = inOrder(filtered(db, siteId, filter).select('blogs.info_id'))
+    .offset(offset)
+    .limit(limit);
+  return inListOrder(db, siteId, {}).where('blogs.info_id', '=', sql<number>`any(array(${keys}))`);
 }
 
 /** A blog's place in list order: (info_order, info_date newest first, info_id). */

@@ -1,7 +1,7 @@
-import { type Insertable, type Selectable, type SqlBool, sql, type Updateable } from 'kysely';
+import { type Insertable, type Selectable, type SelectQueryBuilder, type SqlBool, sql, type Updateable } from 'kysely';
 import { dialectOf, hotRead } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
-import type { DbHandle } from '../../db/schema.js';
+import type { Database, DbHandle } from '../../db/schema.js';
 import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
@@ -62,7 +62,7 @@ export async function listPages(
   limit: number,
 ): Promise<{ rows: StoredItem[]; total: number }> {
   const [rows, count] = await Promise.all([
-    inListOrder(db, siteId, filter).offset(offset).limit(limit).execute(),
+    listWindow(db, siteId, filter, offset, limit).execute(),
     filtered(db, siteId, filter)
       .select((eb) => eb.fn.countAll<number>().as('total'))
       .executeTakeFirstOrThrow(),
@@ -71,10 +71,26 @@ export async function listPages(
 }
 
 function inListOrder(db: DbHandle, siteId: number, filter: PageFilter) {
-  return filtered(db, siteId, filter)
-    .select(['pages.page as id', 'pages.record_json', 'pages.etag'])
-    .orderBy('pages.page_order')
-    .orderBy('pages.page');
+  return inOrder(filtered(db, siteId, filter).select(['pages.page as id', 'pages.record_json', 'pages.etag']));
+}
+
+function inOrder<Q extends SelectQueryBuilder<Database, 'pages', object>>(query: Q): Q {
+  return query.orderBy('pages.page_order').orderBy('pages.page') as Q;
+}
+
+/**
+ * The rows of an offset window. SQLite walks the index pages_site_order past the skipped rows.
+ * PostgreSQL reads the window's keys first, by an index-only scan of that index, and then only
+ * those rows by primary key: the plain form sorted or read the heap row of every skipped row
+ * (45 ms at offset 15,000 of 20,000 against 4 ms; docs/architecture.md). On SQLite the same
+ * shape is slower (1.5 against 0.8 ms), so each database runs its own.
+ */
+function listWindow(db: DbHandle, siteId: number, filter: PageFilter, offset: number, limit: number) {
+  if (dialectOf(db) === 'sqlite') return inListOrder(db, siteId, filter).offset(offset).limit(limit);
+  const keys = inOrder(filtered(db, siteId, filter).select('pages.page'))
+    .offset(offset)
+    .limit(limit);
+  return inListOrder(db, siteId, {}).where('pages.page', '=', sql<number>`any(array(${keys}))`);
 }
 
 /** A page's place in list order: (page_order, page). */

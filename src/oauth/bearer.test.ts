@@ -39,6 +39,19 @@ test('a read-only token cannot write: 403 insufficient_scope; a write token can'
   assert.equal((await a.app.inject({ url: '/api/page', headers: bearer(products) })).statusCode, 403);
 });
 
+test('each token keeps its own scopes, whichever tokens were used before it in the process', async (t) => {
+  const a = await startOAuthApp(t);
+  const reader = (await connect(a, { scope: 'everything:read' })).tokens.access_token;
+  const writer = (await connect(a, { scope: 'everything:write' })).tokens.access_token;
+  const write = (token: string) =>
+    a.app.inject({ method: 'POST', url: '/api/page', headers: bearer(token), payload: { page_usertitle: 'x' } }).then((r) => r.statusCode);
+  // Alternating, so each token is read after the other has been (their claims are kept per process).
+  for (let round = 0; round < 3; round++) {
+    assert.equal(await write(writer), 201, `round ${round}: writer`);
+    assert.equal(await write(reader), 403, `round ${round}: reader`);
+  }
+});
+
 test('a token in the query string is ignored; unknown and malformed tokens are invalid_token', async (t) => {
   const a = await startOAuthApp(t);
   const { tokens } = await connect(a);

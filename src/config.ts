@@ -36,6 +36,13 @@ export interface Config {
    * The mapped pages count in the process's RSS as file-backed, shared memory (docs/deploy.md).
    */
   readonly sqliteMmapMB: number;
+  /**
+   * Whether each node keeps the credentials and access tokens it has read until the database says
+   * one changed (KEEP_CREDENTIALS, on by default; src/db/credential-keep.ts). On PostgreSQL another
+   * node's revocation then reaches this node as a notification, within milliseconds rather than
+   * on the very next request; off reads them on every request.
+   */
+  readonly keepCredentials: boolean;
   readonly cookieSecrets: readonly string[];
   readonly logLevel: LogLevel;
   readonly uploads: {
@@ -208,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: trustProxyOf(env.TRUST_PROXY),
     sqliteSynchronous,
     sqliteMmapMB: integer(env, 'SQLITE_MMAP_MB', DEFAULT_SQLITE_MMAP_MB, 0, MAX_SQLITE_MMAP_MB),
+    keepCredentials: flag(env, 'KEEP_CREDENTIALS', true),
     cookieSecrets: Object.freeze(
       cookieSecretsOf(env.COOKIE_SECRETS, dataDir, databaseUrl.startsWith('sqlite:') && !databaseUrl.endsWith(':memory:')),
     ),

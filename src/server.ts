@@ -40,7 +40,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const db = createDatabase(config.databaseUrl, {
     synchronous: config.sqliteSynchronous,
     mmapMB: config.sqliteMmapMB,
+    keepCredentials: config.keepCredentials,
     onIdleConnectionError: (err) => app?.log.warn({ err }, 'the database closed an idle connection; the next query opens another'),
+    onChangesUnheard: (err) =>
+      app?.log.warn(
+        { err },
+        'lost the connection that listens for credential changes; credentials are read on every request until it is back',
+      ),
   });
   try {
     const migrations = await migrateToLatest(db);

@@ -33,7 +33,7 @@ export interface TestApp {
  * A fresh database for one test: in-memory SQLite, or (with TEST_DATABASE_URL) a PostgreSQL
  * schema of its own that is dropped afterwards. Migrated, empty apart from what the caller adds.
  */
-export async function createTestDatabase(t: TestContext, options: Pick<DatabaseOptions, 'log'> = {}): Promise<Db> {
+export async function createTestDatabase(t: TestContext, options: Pick<DatabaseOptions, 'log' | 'keepCredentials'> = {}): Promise<Db> {
   if (!TEST_DATABASE_URL) {
     const db = createDatabase('sqlite::memory:', options);
     await migrateToLatest(db);

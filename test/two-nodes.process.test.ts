@@ -6,6 +6,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { createCredential } from '../src/accounts/account.service.js';
 import { readDemoCredentials } from '../src/demo/credentials.js';
@@ -204,7 +205,7 @@ test('two nodes, one PostgreSQL, one Redis: one migration, one demo, and logins,
     assert.equal(((await pages.json()) as { meta: { total: number } }).meta.total, treeSize(DEMO_PAGES) + 1, "the demo website's pages");
   });
 
-  await t.test('a connection revoked on A is refused by B on the very next request', async () => {
+  await t.test('a connection revoked on A is refused by B once notified, within a second', async () => {
     assert.ok(first);
     lb.to(b);
     assert.equal((await api('/api/page', bearer(first.access_token))).status, 200, 'B has just accepted the token');
@@ -215,8 +216,14 @@ test('two nodes, one PostgreSQL, one Redis: one migration, one demo, and logins,
       body: new URLSearchParams({ token: first.access_token, client_id: DEMO_CLIENT_ID }),
     });
     assert.equal(revoked.status, 200);
+    const revokedAt = Date.now();
     lb.to(b);
-    assert.equal((await api('/api/page', bearer(first.access_token))).status, 401);
+    // B kept the token it had read; the change notification from PostgreSQL drops it
+    // (docs/deploy.md, Kept credentials). It takes milliseconds; the bound leaves room for a busy machine.
+    while ((await api('/api/page', bearer(first.access_token))).status !== 401) {
+      assert.ok(Date.now() - revokedAt < 1000, 'B refuses the token within a second');
+      await sleep(5);
+    }
     assert.equal((await refresh(first.refresh_token)).body.error, 'invalid_grant', "and B refuses the connection's refresh token");
     assert.deepEqual(
       (await listConnections(db.kysely, credentials.siteId)).map((c) => c.status),

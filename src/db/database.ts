@@ -4,6 +4,7 @@ import { type Compilable, Kysely, type KyselyConfig, PostgresAdapter, PostgresDi
 import type PG from 'pg';
 import { DEFAULT_SQLITE_MMAP_MB } from '../config.js';
 import { makePrivate } from '../private-files.js';
+import { CredentialKeep, connectionWatch, postgresRemoteChanges, registerKeep, sqliteRemoteChanges } from './credential-keep.js';
 import type { Database, DbHandle } from './schema.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -32,6 +33,10 @@ export interface DatabaseOptions {
   readonly mmapMB?: number;
   /** PostgreSQL only: told when the server closes an idle pooled connection (the pool has dropped it already). */
   readonly onIdleConnectionError?: (error: Error) => void;
+  /** Keep credentials and access tokens per process until the database says one changed (credential-keep.ts); true when absent. */
+  readonly keepCredentials?: boolean;
+  /** PostgreSQL only: told when the connection that listens for credential changes is lost (it is opened again). */
+  readonly onChangesUnheard?: (error: Error) => void;
   /** Kysely's query log, BEGIN and COMMIT included (tests count transactions with it). */
   readonly log?: KyselyConfig['log'];
 }
@@ -74,8 +79,9 @@ function openSqlite(file: string, synchronous: 'full' | 'normal', mmapMB: number
  * the set of texts is small; the cache is bounded all the same). Nothing here streams rows, which
  * is the one case where a statement cannot be shared.
  */
-function withStatementCache(sqlite: SQLite.Database, limit = 1000) {
+function withStatementCache(sqlite: SQLite.Database, keep: CredentialKeep, limit = 1000) {
   const statements = new Map<string, SQLite.Statement>();
+  const watch = connectionWatch(keep);
   return {
     close: () => sqlite.close(),
     prepare(sql: string) {
@@ -85,8 +91,50 @@ function withStatementCache(sqlite: SQLite.Database, limit = 1000) {
         if (statements.size >= limit) statements.clear();
         statements.set(sql, statement);
       }
+      // The keep sees each statement as it goes out (credential-keep.ts). better-sqlite3 runs it
+      // right after this returns, before any other request's code, so what comes after it can be
+      // said now. Reads (most statements) only cost the test of their first word.
+      if (watch.before(sql, sqlite.inTransaction)) watch.after();
       return statement;
     },
+  };
+}
+
+/**
+ * A pool whose connections tell the keep of each write to a watched table, and of the end of the
+ * transaction that made it (credential-keep.ts). Kysely uses `connect`, `query` and `release`.
+ */
+function watchedPool(pool: PG.Pool, keep: CredentialKeep) {
+  const clients = new WeakMap<PG.PoolClient, PG.PoolClient>();
+  const watching = (client: PG.PoolClient): PG.PoolClient => {
+    const watch = connectionWatch(keep);
+    const query = async (...args: unknown[]) => {
+      const first = args[0] as string | { text?: string } | undefined;
+      const text = typeof first === 'string' ? first : (first?.text ?? '');
+      const ends = watch.before(text);
+      try {
+        return await (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
+      } finally {
+        if (ends) watch.after();
+      }
+    };
+    const release = (error?: Error | boolean) => {
+      watch.released();
+      client.release(error);
+    };
+    return { query, release } as unknown as PG.PoolClient;
+  };
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let watched = clients.get(client);
+      if (!watched) {
+        watched = watching(client);
+        clients.set(client, watched);
+      }
+      return watched;
+    },
+    end: () => pool.end(),
   };
 }
 
@@ -167,8 +215,10 @@ let pgStatements = 0;
 export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   if (url.startsWith('sqlite:')) {
     const sqlite = openSqlite(url.slice('sqlite:'.length), options.synchronous ?? 'full', options.mmapMB ?? DEFAULT_SQLITE_MMAP_MB);
+    const dataVersion = sqlite.prepare('pragma data_version').pluck();
+    const keep = new CredentialKeep(sqliteRemoteChanges(() => dataVersion.get() as number));
     const kysely = new Kysely<Database>({
-      dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
+      dialect: new SqliteDialect({ database: withStatementCache(sqlite, keep) }),
       ...(options.log ? { log: options.log } : {}),
     });
     hotReads.set(kysely, {
@@ -179,6 +229,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
       },
       prepared: new Map(),
     });
+    if (options.keepCredentials !== false) registerKeep(kysely, keep);
     return {
       kysely,
       dialect: 'sqlite',
@@ -192,17 +243,19 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
     };
   }
   const pg = loadPg();
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: options.poolSize ?? 10,
-    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
-  });
+  const connection = { connectionString: url, ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}) };
+  const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 10 });
+  const keep = new CredentialKeep(postgresRemoteChanges(pg, connection, (error) => options.onChangesUnheard?.(error)));
   // A restart, failover or pg_terminate_backend ends the idle connections too, and pg reports that
   // as an 'error' event of the pool: without a listener it is an uncaught exception, and every node
   // on the database would exit at once. The pool has dropped the connection and opens a new one
   // for the next query, so there is nothing more to do than say so.
   pool.on('error', (error) => options.onIdleConnectionError?.(error));
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...(options.log ? { log: options.log } : {}) });
+  const kysely = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: watchedPool(pool, keep) as unknown as PG.Pool }),
+    ...(options.log ? { log: options.log } : {}),
+  });
+  if (options.keepCredentials !== false) registerKeep(kysely, keep);
   hotReads.set(kysely, {
     busy: () => false,
     prepare(text) {
@@ -219,6 +272,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
       await pool.query('SELECT 1');
     },
     async close() {
+      await keep.close();
       await kysely.destroy();
     },
   };

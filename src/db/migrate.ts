@@ -7,6 +7,7 @@ import * as m0004 from './migrations/0004_search_text.js';
 import * as m0005 from './migrations/0005_images.js';
 import * as m0007 from './migrations/0007_console.js';
 import * as m0008 from './migrations/0008_stored_records.js';
+import * as m0009 from './migrations/0009_change_notices.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -21,6 +22,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0005_images': m0005,
   '0007_console': m0007,
   '0008_stored_records': m0008,
+  '0009_change_notices': m0009,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { readCredential, touchCredential } from '../accounts/account.repository.js';
 import { sameHash, sha256 } from '../accounts/secrets.js';
+import { readKept } from '../db/credential-keep.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
@@ -32,7 +33,9 @@ export function apiKeyAuth(db: DbHandle): AuthMethod {
     async authenticate(request): Promise<Principal | undefined> {
       const sent = credentialsOf(request);
       if (!sent) return undefined;
-      const credential = await readCredential(db, sent.apiId);
+      // Kept per process until the database says a credential changed (credential-keep.ts); the
+      // key itself is checked against the stored hash on every request.
+      const credential = await readKept(db, `key:${sent.apiId}`, () => readCredential(db, sent.apiId));
       if (!credential || credential.revoked_at || !sameHash(credential.key_hash, sha256(sent.apiKey))) {
         throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
       }

@@ -1,9 +1,10 @@
 import { sha256 } from '../accounts/secrets.js';
+import { readKept } from '../db/credential-keep.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import { type AuthMethod, lastUseIsStale, type Principal } from '../http/authenticate.js';
-import { readLiveAccess, touchConnection } from './connection.repository.js';
+import { type LiveAccess, readLiveAccess, touchConnection } from './connection.repository.js';
 
 function invalid(): UnauthorizedError {
   return new UnauthorizedError('The access token is not valid: unknown, expired or revoked.', 'invalid_token');
@@ -41,11 +42,16 @@ function claimsOf(payload: string): TokenClaims {
   return claims;
 }
 
+/** Whether a token read as live still is at `at`: neither it nor its connection has expired since. */
+function liveAt(access: LiveAccess, at: string): boolean {
+  return (access.token_expires_at === null || access.token_expires_at > at) && access.expires_at > at;
+}
+
 /**
  * OAuth access tokens, from the Authorization header only (RFC 6750 §2.1; OAuth 2.1 forbids the
  * query string, so ?access_token= is never read). Tokens are opaque and stored: each request reads
- * the token together with its connection in one query (readLiveAccess), so a revoked connection
- * fails on the very next request. The token is read from the adapter's table directly rather than
+ * the token together with its connection in one query (readLiveAccess), kept per process until the
+ * database says a token or connection changed, so a revoked connection fails on the very next request. The token is read from the adapter's table directly rather than
  * through oidc-provider's AccessToken.find: the same row, the same expiry, without building the
  * provider's model and a second read for the grant (issue 11: Bearer reads cost what key reads do).
  * The website comes from the connection.
@@ -59,8 +65,12 @@ export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
       const value = header.slice(7).trim();
       if (!value) throw invalid();
       const now = new Date();
-      const access = await readLiveAccess(db, sha256(value), formatTimestamp(now));
-      if (!access?.payload) throw invalid();
+      const at = formatTimestamp(now);
+      const hashed = sha256(value);
+      // Kept per process until the database says a token or connection changed (credential-keep.ts);
+      // the expiries are checked on every use, since a kept read was live when it was read.
+      const access = await readKept(db, `token:${hashed}`, () => readLiveAccess(db, hashed, at));
+      if (!access?.payload || !liveAt(access, at)) throw invalid();
       const claims = claimsOf(access.payload);
       if (claims.aud !== resource) throw invalid();
       if (lastUseIsStale(access.last_used_at, now)) await touchConnection(db, access.grant_id, { last_used_at: formatTimestamp(now) });

@@ -31,8 +31,15 @@ function liveAccessQuery(db: DbHandle, { hashedToken, now }: { hashedToken: stri
   // which cost 8 µs of a 10 µs read; the token's row is looked up twice by its key instead.
   return db
     .selectFrom('oauth_connections')
-    .select(['oauth_connections.id', 'oauth_connections.grant_id', 'oauth_connections.site_id', 'oauth_connections.last_used_at'])
+    .select([
+      'oauth_connections.id',
+      'oauth_connections.grant_id',
+      'oauth_connections.site_id',
+      'oauth_connections.last_used_at',
+      'oauth_connections.expires_at',
+    ])
     .select((eb) => token(eb).select('oauth_payloads.payload').as('payload'))
+    .select((eb) => token(eb).select('oauth_payloads.expires_at').as('token_expires_at'))
     .where('oauth_connections.grant_id', '=', (eb) =>
       token(eb)
         .select('oauth_payloads.grant_id')
@@ -42,7 +49,7 @@ function liveAccessQuery(db: DbHandle, { hashedToken, now }: { hashedToken: stri
     .where('oauth_connections.expires_at', '>', now);
 }
 
-/** A live access token's stored payload (JSON, as the adapter wrote it) and the connection it belongs to. */
+/** A live access token's stored payload (JSON, as the adapter wrote it), its expiry, and the connection it belongs to (with its expiry). */
 export type LiveAccess = Awaited<ReturnType<ReturnType<typeof liveAccessQuery>['executeTakeFirstOrThrow']>>;
 
 /**

@@ -9,7 +9,7 @@ import { BLOG_FIELDS, type BlogField } from '../../content/blogs/blog.fields.js'
 import { PAGE_FIELDS, type PageField } from '../../content/pages/page.fields.js';
 import { getStoredPage } from '../../content/pages/page.service.js';
 import { createDatabase, type Db } from '../database.js';
-import { migrateToLatest, migrateUpTo } from '../migrate.js';
+import { migrateUpTo } from '../migrate.js';
 import type { DbHandle } from '../schema.js';
 import { rebuildStoredRecords } from './0008_stored_records.js';
 
@@ -59,7 +59,7 @@ test('0008 stores the record JSON and ETag of every page and blog written before
       .execute();
   }
 
-  assert.deepEqual(await migrateToLatest(db), ['0008_stored_records']);
+  assert.deepEqual(await migrateUpTo(db, '0008_stored_records'), ['0008_stored_records']);
 
   assert.equal(await assertEveryRecordStored(db.kysely), 6, 'three pages and three blogs, each checked');
   const stored = await getStoredPage(db.kysely, site.id, pages[1]!);

@@ -1,0 +1,211 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { buildTestApp, createTestDatabase, TEST_DATABASE_URL, type TestApp } from '../../test/helpers.js';
+import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
+import { revokeCredential } from '../accounts/account.repository.js';
+import { sha256 } from '../accounts/secrets.js';
+import { loadConfig } from '../config.js';
+import { type CredentialKeep, keepOf, statementKind } from './credential-keep.js';
+import { createDatabase, type Db } from './database.js';
+import { migrateToLatest } from './migrate.js';
+import { formatTimestamp } from './time.js';
+
+const postgres = TEST_DATABASE_URL !== undefined;
+
+function keep(db: Db): CredentialKeep {
+  const found = keepOf(db.kysely);
+  assert.ok(found, 'a database handle has a keep');
+  return found;
+}
+
+async function status(a: TestApp, headers: Record<string, string> = a.site.headers): Promise<number> {
+  return (await a.app.inject({ url: '/api/page', headers })).statusCode;
+}
+
+/**
+ * Sends the request until an answer came from the keep (on PostgreSQL the node first has to be
+ * listening): proves the keep is in use before a test shows it letting go.
+ */
+async function untilKept(a: TestApp, headers: Record<string, string> = a.site.headers): Promise<void> {
+  const counts = keep(a.db).counts;
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const before = counts.kept;
+    assert.equal(await status(a, headers), 200);
+    if (counts.kept > before) return;
+    assert.ok(Date.now() < deadline, 'answers come from the keep within 5 s');
+    await sleep(20);
+  }
+}
+
+/** A second handle on the test's database, as another node (or a CLI process) would open it. */
+async function secondHandle(t: TestContext, options: { keepCredentials?: boolean } = {}): Promise<{ first: Db; second: Db }> {
+  if (postgres) {
+    const first = await createTestDatabase(t, options);
+    const second = createDatabase(TEST_DATABASE_URL!, { schema: first.schema!, poolSize: 2 });
+    t.after(() => second.close());
+    return { first, second };
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'keep-'));
+  const file = `sqlite:${path.join(dir, 'cms.sqlite')}`;
+  const first = createDatabase(file, options);
+  await migrateToLatest(first);
+  const second = createDatabase(file);
+  t.after(async () => {
+    await second.close();
+    await first.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return { first, second };
+}
+
+test('statements are told apart: reads, the ends of transactions, writes to the tables that decide a credential', () => {
+  assert.equal(statementKind('select "api_id" from "api_credentials" where "api_id" = ?'), 'read');
+  assert.equal(statementKind('  pragma data_version'), 'read');
+  assert.equal(statementKind('begin'), 'begin');
+  assert.equal(statementKind('start transaction isolation level serializable'), 'begin');
+  assert.equal(statementKind('commit'), 'end');
+  assert.equal(statementKind('ROLLBACK'), 'end');
+  assert.equal(statementKind('update "api_credentials" set "revoked_at" = ? where "api_id" = ?'), 'write');
+  assert.equal(statementKind('delete from "oauth_payloads" where "grant_id" = $1'), 'write');
+  assert.equal(
+    statementKind('insert into "oauth_payloads" ("model", "id") values ($1, $2) on conflict do update set "payload" = $3'),
+    'write',
+  );
+  assert.equal(statementKind('delete from "sites" where "id" = ?'), 'write', 'cascades to credentials');
+  assert.equal(statementKind('update "pages" set "page_usertitle" = ? where "page" = ?'), 'read', 'not a watched table');
+});
+
+test('an API key is read once and then kept; a revocation refuses the very next request', async (t) => {
+  const a = await buildTestApp(t);
+  await untilKept(a);
+  const { read } = keep(a.db).counts;
+  for (let i = 0; i < 5; i++) assert.equal(await status(a), 200);
+  assert.equal(keep(a.db).counts.read, read, 'five more requests, no read of the credential');
+  assert.equal(await revokeCredential(a.db.kysely, a.site.apiId, formatTimestamp(new Date())), true);
+  assert.equal(await status(a), 401, 'the next request, without waiting for anything');
+});
+
+test('a wrong key for a kept API ID is still refused: the key is checked on every request', async (t) => {
+  const a = await buildTestApp(t);
+  await untilKept(a);
+  const wrong = { authorization: `Basic ${Buffer.from(`${a.site.apiId}:${a.site.apiKey.slice(0, -1)}x`).toString('base64')}` };
+  assert.equal(await status(a, wrong), 401);
+  assert.equal(await status(a), 200);
+});
+
+test('a request that reads during an uncommitted revocation is not kept past the commit', async (t) => {
+  const a = await buildTestApp(t);
+  await untilKept(a);
+  let during: Promise<number> | undefined;
+  await a.db.kysely.transaction().execute(async (trx) => {
+    await revokeCredential(trx, a.site.apiId, formatTimestamp(new Date()));
+    during = status(a);
+    // PostgreSQL answers from another connection, with the committed (live) credential; SQLite's
+    // one connection makes the request wait for the commit.
+    if (postgres) assert.equal(await during, 200, 'not revoked until the commit');
+  });
+  if (!postgres) assert.equal(await during, 401);
+  assert.equal(await status(a), 401, 'the request after the commit');
+});
+
+test("another node's (or CLI process's) revocation drops what this node kept", async (t) => {
+  const { first, second } = await secondHandle(t);
+  const a = await buildTestApp(t, { db: first });
+  await untilKept(a);
+  const revokedAt = Date.now();
+  assert.equal(await revokeCredential(second.kysely, a.site.apiId, formatTimestamp(new Date())), true);
+  if (!postgres) {
+    // SQLite: pragma data_version, asked in each turn of the event loop that uses the keep. A
+    // request from another process comes in a later turn than the commit; inject does not, so the
+    // test waits for the next turn as a socket would.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(await status(a), 401, 'the next request');
+    return;
+  }
+  // PostgreSQL: the trigger's notification reaches the listening connection within milliseconds.
+  while ((await status(a)) !== 401) {
+    assert.ok(Date.now() < revokedAt + 2000, 'refused within 2 s');
+    await sleep(5);
+  }
+});
+
+test('a Bearer token is kept, still refused once it expires, and refused at once when revoked', async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens } = await connect(a);
+  const headers = { authorization: `Bearer ${tokens.access_token}` };
+  await untilKept(a, headers);
+  const { read } = keep(a.db).counts;
+  assert.equal(await status(a, headers), 200);
+  assert.equal(keep(a.db).counts.read, read, 'answered from the keep');
+
+  // A token that expires within the time a value is kept: its kept expiry is checked on each use.
+  const short = (await connect(a)).tokens.access_token;
+  const soon = formatTimestamp(new Date(Date.now() + 1500));
+  await a.db.kysely
+    .updateTable('oauth_payloads')
+    .set({ expires_at: soon })
+    .where('model', '=', 'AccessToken')
+    .where('id', '=', sha256(short))
+    .execute();
+  await untilKept(a, { authorization: `Bearer ${short}` });
+  await sleep(Math.max(0, Date.parse(soon) - Date.now()) + 100);
+  assert.equal(await status(a, { authorization: `Bearer ${short}` }), 401, 'expired while kept');
+
+  const revoked = await a.app.inject({
+    method: 'POST',
+    url: '/api/auth/revoke',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ token: tokens.access_token, client_id: a.clientId }).toString(),
+  });
+  assert.equal(revoked.statusCode, 200);
+  assert.equal(await status(a, headers), 401, 'the next request after RFC 7009 revocation');
+});
+
+test('PostgreSQL: while the node is not listening nothing is kept or used, and it listens again', { skip: !postgres }, async (t) => {
+  const { first, second } = await secondHandle(t);
+  const a = await buildTestApp(t, { db: first });
+  await untilKept(a);
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  t.after(() => admin.end());
+  const terminated = await admin.query(
+    'select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1 and pid <> pg_backend_pid()',
+    [`cms-changes ${process.pid}`],
+  );
+  assert.ok(terminated.rowCount! >= 1, 'the listening connection was found');
+  // Until the node sees its connection gone, a change could go unheard; once it does, it reads.
+  const counts = keep(first).counts;
+  const deadline = Date.now() + 2000;
+  for (;;) {
+    const before = counts.read;
+    assert.equal(await status(a), 200);
+    if (counts.read > before) break;
+    assert.ok(Date.now() < deadline, 'the loss is seen within 2 s');
+    await sleep(5);
+  }
+  // A change now is notified to nobody here; the next request reads it all the same.
+  assert.equal(await revokeCredential(second.kysely, a.site.apiId, formatTimestamp(new Date())), true);
+  assert.equal(await status(a), 401);
+  // It listens again (after a second) and keeps again.
+  const site = await a.addSite('After the loss');
+  await untilKept(a, site.headers);
+});
+
+test("KEEP_CREDENTIALS=false: nothing is kept, and another node's revocation refuses the very next request", async (t) => {
+  assert.equal(loadConfig({ DATA_DIR: os.tmpdir() }).keepCredentials, true, 'on by default');
+  const config = loadConfig({ DATA_DIR: os.tmpdir(), KEEP_CREDENTIALS: 'false' });
+  assert.equal(config.keepCredentials, false);
+  const { first, second } = await secondHandle(t, { keepCredentials: config.keepCredentials });
+  assert.equal(keepOf(first.kysely), undefined);
+  const a = await buildTestApp(t, { db: first });
+  assert.equal(await status(a), 200);
+  assert.equal(await status(a), 200);
+  assert.equal(await revokeCredential(second.kysely, a.site.apiId, formatTimestamp(new Date())), true);
+  assert.equal(await status(a), 401, 'no notification or turn of the event loop to wait for');
+});

@@ -9,7 +9,11 @@ import { loadConfig } from '../src/config.js';
 import { createDatabase } from '../src/db/database.js';
 
 const config = loadConfig(process.env);
-const db = createDatabase(config.databaseUrl, { synchronous: config.sqliteSynchronous });
+const db = createDatabase(config.databaseUrl, {
+  synchronous: config.sqliteSynchronous,
+  mmapMB: config.sqliteMmapMB,
+  keepCredentials: config.keepCredentials,
+});
 const app = await buildApp({ config, db });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const address = app.server.address();

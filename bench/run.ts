@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { SERVER_NODE_FLAGS } from '../src/server-flags.js';
 import { growthCheck } from './growth.js';
 import { appEnv, benchDir, limitRun, loadAverage, machine, rssMB, type Server, sameAnswers, startServer, stopServer } from './harness.js';
 import { addOwnerAndClient, authorize, refreshLoad } from './oauth-flow.js';
@@ -36,8 +37,8 @@ const { values: args } = parseArgs({
     /** Comma-separated sections to run (getById,list200,list999,growth,tokens,soak,pg); all when absent. */
     only: { type: 'string' },
     profile: { type: 'boolean', default: false },
-    /** Extra node flags for the app child only, e.g. --app-flags=--max-semi-space-size=4 */
-    'app-flags': { type: 'string', default: '' },
+    /** Node flags for the app child only: SERVER_NODE_FLAGS, as production runs it, unless given (--app-flags=' ' for none) */
+    'app-flags': { type: 'string', default: SERVER_NODE_FLAGS.join(' ') },
   },
 });
 

@@ -223,6 +223,6 @@ export function appEnv(dataDir: string, publicUrl = 'http://127.0.0.1'): Record<
     PORT: '0',
     HOST: '127.0.0.1',
     PUBLIC_URL: publicUrl,
-    RATE_LIMIT_API: '1000000',
+    RATE_LIMIT_API: '100000000',
   };
 }

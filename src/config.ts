@@ -233,8 +233,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       clientMetadataDocuments: flag(env, 'OAUTH_CLIENT_METADATA_DOCUMENTS', true),
     }),
     rateLimits: Object.freeze({
-      api: integer(env, 'RATE_LIMIT_API', 600, 0, 1_000_000),
-      token: integer(env, 'RATE_LIMIT_TOKEN', 120, 0, 1_000_000),
+      api: integer(env, 'RATE_LIMIT_API', 600, 0, 100_000_000),
+      token: integer(env, 'RATE_LIMIT_TOKEN', 120, 0, 100_000_000),
     }),
     demo: flag(env, 'DEMO_DATA', true),
   });

@@ -108,15 +108,15 @@ function watchedPool(pool: PG.Pool, keep: CredentialKeep) {
   const clients = new WeakMap<PG.PoolClient, PG.PoolClient>();
   const watching = (client: PG.PoolClient): PG.PoolClient => {
     const watch = connectionWatch(keep);
-    const query = async (...args: unknown[]) => {
+    const query = (...args: unknown[]) => {
       const first = args[0] as string | { text?: string } | undefined;
-      const text = typeof first === 'string' ? first : (first?.text ?? '');
-      const ends = watch.before(text);
-      try {
-        return await (client.query as (...a: unknown[]) => Promise<unknown>)(...args);
-      } finally {
-        if (ends) watch.after();
-      }
+      const ends = watch.before(typeof first === 'string' ? first : (first?.text ?? ''));
+      // A cursor (Kysely's stream) comes back as it is, not as a promise.
+      const result = (client.query as (...a: unknown[]) => unknown)(...args);
+      if (!ends) return result;
+      if (result instanceof Promise) return result.finally(() => watch.after());
+      watch.after();
+      return result;
     };
     const release = (error?: Error | boolean) => {
       watch.released();

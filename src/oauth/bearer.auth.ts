@@ -51,7 +51,9 @@ function liveAt(access: LiveAccess, at: string): boolean {
  * OAuth access tokens, from the Authorization header only (RFC 6750 §2.1; OAuth 2.1 forbids the
  * query string, so ?access_token= is never read). Tokens are opaque and stored: each request reads
  * the token together with its connection in one query (readLiveAccess), kept per process until the
- * database says a token or connection changed, so a revoked connection fails on the very next request. The token is read from the adapter's table directly rather than
+ * database says a token or connection changed (credential-keep.ts): a revoked connection fails on
+ * the very next request on the node that revoked it, and within milliseconds on the others. The
+ * token is read from the adapter's table directly rather than
  * through oidc-provider's AccessToken.find: the same row, the same expiry, without building the
  * provider's model and a second read for the grant (issue 11: Bearer reads cost what key reads do).
  * The website comes from the connection.

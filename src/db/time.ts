@@ -3,7 +3,7 @@ export function formatTimestamp(date: Date): string {
   const second = Math.floor(date.getTime() / 1000);
   // Every Bearer request and token request formats "now": within one second the text is the same.
   if (second !== lastSecond) {
-    lastText = date.toISOString().slice(0, 19).replace('T', ' ');
+    lastText = textOfSecond(second);
     lastSecond = second;
   }
   return lastText;
@@ -11,6 +11,26 @@ export function formatTimestamp(date: Date): string {
 
 let lastSecond = Number.NaN;
 let lastText = '';
+
+function textOfSecond(second: number): string {
+  return new Date(second * 1000).toISOString().slice(0, 19).replace('T', ' ');
+}
+
+/**
+ * The stored form of the moment `ms` before `date`, to the second: stored timestamps compare with
+ * it as text, without being parsed. Kept for the second, as formatTimestamp's is (one `ms` per caller).
+ */
+export function timestampBefore(date: Date, ms: number): string {
+  const second = Math.floor((date.getTime() - ms) / 1000);
+  if (second !== beforeSecond) {
+    beforeText = textOfSecond(second);
+    beforeSecond = second;
+  }
+  return beforeText;
+}
+
+let beforeSecond = Number.NaN;
+let beforeText = '';
 
 export function now(): string {
   return formatTimestamp(new Date());

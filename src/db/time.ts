@@ -1,36 +1,34 @@
+/**
+ * The stored text of the second a moment falls in, kept until the moment is in another second:
+ * callers that format on every request (each its own, so two of them do not undo each other's)
+ * build the text once a second.
+ */
+function perSecond(): (ms: number) => string {
+  let second = Number.NaN;
+  let text = '';
+  return (ms) => {
+    const now = Math.floor(ms / 1000);
+    if (now !== second) {
+      text = new Date(now * 1000).toISOString().slice(0, 19).replace('T', ' ');
+      second = now;
+    }
+    return text;
+  };
+}
+
+const formatted = perSecond();
+const before = perSecond();
+
 /** `YYYY-MM-DD HH:MM:SS` in UTC: the spec's timestamp format, also how timestamps are stored. */
 export function formatTimestamp(date: Date): string {
-  const second = Math.floor(date.getTime() / 1000);
   // Every Bearer request and token request formats "now": within one second the text is the same.
-  if (second !== lastSecond) {
-    lastText = textOfSecond(second);
-    lastSecond = second;
-  }
-  return lastText;
+  return formatted(date.getTime());
 }
 
-let lastSecond = Number.NaN;
-let lastText = '';
-
-function textOfSecond(second: number): string {
-  return new Date(second * 1000).toISOString().slice(0, 19).replace('T', ' ');
-}
-
-/**
- * The stored form of the moment `ms` before `date`, to the second: stored timestamps compare with
- * it as text, without being parsed. Kept for the second, as formatTimestamp's is (one `ms` per caller).
- */
+/** The stored form of the moment `ms` before `date`, to the second: stored timestamps compare with it as text, unparsed. */
 export function timestampBefore(date: Date, ms: number): string {
-  const second = Math.floor((date.getTime() - ms) / 1000);
-  if (second !== beforeSecond) {
-    beforeText = textOfSecond(second);
-    beforeSecond = second;
-  }
-  return beforeText;
+  return before(date.getTime() - ms);
 }
-
-let beforeSecond = Number.NaN;
-let beforeText = '';
 
 export function now(): string {
   return formatTimestamp(new Date());

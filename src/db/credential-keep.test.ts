@@ -15,7 +15,7 @@ import { createDatabase, type Db } from './database.js';
 import { migrateToLatest } from './migrate.js';
 import { formatTimestamp } from './time.js';
 
-const postgres = TEST_DATABASE_URL !== undefined;
+const postgres = Boolean(TEST_DATABASE_URL);
 
 function keep(db: Db): CredentialKeep {
   const found = keepOf(db.kysely);

@@ -44,10 +44,10 @@ export function statementKind(sql: string): StatementKind {
   return WATCHED.test(sql) ? 'write' : 'read';
 }
 
-/** How a keep hears of other processes' changes. */
+/** How a keep hears of other processes' changes: made with the keep's `changed`, which it calls for each. */
 export interface RemoteChanges {
-  /** Whether kept values may be used now; it may first drop them (`keep.changed()`). */
-  readonly fresh: (keep: CredentialKeep) => boolean;
+  /** Whether kept values may be used now; it may first drop them. */
+  readonly fresh: () => boolean;
   readonly close: () => Promise<void>;
 }
 
@@ -61,11 +61,11 @@ export class CredentialKeep {
   /** Counts the drops: a read is kept only if it is the same when the read ends as when it began. */
   #generation = 0;
   readonly #remote: RemoteChanges;
-  /** Reads answered from the keep and from the database, for the tests and the bench. */
+  /** Reads answered from the keep and from the database, for the tests. */
   readonly counts = { kept: 0, read: 0 };
 
-  constructor(remote: RemoteChanges) {
-    this.#remote = remote;
+  constructor(remote: (changed: () => void) => RemoteChanges) {
+    this.#remote = remote(() => this.changed());
   }
 
   /** Drops every kept value; a read already under way is not kept either. */
@@ -76,7 +76,7 @@ export class CredentialKeep {
 
   /** The value kept for `key`, or `read()`'s, kept when nothing changed while it was read. */
   async read<V>(key: string, read: () => Promise<V | undefined>): Promise<V | undefined> {
-    const usable = this.#remote.fresh(this);
+    const usable = this.#remote.fresh();
     if (usable) {
       const entry = this.#entries.get(key);
       if (entry && entry.until > Date.now()) {
@@ -87,7 +87,8 @@ export class CredentialKeep {
     const generation = this.#generation;
     const value = await read();
     this.counts.read += 1;
-    if (usable && value !== undefined && generation === this.#generation && this.#remote.fresh(this)) {
+    // A listening connection lost or opened meanwhile has dropped everything too (RemoteChanges).
+    if (usable && value !== undefined && generation === this.#generation) {
       if (this.#entries.size >= KEEP_MAX) this.#entries.clear();
       this.#entries.set(key, { value, until: Date.now() + KEEP_MS });
     }
@@ -167,21 +168,21 @@ export function connectionWatch(keep: CredentialKeep) {
  * what keeping saves (the pragma takes about as long as reading the credential); once per turn,
  * which carries many requests under load, it costs about 1 %.
  */
-export function sqliteRemoteChanges(dataVersion: () => number): RemoteChanges {
+export function sqliteRemoteChanges(dataVersion: () => number, changed: () => void): RemoteChanges {
   let seen = dataVersion();
   let askedThisTurn = false;
   const nextTurn = () => {
     askedThisTurn = false;
   };
   return {
-    fresh(keep) {
+    fresh() {
       if (!askedThisTurn) {
         askedThisTurn = true;
         setImmediate(nextTurn);
         const version = dataVersion();
         if (version !== seen) {
           seen = version;
-          keep.changed();
+          changed();
         }
       }
       return true;
@@ -195,24 +196,29 @@ export const CHANGES_CHANNEL = 'cms_changes';
 const RELISTEN_MS = 1000;
 
 /**
- * PostgreSQL: notifications on CHANGES_CHANNEL, on a connection of its own, opened on first use.
- * The connection is named `cms-changes <pid>` in pg_stat_activity. Any notification drops everything (a payload names the table; another schema's changes on the
- * same database drop them too, which costs a read and is never wrong). Lost connections are opened
+ * PostgreSQL: notifications on CHANGES_CHANNEL, on a connection of its own (`cms-changes <pid>` in
+ * pg_stat_activity), opened on first use. Any notification drops everything (a payload names the
+ * table; another schema's changes on the same database drop them too, which costs a read and is
+ * never wrong). Opening and losing the connection drop everything as well. A lost one is opened
  * again after RELISTEN_MS; until then nothing is used.
  */
-export function postgresRemoteChanges(pg: typeof PG, config: PG.ClientConfig, onLost: (error: Error) => void): RemoteChanges {
+export function postgresRemoteChanges(
+  pg: typeof PG,
+  config: PG.ClientConfig,
+  onLost: (error: Error) => void,
+  changed: () => void,
+): RemoteChanges {
   let listening = false;
   let started = false;
   let closed = false;
   let client: PG.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
-  let keep: CredentialKeep | undefined;
 
   const lost = (from: PG.Client, error: Error) => {
     if (client !== from) return;
     client = undefined;
     listening = false;
-    keep?.changed();
+    changed();
     from.end().catch(() => {});
     if (closed) return;
     onLost(error);
@@ -229,14 +235,14 @@ export function postgresRemoteChanges(pg: typeof PG, config: PG.ClientConfig, on
       keepAliveInitialDelayMillis: 10_000,
     });
     client = next;
-    next.on('notification', () => keep?.changed());
+    next.on('notification', changed);
     next.on('error', (error) => lost(next, error));
     next.on('end', () => lost(next, new Error('the connection that listens for changes ended')));
     try {
       await next.connect();
       await next.query(`LISTEN ${CHANGES_CHANNEL}`);
       if (client !== next) return;
-      keep?.changed();
+      changed();
       listening = true;
     } catch (error) {
       lost(next, error instanceof Error ? error : new Error(String(error)));
@@ -244,8 +250,7 @@ export function postgresRemoteChanges(pg: typeof PG, config: PG.ClientConfig, on
   };
 
   return {
-    fresh(owner) {
-      keep = owner;
+    fresh() {
       if (!started && !closed) {
         started = true;
         void listen();

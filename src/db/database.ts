@@ -216,7 +216,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   if (url.startsWith('sqlite:')) {
     const sqlite = openSqlite(url.slice('sqlite:'.length), options.synchronous ?? 'full', options.mmapMB ?? DEFAULT_SQLITE_MMAP_MB);
     const dataVersion = sqlite.prepare('pragma data_version').pluck();
-    const keep = new CredentialKeep(sqliteRemoteChanges(() => dataVersion.get() as number));
+    const keep = new CredentialKeep((changed) => sqliteRemoteChanges(() => dataVersion.get() as number, changed));
     const kysely = new Kysely<Database>({
       dialect: new SqliteDialect({ database: withStatementCache(sqlite, keep) }),
       ...(options.log ? { log: options.log } : {}),
@@ -245,7 +245,9 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   const pg = loadPg();
   const connection = { connectionString: url, ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}) };
   const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 10 });
-  const keep = new CredentialKeep(postgresRemoteChanges(pg, connection, (error) => options.onChangesUnheard?.(error)));
+  const keep = new CredentialKeep((changed) =>
+    postgresRemoteChanges(pg, connection, (error) => options.onChangesUnheard?.(error), changed),
+  );
   // A restart, failover or pg_terminate_backend ends the idle connections too, and pg reports that
   // as an 'error' event of the pool: without a listener it is an uncaught exception, and every node
   // on the database would exit at once. The pool has dropped the connection and opens a new one

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { appEnv, type Server, startServer, stopServer } from './harness.js';
-import { interleave, median, medianRatio, printSummaries, type RoundsOptions, summarise } from './rounds.js';
+import { interleave, median, medianRatio, printSummaries, type RoundsOptions, roundRatios, summarise } from './rounds.js';
 import { type Seeded, seedDatabase } from './seed.js';
 
 const PAGE_SIZE = 200;
@@ -119,14 +119,25 @@ export async function growthCheck(o: GrowthOptions) {
         [`${small.pages}`, s],
         [`${large.pages}`, l],
       ]);
-      console.log(`  slowdown ${slowdown.toFixed(2)}× by req/s (${small.pages} over ${large.pages}); p50 latency ${latency.toFixed(2)}×`);
+      const rounds = roundRatios(runs.small!, runs.large!);
+      console.log(
+        `  slowdown ${slowdown.toFixed(2)}× by req/s (${small.pages} over ${large.pages}; rounds ${rounds.map((r) => r.toFixed(2)).join(' ')}); ` +
+          `p50 latency ${latency.toFixed(2)}×`,
+      );
       const failed = s.failed + l.failed;
       targets.push({
         target: `list of 200, ${which} page by cursor: ${large.pages} pages ≤ 1.2× slower than ${small.pages} (req/s)`,
         value: `${slowdown.toFixed(2)}×${cursor ? '' : ' (offset mode: no cursor pages)'}${failed ? `, ${failed} failed` : ''}`,
         pass: cursor && slowdown <= 1.2 && failed === 0,
       });
-      report[which] = { url: { small: smallEnds[which], large: largeEnds[which] }, small: s, large: l, slowdown, p50LatencyRatio: latency };
+      report[which] = {
+        url: { small: smallEnds[which], large: largeEnds[which] },
+        small: s,
+        large: l,
+        slowdown,
+        rounds,
+        p50LatencyRatio: latency,
+      };
     }
     if (largeEnds.walked) report.walk = { pages: largeEnds.walked, seconds: largeEnds.walkSeconds };
     return { targets, report };

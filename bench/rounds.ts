@@ -102,7 +102,12 @@ export function summarise(runs: Loaded[]): Summary {
 
 /** The median over rounds of a's req/s divided by b's in the same round (a round in which b answered nothing is left out). */
 export function medianRatio(a: Loaded[], b: Loaded[]): number {
-  return median(a.map((run, i) => run.reqPerSec / b[i]!.reqPerSec).filter(Number.isFinite));
+  return median(roundRatios(a, b));
+}
+
+/** Each round's a req/s over b's, in order: their spread says how far the median can be trusted. */
+export function roundRatios(a: Loaded[], b: Loaded[]): number[] {
+  return a.map((run, i) => run.reqPerSec / b[i]!.reqPerSec).filter(Number.isFinite);
 }
 
 const pad = (n: number, digits = 0) => n.toFixed(digits).padStart(9);

@@ -51,7 +51,11 @@ const rounds: RoundsOptions = {
   warmUp: quick ? 1 : 2,
   connections: CONNECTIONS,
 };
-/** Growth, Bearer and PostgreSQL comparisons: fewer rounds, the default run stays within about 10 minutes. */
+/**
+ * Bearer and PostgreSQL comparisons: fewer rounds, the default run stays within about 11 minutes.
+ * Growth gets the full count: the same list on the same database varied by up to 1.5× from one
+ * round to the next on a 2-core machine (bench/README.md), more than the 1.2× the check allows.
+ */
 const shortRounds: RoundsOptions = { ...rounds, rounds: Math.max(3, Math.round(rounds.rounds * 0.75)) };
 const GROWTH_PAGES = Number(args['growth-pages'] ?? (quick ? 20_000 : 200_000));
 const SOAK = args.soak ? { warmUp: 30, seconds: 300 } : quick ? undefined : { warmUp: 10, seconds: 40 };
@@ -69,7 +73,7 @@ const perComparison = (r: RoundsOptions) => 2 * (r.warmUp + r.rounds * r.seconds
 // Bounded: planned load time twice over, plus seeding (200,000 pages take about a minute) and set-up.
 limitRun(
   'bench',
-  2 * (3 * perComparison(rounds) + 3 * perComparison(shortRounds) + 2 * perComparison(shortRounds)) +
+  2 * (5 * perComparison(rounds) + perComparison(shortRounds) + 2 * perComparison(shortRounds)) +
     (SOAK ? SOAK.warmUp + SOAK.seconds : 0) +
     REFRESH.warmUp +
     REFRESH.seconds +
@@ -295,11 +299,11 @@ async function main() {
     console.log(
       `seeded ${PAGES} pages (avg ${seeded.averageHtmlBytes} B of HTML) in ${((performance.now() - seedStart) / 1000).toFixed(1)} s; ` +
         `load average ${host.loadAverageAtStart.join(' ')} on ${host.nproc} CPUs; ${CONNECTIONS} connections; ` +
-        `${rounds.rounds} rounds of ${rounds.seconds} s per server (${shortRounds.rounds} for growth, Bearer, PostgreSQL)`,
+        `${rounds.rounds} rounds of ${rounds.seconds} s per server (${shortRounds.rounds} for Bearer, PostgreSQL)`,
     );
     if (only.has('getById') || only.has('list200') || only.has('list999')) await sqliteSections(dataDir, file, seeded);
     if (only.has('growth')) {
-      const growth = await growthCheck({ smallPages: 2000, largePages: GROWTH_PAGES, rounds: shortRounds, env: QUOTAS });
+      const growth = await growthCheck({ smallPages: 2000, largePages: GROWTH_PAGES, rounds, env: QUOTAS });
       for (const t of growth.targets) check('growth', t.target, t.value, t.pass);
       report.growth = growth.report;
     }

@@ -36,6 +36,12 @@ export interface Measured {
   requests: number;
   non2xx: number;
   errors: number;
+  /**
+   * The server's CPU time (user + system) per answered request, in µs: set by interleave
+   * (rounds.ts), from the load's start until the server is idle again, so it also counts the at
+   * most `connections` requests still in flight when the load stopped.
+   */
+  cpuUsPerRequest?: number;
 }
 export type Loaded = Omit<Measured, 'idleRssMB'>;
 

@@ -35,6 +35,12 @@ export interface Summary {
   requests: number;
   failed: number;
   rounds: number[];
+  /**
+   * Median over the rounds of the server's CPU time per request (µs). Steadier than req/s where
+   * the machine's speed moves from round to round: it is the work a request costs, whatever the
+   * wait for a core (bench/README.md, 2026-11-25).
+   */
+  cpuUsPerRequest: number;
 }
 
 export const median = (values: number[]): number => {
@@ -72,10 +78,12 @@ export async function settle(server: Server): Promise<void> {
  * reversed every round (A B, B A, A B…). Returns every contender's runs, round by round.
  */
 export async function interleave(contenders: Contender[], options: RoundsOptions): Promise<Record<string, Loaded[]>> {
-  const run = async (c: Contender, seconds: number) => {
+  const run = async (c: Contender, seconds: number): Promise<Loaded> => {
+    const cpuBefore = cpuSeconds(c.server.child.pid!);
     const loaded = await load(c.server, { connections: options.connections, seconds, makePath: c.makePath, headers: c.headers ?? {} });
     await settle(c.server);
-    return loaded;
+    const cpuUs = (cpuSeconds(c.server.child.pid!) - cpuBefore) * 1e6;
+    return { ...loaded, cpuUsPerRequest: loaded.requests > 0 ? cpuUs / loaded.requests : Number.NaN };
   };
   const runs: Record<string, Loaded[]> = Object.fromEntries(contenders.map((c) => [c.key, []]));
   for (const c of contenders) await run(c, options.warmUp);
@@ -97,6 +105,7 @@ export function summarise(runs: Loaded[]): Summary {
     requests: runs.reduce((sum, r) => sum + r.requests, 0),
     failed: runs.reduce((sum, r) => sum + r.non2xx + r.errors, 0),
     rounds: runs.map((r) => Math.round(r.reqPerSec)),
+    cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest ?? Number.NaN).filter(Number.isFinite)),
   };
 }
 
@@ -112,12 +121,12 @@ export function roundRatios(a: Loaded[], b: Loaded[]): number[] {
 
 const pad = (n: number, digits = 0) => n.toFixed(digits).padStart(9);
 
-/** One row a contender: median req/s, p50, p99 (median and worst over rounds), peak RSS, failures. */
+/** One row a contender: median req/s, p50, p99 (median and worst over rounds), CPU per request, peak RSS, failures. */
 export function printSummaries(rows: Array<[string, Summary]>, nameWidth = 10): void {
-  console.log(`  ${'server'.padEnd(nameWidth + 6)}req/s   p50 ms   p99 ms  worst p99   RSS MB  anon MB   requests   failed`);
+  console.log(`  ${'server'.padEnd(nameWidth + 6)}req/s   p50 ms   p99 ms  worst p99  CPU µs/req   RSS MB  anon MB   requests   failed`);
   for (const [name, s] of rows) {
     console.log(
-      `  ${name.padEnd(nameWidth)}${pad(s.reqPerSec)}${pad(s.p50Ms, 1)}${pad(s.p99Ms, 1)}${pad(s.worstP99Ms, 1).padStart(11)}${pad(s.maxRssMB)}${pad(s.maxAnonMB)}${pad(s.requests).padStart(11)}${pad(s.failed)}`,
+      `  ${name.padEnd(nameWidth)}${pad(s.reqPerSec)}${pad(s.p50Ms, 1)}${pad(s.p99Ms, 1)}${pad(s.worstP99Ms, 1).padStart(11)}${pad(s.cpuUsPerRequest).padStart(12)}${pad(s.maxRssMB)}${pad(s.maxAnonMB)}${pad(s.requests).padStart(11)}${pad(s.failed)}`,
     );
   }
 }

@@ -149,6 +149,10 @@ async function compare(
     ['ceiling', result.ceiling],
   ]);
   console.log(`  app/ceiling ${result.ratio.toFixed(2)}× (median of rounds: ${result.ratios.map((r) => r.toFixed(2)).join(' ')})`);
+  // The same comparison by work done: ceiling's CPU per request over the app's (above 1: the app does less).
+  console.log(
+    `  by CPU per request ${(result.ceiling.cpuUsPerRequest / result.app.cpuUsPerRequest).toFixed(2)}× (ceiling's µs over the app's)`,
+  );
   return result;
 }
 

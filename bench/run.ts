@@ -15,7 +15,16 @@ import { growthCheck } from './growth.js';
 import { appEnv, benchDir, limitRun, loadAverage, machine, rssMB, type Server, sameAnswers, startServer, stopServer } from './harness.js';
 import { addOwnerAndClient, authorize, refreshLoad } from './oauth-flow.js';
 import { summariseProfile } from './profile-summary.js';
-import { type Contender, interleave, medianRatio, printSummaries, type RoundsOptions, type Summary, summarise } from './rounds.js';
+import {
+  type Contender,
+  interleave,
+  medianRatio,
+  printSummaries,
+  type RoundsOptions,
+  roundRatios,
+  type Summary,
+  summarise,
+} from './rounds.js';
 import { type Seeded, seedDatabase } from './seed.js';
 import { DEFAULT_PG_ADMIN_URL, postgresUnreachable, seedPostgres } from './seed-pg.js';
 import { soak } from './soak.js';
@@ -141,7 +150,7 @@ async function compare(
     app: summarise(runs.app!),
     ceiling: summarise(runs.ceiling!),
     ratio: medianRatio(runs.app!, runs.ceiling!),
-    ratios: runs.app!.map((r, i) => Number((r.reqPerSec / runs.ceiling![i]!.reqPerSec).toFixed(3))),
+    ratios: roundRatios(runs.app!, runs.ceiling!).map((r) => Number(r.toFixed(3))),
   };
   console.log(`\n${title}   (answers identical: ${result.sameAnswers}; ${options.rounds} rounds of ${options.seconds} s each)`);
   printSummaries([

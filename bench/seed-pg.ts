@@ -108,6 +108,9 @@ async function copyPages(sqliteFile: string, url: string, siteId: number): Promi
       }
     }
     if (batch.length > 0) await insert(batch);
+    // The website's page count (migration 0010) is kept by triggers deferred to the commit, and
+    // PostgreSQL builds no index on a table with such triggers pending: they run now instead.
+    await client.query('set constraints all immediate');
     for (const { indexdef } of indexes.rows) await client.query(indexdef);
     // The pages keep their SQLite ids; the sequence goes on after them, as it would have.
     await client.query(`select setval(pg_get_serial_sequence('pages', 'page'), (select max(page) from pages))`);

@@ -8,6 +8,7 @@ import * as m0005 from './migrations/0005_images.js';
 import * as m0007 from './migrations/0007_console.js';
 import * as m0008 from './migrations/0008_stored_records.js';
 import * as m0009 from './migrations/0009_change_notices.js';
+import * as m0010 from './migrations/0010_content_totals.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0007_console': m0007,
   '0008_stored_records': m0008,
   '0009_change_notices': m0009,
+  '0010_content_totals': m0010,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

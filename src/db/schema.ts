@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { ApiCredentialsTable, SitesTable, SiteUsersTable, UsersTable } from '../accounts/account.table.js';
 import type { BlogImagesTable, BlogsTable } from '../content/blogs/blog.table.js';
 import type { PagesTable } from '../content/pages/page.table.js';
+import type { ContentTotalsTable } from '../content/shared/content-totals.table.js';
 import type { OAuthTables } from '../oauth/oauth.tables.js';
 import type { ImageChunksTable, ImagesTable } from '../storage/image.table.js';
 
@@ -16,6 +17,7 @@ export interface Database extends OAuthTables {
   blog_images: BlogImagesTable;
   images: ImagesTable;
   image_chunks: ImageChunksTable;
+  content_totals: ContentTotalsTable;
 }
 
 /**

@@ -1,8 +1,17 @@
-import { type Insertable, type Selectable, type SelectQueryBuilder, type SqlBool, sql, type Updateable } from 'kysely';
-import { dialectOf, hotRead } from '../../db/database.js';
+import {
+  type ExpressionBuilder,
+  expressionBuilder,
+  type Insertable,
+  type Selectable,
+  type SelectQueryBuilder,
+  type SqlBool,
+  sql,
+  type Updateable,
+} from 'kysely';
+import { type DialectName, dialectOf, hotRead } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
 import type { Database, DbHandle } from '../../db/schema.js';
-import { hiddenPages } from '../shared/content.queries.js';
+import { hiddenPages, listTotal } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
@@ -28,28 +37,31 @@ export interface BlogFilter {
   publicOn?: string;
 }
 
+/** The conditions of a filter, beside the website's: none when the list is every blog of the website. */
+function conditionsOf(eb: ExpressionBuilder<Database, 'blogs'>, dialect: DialectName, siteId: number, f: BlogFilter) {
+  const conditions = [];
+  if (f.id !== undefined) conditions.push(eb('blogs.info_id', '=', f.id));
+  if (f.page !== undefined) conditions.push(eb('blogs.page', '=', f.page));
+  if (f.title !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_title'), f.title, f.matchType) as never);
+  if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_filename'), f.filename, f.matchType) as never);
+  if (f.tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('blogs.info_tags'), f.tags, f.matchType) as never);
+  if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'blogs', 'info_id', f.keywords) as never);
+  if (f.publicOn !== undefined) {
+    // Dates are YYYY-MM-DD text, so comparing the strings compares the days.
+    conditions.push(eb('blogs.info_show', '=', 'Y'));
+    conditions.push(eb.or([eb('blogs.info_hideuntil', '=', ''), eb('blogs.info_hideuntil', '<=', f.publicOn)]));
+    conditions.push(eb.or([eb('blogs.info_date', '=', ''), eb('blogs.info_date', '<=', f.publicOn)]));
+    conditions.push(sql<SqlBool>`blogs.page not in ${hiddenPages(siteId)}` as never);
+  }
+  return conditions;
+}
+
 function filtered(db: DbHandle, siteId: number, f: BlogFilter) {
   const dialect = dialectOf(db);
   return db
     .selectFrom('blogs')
     .where('blogs.site_id', '=', siteId)
-    .where((eb) => {
-      const conditions = [];
-      if (f.id !== undefined) conditions.push(eb('blogs.info_id', '=', f.id));
-      if (f.page !== undefined) conditions.push(eb('blogs.page', '=', f.page));
-      if (f.title !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_title'), f.title, f.matchType) as never);
-      if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_filename'), f.filename, f.matchType) as never);
-      if (f.tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('blogs.info_tags'), f.tags, f.matchType) as never);
-      if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'blogs', 'info_id', f.keywords) as never);
-      if (f.publicOn !== undefined) {
-        // Dates are YYYY-MM-DD text, so comparing the strings compares the days.
-        conditions.push(eb('blogs.info_show', '=', 'Y'));
-        conditions.push(eb.or([eb('blogs.info_hideuntil', '=', ''), eb('blogs.info_hideuntil', '<=', f.publicOn)]));
-        conditions.push(eb.or([eb('blogs.info_date', '=', ''), eb('blogs.info_date', '<=', f.publicOn)]));
-        conditions.push(sql<SqlBool>`blogs.page not in ${hiddenPages(siteId)}` as never);
-      }
-      return eb.and(conditions);
-    });
+    .where((eb) => eb.and(conditionsOf(eb, dialect, siteId, f)));
 }
 
 export async function listBlogs(
@@ -59,13 +71,12 @@ export async function listBlogs(
   offset: number,
   limit: number,
 ): Promise<{ rows: StoredItem[]; total: number }> {
-  const [rows, count] = await Promise.all([
+  const everyBlog = conditionsOf(expressionBuilder<Database, 'blogs'>(), dialectOf(db), siteId, filter).length === 0;
+  const [rows, total] = await Promise.all([
     listWindow(db, siteId, filter, offset, limit).execute(),
-    filtered(db, siteId, filter)
-      .select((eb) => eb.fn.countAll<number>().as('total'))
-      .executeTakeFirstOrThrow(),
+    listTotal(db, siteId, 'blogs', everyBlog ? undefined : filtered(db, siteId, filter)),
   ]);
-  return { rows, total: Number(count.total) };
+  return { rows, total };
 }
 
 function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: number }) {

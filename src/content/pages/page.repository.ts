@@ -1,8 +1,17 @@
-import { type Insertable, type Selectable, type SelectQueryBuilder, type SqlBool, sql, type Updateable } from 'kysely';
-import { dialectOf, hotRead } from '../../db/database.js';
+import {
+  type ExpressionBuilder,
+  expressionBuilder,
+  type Insertable,
+  type Selectable,
+  type SelectQueryBuilder,
+  type SqlBool,
+  sql,
+  type Updateable,
+} from 'kysely';
+import { type DialectName, dialectOf, hotRead } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
 import type { Database, DbHandle } from '../../db/schema.js';
-import { hiddenPages } from '../shared/content.queries.js';
+import { hiddenPages, listTotal } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
@@ -28,30 +37,33 @@ export interface PageFilter {
   publicContentOnly?: boolean;
 }
 
+/** The conditions of a filter, beside the website's: none when the list is every page of the website. */
+function conditionsOf(eb: ExpressionBuilder<Database, 'pages'>, dialect: DialectName, siteId: number, f: PageFilter) {
+  const conditions = [];
+  if (f.id !== undefined) conditions.push(eb('pages.page', '=', f.id));
+  if (f.page !== undefined) conditions.push(eb('pages.page', '=', f.page));
+  if (f.parent !== undefined) conditions.push(eb('pages.page_parent', '=', f.parent));
+  if (f.title !== undefined) {
+    conditions.push(
+      eb.or([
+        textMatches(dialect, eb.ref('pages.page_usertitle'), f.title, f.matchType) as never,
+        textMatches(dialect, eb.ref('pages.page_menuname'), f.title, f.matchType) as never,
+      ]),
+    );
+  }
+  if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('pages.page_alias'), f.filename, f.matchType) as never);
+  if (f.tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('pages.page_keywords'), f.tags, f.matchType) as never);
+  if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'pages', 'page', f.keywords) as never);
+  if (f.publicContentOnly) conditions.push(sql<SqlBool>`pages.page not in ${hiddenPages(siteId)}` as never);
+  return conditions;
+}
+
 function filtered(db: DbHandle, siteId: number, f: PageFilter) {
   const dialect = dialectOf(db);
   return db
     .selectFrom('pages')
     .where('pages.site_id', '=', siteId)
-    .where((eb) => {
-      const conditions = [];
-      if (f.id !== undefined) conditions.push(eb('pages.page', '=', f.id));
-      if (f.page !== undefined) conditions.push(eb('pages.page', '=', f.page));
-      if (f.parent !== undefined) conditions.push(eb('pages.page_parent', '=', f.parent));
-      if (f.title !== undefined) {
-        conditions.push(
-          eb.or([
-            textMatches(dialect, eb.ref('pages.page_usertitle'), f.title, f.matchType) as never,
-            textMatches(dialect, eb.ref('pages.page_menuname'), f.title, f.matchType) as never,
-          ]),
-        );
-      }
-      if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('pages.page_alias'), f.filename, f.matchType) as never);
-      if (f.tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('pages.page_keywords'), f.tags, f.matchType) as never);
-      if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'pages', 'page', f.keywords) as never);
-      if (f.publicContentOnly) conditions.push(sql<SqlBool>`pages.page not in ${hiddenPages(siteId)}` as never);
-      return eb.and(conditions);
-    });
+    .where((eb) => eb.and(conditionsOf(eb, dialect, siteId, f)));
 }
 
 export async function listPages(
@@ -61,13 +73,12 @@ export async function listPages(
   offset: number,
   limit: number,
 ): Promise<{ rows: StoredItem[]; total: number }> {
-  const [rows, count] = await Promise.all([
+  const everyPage = conditionsOf(expressionBuilder<Database, 'pages'>(), dialectOf(db), siteId, filter).length === 0;
+  const [rows, total] = await Promise.all([
     listWindow(db, siteId, filter, offset, limit).execute(),
-    filtered(db, siteId, filter)
-      .select((eb) => eb.fn.countAll<number>().as('total'))
-      .executeTakeFirstOrThrow(),
+    listTotal(db, siteId, 'pages', everyPage ? undefined : filtered(db, siteId, filter)),
   ]);
-  return { rows, total: Number(count.total) };
+  return { rows, total };
 }
 
 function inListOrder(db: DbHandle, siteId: number, filter: PageFilter) {

@@ -1,9 +1,10 @@
 /**
  * Queries that pages and blogs both need, so neither feature imports the other: a page of the
- * website exists, the pages a visitor may not see, and the blogs a page holds.
+ * website exists, the pages a visitor may not see, the blogs a page holds, and a list's total.
  */
-import { sql } from 'kysely';
-import type { DbHandle } from '../../db/schema.js';
+import { type SelectQueryBuilder, sql } from 'kysely';
+import { hotRead } from '../../db/database.js';
+import type { Database, DbHandle } from '../../db/schema.js';
 
 export async function pageExists(db: DbHandle, siteId: number, id: number): Promise<boolean> {
   const row = await db.selectFrom('pages').select('page').where('site_id', '=', siteId).where('page', '=', id).executeTakeFirst();
@@ -30,4 +31,29 @@ export async function countBlogsOnPage(db: DbHandle, siteId: number, page: numbe
     .where('page', '=', page)
     .executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+function totalsQuery(db: DbHandle, { siteId }: { siteId: number }) {
+  return db.selectFrom('content_totals').select(['pages', 'blogs']).where('site_id', '=', siteId);
+}
+
+/**
+ * A list's total. `matching` is the list's filtered query, counted; without one the list is every
+ * record of the website, and its total is the count the database keeps (migration 0010), one row
+ * by key, whatever the table's size.
+ */
+export async function listTotal<T extends 'pages' | 'blogs'>(
+  db: DbHandle,
+  siteId: number,
+  table: T,
+  matching: SelectQueryBuilder<Database, T, object> | undefined,
+): Promise<number> {
+  if (!matching) {
+    const kept = await hotRead(db, totalsQuery, { siteId });
+    return kept ? Number(kept[table]) : 0;
+  }
+  const counted = await (matching as SelectQueryBuilder<Database, 'pages' | 'blogs', object>)
+    .select((eb) => eb.fn.countAll<number>().as('total'))
+    .executeTakeFirstOrThrow();
+  return Number(counted.total);
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
 import { type BlogTestApp, buildBlogApp } from '../../../test/blog-fixtures.js';
 import { createEmptyPostgresDatabase, json, TEST_DATABASE_URL, type TestSite } from '../../../test/helpers.js';
 import { createSite } from '../../accounts/account.service.js';
@@ -131,6 +132,18 @@ test('writers at once on one website leave the exact totals (a pool of connectio
   await assertTotalsCounted(app.db.kysely);
   assert.equal(await listTotalOf(app, app.site, '/api/page'), 15);
   assert.equal(await listTotalOf(app, app.site, '/api/blog'), 8);
+});
+
+test('PostgreSQL: a write from a session on another search_path counts into its own schema', { skip: !TEST_DATABASE_URL }, async (t) => {
+  const app = await buildBlogApp(t);
+  assert.ok(app.db.schema, 'each PostgreSQL test has a schema of its own');
+  const other = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await other.connect();
+  t.after(() => other.end());
+  await other.query('set search_path to public');
+  await other.query(`insert into "${app.db.schema}".pages (site_id, page_alias) values ($1, 'by-psql')`, [app.site.siteId]);
+  await assertTotalsCounted(app.db.kysely);
+  assert.equal(await listTotal(app.db.kysely, app.site.siteId, 'pages', undefined), 2);
 });
 
 /** A database of its own with nothing migrated yet (an in-memory SQLite, or a PostgreSQL database). */

@@ -20,6 +20,8 @@ const COUNTED = ['pages', 'blogs'] as const;
  *   deleted in the same transaction takes its row with it). PostgreSQL alters and indexes no
  *   table with such triggers pending: a transaction (a later migration, a loader) that writes
  *   pages or blogs and then alters or indexes them runs `set constraints all immediate` between.
+ *   The functions keep the migration's search_path, so a session whose own path differs (psql
+ *   on a schema-qualified table) still counts into this schema's totals.
  *
  * A website with no row has no pages or blogs. The triggers are created before the rows are filled
  * in, in the migration's transaction: on PostgreSQL creating them locks out writes until it commits,
@@ -57,7 +59,7 @@ async function countOnPostgres(db: Kysely<unknown>, table: (typeof COUNTED)[numb
   const column = sql.id(table);
   const fn = sql.id(`cms_count_${table}`);
   await sql`
-    create function ${fn}() returns trigger language plpgsql as $$
+    create function ${fn}() returns trigger language plpgsql set search_path from current as $$
     begin
       if tg_op in ('DELETE', 'UPDATE') then
         update content_totals set ${column} = ${column} - 1 where site_id = old.site_id;

@@ -1,4 +1,4 @@
-import { type Migration, type MigrationProvider, type MigrationResultSet, Migrator } from 'kysely';
+import { type Migration, type MigrationProvider, type MigrationResultSet, Migrator, sql } from 'kysely';
 import type { Db, DialectName } from './database.js';
 import * as m0001 from './migrations/0001_core.js';
 import * as m0002 from './migrations/0002_blogs.js';
@@ -10,7 +10,7 @@ import * as m0008 from './migrations/0008_stored_records.js';
 import * as m0009 from './migrations/0009_change_notices.js';
 import * as m0010 from './migrations/0010_content_totals.js';
 
-interface DialectMigration {
+export interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
 }
 
@@ -31,8 +31,19 @@ class CodeMigrationProvider implements MigrationProvider {
   constructor(private readonly dialect: DialectName) {}
 
   async getMigrations(): Promise<Record<string, Migration>> {
-    return Object.fromEntries(Object.entries(MIGRATIONS).map(([name, m]) => [name, { up: (db) => m.up(db, this.dialect) }]));
+    return Object.fromEntries(Object.entries(MIGRATIONS).map(([name, m]) => [name, { up: (db) => settled(m, db, this.dialect) }]));
   }
+}
+
+/**
+ * Runs one migration and then, on PostgreSQL, the triggers its writes left deferred to the commit
+ * (the content totals of 0010). Pending, they would stop the next migration of the same run from
+ * altering or indexing the table it wrote: PostgreSQL refuses that while trigger events are
+ * pending. Within one migration, its author does the same between a write and such DDL.
+ */
+export async function settled(migration: DialectMigration, db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void> {
+  await migration.up(db, dialect);
+  if (dialect === 'postgres') await sql`set constraints all immediate`.execute(db);
 }
 
 function migratorOf(db: Db): Migrator {

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { type BlogTestApp, buildBlogApp } from '../../../test/blog-fixtures.js';
 import { createEmptyPostgresDatabase, json, TEST_DATABASE_URL, type TestSite } from '../../../test/helpers.js';
 import { createSite } from '../../accounts/account.service.js';
 import { createDatabase, type Db } from '../../db/database.js';
-import { migrateUpTo } from '../../db/migrate.js';
+import { migrateUpTo, settled } from '../../db/migrate.js';
 import type { DbHandle } from '../../db/schema.js';
 import { listTotal } from './content.queries.js';
 
@@ -144,6 +145,68 @@ test('PostgreSQL: a write from a session on another search_path counts into its 
   await other.query(`insert into "${app.db.schema}".pages (site_id, page_alias) values ($1, 'by-psql')`, [app.site.siteId]);
   await assertTotalsCounted(app.db.kysely);
   assert.equal(await listTotal(app.db.kysely, app.site.siteId, 'pages', undefined), 2);
+});
+
+/** A connection of its own on the test's schema, ended after the test. */
+async function session(t: TestContext, schema: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  t.after(() => client.end());
+  await client.query(`set search_path to "${schema}"`);
+  return client;
+}
+
+test('PostgreSQL: the totals lock nothing until the commit, so no later lock can deadlock against them', {
+  skip: !TEST_DATABASE_URL,
+}, async (t) => {
+  const app = await buildBlogApp(t);
+  const [first, second] = [await session(t, app.db.schema!), await session(t, app.db.schema!)];
+  const insert = (client: pg.Client, alias: string) =>
+    client.query(`insert into pages (site_id, page_alias) values ($1, $2)`, [app.site.siteId, alias]);
+  await first.query('begin');
+  await insert(first, 'first');
+  await second.query('begin');
+  await second.query('select page from pages where page = $1 for update', [app.pageId]);
+  // Were the website's row locked by the first insert, this one would wait for the first
+  // transaction, which is about to wait for this one's page lock: a deadlock.
+  const inserted = insert(second, 'second').then(() => 'inserted' as const);
+  const outcome = await Promise.race([inserted, delay(5000).then(() => 'waiting' as const)]);
+  if (outcome === 'waiting') {
+    await first.query('rollback');
+    await inserted;
+    await second.query('rollback');
+    assert.fail('an insert waited for another transaction on the same website that had not committed');
+  }
+  const waiting = first.query('select page from pages where page = $1 for update', [app.pageId]);
+  await second.query('commit');
+  await waiting;
+  await first.query('commit');
+  await assertTotalsCounted(app.db.kysely);
+  assert.equal(await listTotal(app.db.kysely, app.site.siteId, 'pages', undefined), 3);
+});
+
+test('PostgreSQL: each migration fires the totals it left pending, so the next can alter the table', {
+  skip: !TEST_DATABASE_URL,
+}, async (t) => {
+  const app = await buildBlogApp(t);
+  const write = {
+    up: async (db: Kysely<unknown>) => {
+      await sql`insert into pages (site_id, page_alias) values (${app.site.siteId}, 'migrated')`.execute(db);
+    },
+  };
+  const index = sql`create index pages_for_the_test on pages (page_menuname)`;
+  await assert.rejects(
+    app.db.kysely.transaction().execute(async (trx) => {
+      await write.up(trx as unknown as Kysely<unknown>);
+      await index.execute(trx);
+    }),
+    /pending trigger events/,
+  );
+  await app.db.kysely.transaction().execute(async (trx) => {
+    await settled(write, trx as unknown as Kysely<unknown>, 'postgres');
+    await index.execute(trx);
+  });
+  await assertTotalsCounted(app.db.kysely);
 });
 
 /** A database of its own with nothing migrated yet (an in-memory SQLite, or a PostgreSQL database). */

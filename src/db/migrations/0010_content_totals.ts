@@ -18,8 +18,9 @@ const COUNTED = ['pages', 'blogs'] as const;
  *   one website wait for each other's commit at most, and no lock taken later in a transaction can
  *   deadlock against it. An insert counts only if its website still exists at commit (a website
  *   deleted in the same transaction takes its row with it). PostgreSQL alters and indexes no
- *   table with such triggers pending: a transaction (a later migration, a loader) that writes
- *   pages or blogs and then alters or indexes them runs `set constraints all immediate` between.
+ *   table with such triggers pending: a transaction that writes pages or blogs and then alters or
+ *   indexes them runs `set constraints all immediate` between (the migrator does after each
+ *   migration: `settled` in migrate.ts; a loader or a single migration does it itself).
  *   The functions keep the migration's search_path, so a session whose own path differs (psql
  *   on a schema-qualified table) still counts into this schema's totals.
  *

@@ -170,7 +170,7 @@ test('PostgreSQL: the totals lock nothing until the commit, so no later lock can
   // Were the website's row locked by the first insert, this one would wait for the first
   // transaction, which is about to wait for this one's page lock: a deadlock.
   const inserted = insert(second, 'second').then(() => 'inserted' as const);
-  const outcome = await Promise.race([inserted, delay(5000).then(() => 'waiting' as const)]);
+  const outcome = await Promise.race([inserted, delay(5000, 'waiting' as const, { ref: false })]);
   if (outcome === 'waiting') {
     await first.query('rollback');
     await inserted;

@@ -6,25 +6,83 @@ import { test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { TEST_DATABASE_URL } from '../../test/helpers.js';
 import { ConfigError, loadConfig } from '../config.js';
-import { createDatabase, hotRead } from './database.js';
+import { createDatabase, hotRead, walSyncOf } from './database.js';
+import { withRequestTransaction, writeHandle } from './request-transaction.js';
 
-test('SQLite opens in WAL mode and fsyncs every commit unless SQLITE_SYNCHRONOUS=normal', async (t) => {
+test('SQLite opens in WAL mode; with SQLITE_SYNCHRONOUS=full (the default) commits are made durable by group commit, with normal not', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const pragmas = async (synchronous?: 'full' | 'normal') => {
+  const opened = async (synchronous?: 'full' | 'normal') => {
     const db = createDatabase(`sqlite:${path.join(dir, `${synchronous ?? 'default'}.sqlite`)}`, synchronous ? { synchronous } : {});
     const pragma = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(db.kysely)).rows[0] as object)[0];
-    const result = { journal: await pragma('journal_mode'), sync: await pragma('synchronous') };
+    // The connection never fsyncs at commit itself (NORMAL); WalSync does, for every commit, when full.
+    const result = {
+      journal: await pragma('journal_mode'),
+      sync: await pragma('synchronous'),
+      groupCommit: walSyncOf(db.kysely) !== undefined,
+    };
     await db.close();
     return result;
   };
-  assert.deepEqual(await pragmas(), { journal: 'wal', sync: 2 }, 'FULL by default');
-  assert.deepEqual(await pragmas('full'), { journal: 'wal', sync: 2 });
-  assert.deepEqual(await pragmas('normal'), { journal: 'wal', sync: 1 });
+  assert.deepEqual(await opened(), { journal: 'wal', sync: 1, groupCommit: true }, 'full by default');
+  assert.deepEqual(await opened('full'), { journal: 'wal', sync: 1, groupCommit: true });
+  assert.deepEqual(await opened('normal'), { journal: 'wal', sync: 1, groupCommit: false });
+  const memory = createDatabase('sqlite::memory:');
+  assert.equal(walSyncOf(memory.kysely), undefined, 'an in-memory database has no log to sync');
+  await memory.close();
 
   assert.equal(loadConfig({ DATA_DIR: dir }).sqliteSynchronous, 'full');
   assert.equal(loadConfig({ DATA_DIR: dir, SQLITE_SYNCHRONOUS: 'NORMAL' }).sqliteSynchronous, 'normal');
   assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_SYNCHRONOUS: 'off' }), ConfigError);
+});
+
+test('group commit: no write, commit or read settles before what was committed is on disk, and concurrent commits share flushes', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const db = createDatabase(`sqlite:${path.join(dir, 'group.sqlite')}`);
+  t.after(() => db.close());
+  const wal = walSyncOf(db.kysely)!;
+  await sql`create table t (a integer primary key, b text)`.execute(db.kysely);
+  const durable = () => assert.equal(wal.synced, wal.written, 'everything written is on disk');
+
+  // A write in autocommit, a transaction, and the request transaction a token request commits.
+  await sql`insert into t values (1, 'one')`.execute(db.kysely);
+  durable();
+  await db.kysely.transaction().execute(async (trx) => {
+    assert.equal(walSyncOf(trx), wal, "a transaction's handle finds its database's group commit");
+    await sql`insert into t values (2, 'two')`.execute(trx);
+    await sql`insert into t values (3, 'three')`.execute(trx);
+  });
+  durable();
+  await withRequestTransaction(
+    db.kysely,
+    async () => {
+      await sql`insert into t values (4, 'four')`.execute(await writeHandle(db.kysely));
+    },
+    () => true,
+  );
+  durable();
+
+  // 40 writers at once: all durable when they settle, with far fewer flushes than 40.
+  const before = wal.flushes;
+  await Promise.all(Array.from({ length: 40 }, (_, i) => sql`insert into t values (${100 + i}, 'many')`.execute(db.kysely)));
+  durable();
+  const flushes = wal.flushes - before;
+  assert.ok(flushes >= 1 && flushes < 40, `40 commits took ${flushes} flushes`);
+
+  // A read that sees a commit whose flush is still running waits for it. Microtasks only run
+  // until the insert has gone out: the flush, on the thread pool, cannot end before a macrotask.
+  const k = db.kysely as unknown as Kysely<{ t: { a: number; b: string } }>;
+  const build = (_db: unknown, { a }: { a: number }) => k.selectFrom('t').select(['a', 'b']).where('a', '=', a);
+  await hotRead(db.kysely, build as never, { a: 1 }); // prepared, so the read below is the statement's
+  const written = wal.written;
+  const insert = sql`insert into t values (500, 'late')`.execute(db.kysely);
+  while (wal.written === written) await Promise.resolve();
+  assert.ok(wal.synced < wal.written, 'the insert is committed and not yet on disk');
+  const row = await hotRead(db.kysely, build as never, { a: 500 });
+  assert.deepEqual(row, { a: 500, b: 'late' });
+  assert.ok(wal.synced >= written + 1, 'the read that saw the row settled once the row was on disk');
+  await insert;
 });
 
 test("SQLite reads through a memory map of SQLITE_MMAP_MB megabytes, 2047 MB (SQLite's limit) by default, 0 for none", async (t) => {

@@ -1,11 +1,21 @@
 import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
-import { type Compilable, Kysely, type KyselyConfig, PostgresAdapter, PostgresDialect, SqliteDialect } from 'kysely';
+import {
+  type Compilable,
+  type Dialect,
+  type Driver,
+  Kysely,
+  type KyselyConfig,
+  PostgresAdapter,
+  PostgresDialect,
+  SqliteDialect,
+} from 'kysely';
 import type PG from 'pg';
 import { DEFAULT_SQLITE_MMAP_MB } from '../config.js';
 import { makePrivate } from '../private-files.js';
 import { CredentialKeep, connectionWatch, postgresRemoteChanges, registerKeep, sqliteRemoteChanges } from './credential-keep.js';
 import type { Database, DbHandle } from './schema.js';
+import { WalSync } from './wal-sync.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -54,17 +64,19 @@ function loadPg(): typeof PG {
   return pg;
 }
 
-function openSqlite(file: string, synchronous: 'full' | 'normal', mmapMB: number): SQLite.Database {
+function openSqlite(file: string, mmapMB: number): SQLite.Database {
   const sqlite = new SQLite(file);
   // Only the service's user may read the data. SQLite gives the -wal and -shm files it creates the
   // database file's mode, so setting it before WAL mode is on covers them; ones left by an earlier
   // run are set too. chmod rather than a process-wide umask: it also tightens a database an older
   // version created world-readable, and it holds for the CLI as for the server.
   if (file !== ':memory:' && file !== '') makePrivate([file, `${file}-wal`, `${file}-shm`]);
-  // WAL lets readers run beside the writer; synchronous=FULL fsyncs the WAL on every commit, so a
-  // write acknowledged to a client survives a power cut, not only a process crash.
+  // WAL lets readers run beside the writer. The connection itself never fsyncs at commit
+  // (NORMAL): with SQLITE_SYNCHRONOUS=full, what is committed is put on disk by WalSync's shared
+  // fdatasync before anyone goes on (groupCommit below), so a write acknowledged to a client
+  // survives a power cut, not only a process crash, as SQLite's FULL would make it.
   sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma(`synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
+  sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   // Reads by memory map: a page comes from the OS page cache without a read() per page, which was
@@ -79,7 +91,7 @@ function openSqlite(file: string, synchronous: 'full' | 'normal', mmapMB: number
  * the set of texts is small; the cache is bounded all the same). Nothing here streams rows, which
  * is the one case where a statement cannot be shared.
  */
-function withStatementCache(sqlite: SQLite.Database, keep: CredentialKeep, limit = 1000) {
+function withStatementCache(sqlite: SQLite.Database, keep: CredentialKeep, wal: WalSync | undefined, limit = 1000) {
   const statements = new Map<string, SQLite.Statement>();
   const watch = connectionWatch(keep);
   return {
@@ -95,8 +107,52 @@ function withStatementCache(sqlite: SQLite.Database, keep: CredentialKeep, limit
       // right after this returns, before any other request's code, so what comes after it can be
       // said now. Reads (most statements) only cost the test of their first word.
       if (watch.before(sql, sqlite.inTransaction)) watch.after();
+      // Kysely's COMMIT is this text; BEGIN and COMMIT count as read-only to SQLite.
+      if (wal && (!statement.readonly || sql === 'commit')) wal.wrote();
       return statement;
     },
+  };
+}
+
+/** By the database's adapter, which every handle on it shares (its transactions, other schemas). */
+const walSyncs = new WeakMap<object, WalSync>();
+
+/** The group commit of a SQLite database with SQLITE_SYNCHRONOUS=full (wal-sync.ts); undefined otherwise. */
+export function walSyncOf(db: DbHandle): WalSync | undefined {
+  return walSyncs.get(db.getExecutor().adapter);
+}
+
+/**
+ * Kysely's SQLite dialect, except that a query run on its own, or a transaction run by
+ * `transaction().execute()`, settles only once everything committed so far is on disk (WalSync).
+ * A COMMIT or a write in autocommit therefore returns once it is durable, as with SQLite's FULL;
+ * so does a read, which may have seen another request's commit whose flush is still running. The
+ * wait comes after the connection is released, so other queries run meanwhile and their commits
+ * share the flush. A controlled transaction (`startTransaction`) releases its connection without
+ * awaiting it: whoever commits one awaits `walSyncOf(db)?.pending()` (request-transaction.ts).
+ */
+function groupCommit(dialect: SqliteDialect, wal: WalSync): Dialect {
+  const driverOf = (driver: Driver): Driver => ({
+    init: () => driver.init(),
+    acquireConnection: () => driver.acquireConnection(),
+    beginTransaction: (connection, settings) => driver.beginTransaction(connection, settings),
+    commitTransaction: (connection) => driver.commitTransaction(connection),
+    rollbackTransaction: (connection) => driver.rollbackTransaction(connection),
+    async releaseConnection(connection) {
+      const written = wal.written;
+      await driver.releaseConnection(connection);
+      if (written > wal.synced) await wal.until(written);
+    },
+    destroy: () => driver.destroy(),
+    ...(driver.savepoint ? { savepoint: driver.savepoint.bind(driver) } : {}),
+    ...(driver.rollbackToSavepoint ? { rollbackToSavepoint: driver.rollbackToSavepoint.bind(driver) } : {}),
+    ...(driver.releaseSavepoint ? { releaseSavepoint: driver.releaseSavepoint.bind(driver) } : {}),
+  });
+  return {
+    createAdapter: () => dialect.createAdapter(),
+    createQueryCompiler: () => dialect.createQueryCompiler(),
+    createIntrospector: (db) => dialect.createIntrospector(db),
+    createDriver: () => driverOf(dialect.createDriver()),
   };
 }
 
@@ -214,18 +270,26 @@ let pgStatements = 0;
 
 export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   if (url.startsWith('sqlite:')) {
-    const sqlite = openSqlite(url.slice('sqlite:'.length), options.synchronous ?? 'full', options.mmapMB ?? DEFAULT_SQLITE_MMAP_MB);
+    const file = url.slice('sqlite:'.length);
+    const sqlite = openSqlite(file, options.mmapMB ?? DEFAULT_SQLITE_MMAP_MB);
+    const wal = options.synchronous === 'normal' || !sqlite.name || sqlite.memory ? undefined : new WalSync(`${file}-wal`);
     const dataVersion = sqlite.prepare('pragma data_version').pluck();
     const keep = new CredentialKeep((changed) => sqliteRemoteChanges(() => dataVersion.get() as number, changed));
+    const dialect = new SqliteDialect({ database: withStatementCache(sqlite, keep, wal) });
     const kysely = new Kysely<Database>({
-      dialect: new SqliteDialect({ database: withStatementCache(sqlite, keep) }),
+      dialect: wal ? groupCommit(dialect, wal) : dialect,
       ...(options.log ? { log: options.log } : {}),
     });
+    if (wal) walSyncs.set(kysely.getExecutor().adapter, wal);
     hotReads.set(kysely, {
       busy: () => sqlite.inTransaction,
       prepare(sql) {
         const statement = sqlite.prepare(sql);
-        return (values) => statement.get(...values);
+        return (values) => {
+          const row: unknown = statement.get(...values);
+          const durable = wal?.pending();
+          return durable ? durable.then(() => row) : row;
+        };
       },
       prepared: new Map(),
     });
@@ -239,6 +303,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
       },
       async close() {
         await kysely.destroy();
+        await wal?.close();
       },
     };
   }

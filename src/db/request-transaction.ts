@@ -1,12 +1,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ControlledTransaction } from 'kysely';
+import { walSyncOf } from './database.js';
 import type { Database, DbHandle } from './schema.js';
 
 /**
  * One transaction for the writes of one request, opened by its first write (readHandle and
  * writeHandle below) and ended when the request's work ends. A token request makes four writes:
- * as autocommits they cost four fsyncs on SQLite (synchronous=FULL) and four round trips on
- * PostgreSQL; in one transaction they cost one, and a token rotation is all or nothing.
+ * as autocommits they cost four commits on SQLite, each waiting for a flush (wal-sync.ts), and
+ * four round trips on PostgreSQL; in one transaction they cost one, and a token rotation is all or
+ * nothing.
  *
  * Opened lazily so that reading the request body, the client and the token, which come first,
  * hold nothing: on SQLite the one connection is the transaction's until it ends, and every other
@@ -76,14 +78,17 @@ export async function withRequestTransaction<T>(db: DbHandle, work: () => Promis
   } finally {
     scope.ended = true;
     const trx = await scope.trx?.catch(() => undefined);
-    if (trx) await end(trx, ok || scope.keep);
+    if (trx) await end(db, trx, ok || scope.keep);
   }
 }
 
-async function end(trx: ControlledTransaction<Database>, commit: boolean): Promise<void> {
+async function end(db: DbHandle, trx: ControlledTransaction<Database>, commit: boolean): Promise<void> {
   if (!commit) return trx.rollback().execute();
   try {
     await trx.commit().execute();
+    // On SQLite the commit is on disk once the shared flush has covered it (wal-sync.ts); the
+    // answer, with the tokens it names, goes out only then.
+    await walSyncOf(db)?.pending();
   } catch (error) {
     // A failed COMMIT keeps the connection (Kysely releases it on rollback only): on SQLite the
     // transaction would stay open and hold the one connection for good.

@@ -85,6 +85,26 @@ test('group commit: no write, commit or read settles before what was committed i
   await insert;
 });
 
+test('group commit: once a flush of the log fails, every later write, read and readiness check fails with it', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'lost.sqlite');
+  const db = createDatabase(`sqlite:${file}`);
+  t.after(() => db.close());
+  await db.ping();
+  // A real fault: the log is gone from under the connection before the first flush opened it.
+  // SQLite goes on writing to the unlinked file, which no flush can reach.
+  rmSync(`${file}-wal`);
+  const lost = /write-ahead log could not be synced to disk/;
+  await assert.rejects(sql`create table t (a integer)`.execute(db.kysely), lost);
+  await assert.rejects(sql`select 1 as one`.execute(db.kysely), lost, 'a read fails too: the write it may see is not on disk');
+  await assert.rejects(
+    db.kysely.transaction().execute((trx) => sql`select 1 as one`.execute(trx)),
+    lost,
+  );
+  await assert.rejects(db.ping(), lost, '/readyz answers 503');
+});
+
 test("SQLite reads through a memory map of SQLITE_MMAP_MB megabytes, 2047 MB (SQLite's limit) by default, 0 for none", async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));

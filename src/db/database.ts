@@ -28,7 +28,7 @@ export interface Db {
   readonly dialect: DialectName;
   /** PostgreSQL schema the tables live in (`public` unless configured); undefined on SQLite. */
   readonly schema: string | undefined;
-  /** Round trip to the database, for /readyz. */
+  /** Round trip to the database, for /readyz; on SQLite it also fails once a flush of the log has failed. */
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -300,6 +300,8 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
       schema: undefined,
       async ping() {
         sqlite.prepare('SELECT 1').get();
+        // After a failed flush of the log every request fails (WalSync): the node is not ready.
+        await wal?.pending();
       },
       async close() {
         await kysely.destroy();

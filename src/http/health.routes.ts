@@ -8,7 +8,7 @@ export function registerHealth(app: FastifyInstance, db: Db): void {
       await db.ping();
       return { status: 'ok' };
     } catch (err) {
-      request.log.warn({ err }, 'database not reachable');
+      request.log.warn({ err }, 'database not ready');
       return reply.code(503).send({ status: 'unavailable' });
     }
   });

@@ -2,13 +2,14 @@ import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
 import {
   type Compilable,
-  type Dialect,
   type Driver,
   Kysely,
   type KyselyConfig,
   PostgresAdapter,
   PostgresDialect,
   SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
 } from 'kysely';
 import type PG from 'pg';
 import { DEFAULT_SQLITE_MMAP_MB } from '../config.js';
@@ -73,7 +74,7 @@ function openSqlite(file: string, mmapMB: number): SQLite.Database {
   if (file !== ':memory:' && file !== '') makePrivate([file, `${file}-wal`, `${file}-shm`]);
   // WAL lets readers run beside the writer. The connection itself never fsyncs at commit
   // (NORMAL): with SQLITE_SYNCHRONOUS=full, what is committed is put on disk by WalSync's shared
-  // fdatasync before anyone goes on (groupCommit below), so a write acknowledged to a client
+  // fdatasync before anyone goes on (GroupCommitDriver below), so a write acknowledged to a client
   // survives a power cut, not only a process crash, as SQLite's FULL would make it.
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
@@ -123,7 +124,7 @@ export function walSyncOf(db: DbHandle): WalSync | undefined {
 }
 
 /**
- * Kysely's SQLite dialect, except that a query run on its own, or a transaction run by
+ * Kysely's SQLite driver, except that a query run on its own, or a transaction run by
  * `transaction().execute()`, settles only once everything committed so far is on disk (WalSync).
  * A COMMIT or a write in autocommit therefore returns once it is durable, as with SQLite's FULL;
  * so does a read, which may have seen another request's commit whose flush is still running. The
@@ -131,29 +132,35 @@ export function walSyncOf(db: DbHandle): WalSync | undefined {
  * share the flush. A controlled transaction (`startTransaction`) releases its connection without
  * awaiting it: whoever commits one awaits `walSyncOf(db)?.pending()` (request-transaction.ts).
  */
-function groupCommit(dialect: SqliteDialect, wal: WalSync): Dialect {
-  const driverOf = (driver: Driver): Driver => ({
-    init: () => driver.init(),
-    acquireConnection: () => driver.acquireConnection(),
-    beginTransaction: (connection, settings) => driver.beginTransaction(connection, settings),
-    commitTransaction: (connection) => driver.commitTransaction(connection),
-    rollbackTransaction: (connection) => driver.rollbackTransaction(connection),
-    async releaseConnection(connection) {
-      const written = wal.written;
-      await driver.releaseConnection(connection);
-      if (written > wal.synced) await wal.until(written);
-    },
-    destroy: () => driver.destroy(),
-    ...(driver.savepoint ? { savepoint: driver.savepoint.bind(driver) } : {}),
-    ...(driver.rollbackToSavepoint ? { rollbackToSavepoint: driver.rollbackToSavepoint.bind(driver) } : {}),
-    ...(driver.releaseSavepoint ? { releaseSavepoint: driver.releaseSavepoint.bind(driver) } : {}),
-  });
-  return {
-    createAdapter: () => dialect.createAdapter(),
-    createQueryCompiler: () => dialect.createQueryCompiler(),
-    createIntrospector: (db) => dialect.createIntrospector(db),
-    createDriver: () => driverOf(dialect.createDriver()),
-  };
+class GroupCommitDriver extends SqliteDriver {
+  readonly #wal: WalSync;
+
+  constructor(config: SqliteDialectConfig, wal: WalSync) {
+    super(config);
+    this.#wal = wal;
+  }
+
+  override async releaseConnection(): Promise<void> {
+    const written = this.#wal.written;
+    await super.releaseConnection();
+    if (written > this.#wal.synced) await this.#wal.until(written);
+  }
+}
+
+/** Kysely's SQLite dialect on GroupCommitDriver. */
+class GroupCommitDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+  readonly #wal: WalSync;
+
+  constructor(config: SqliteDialectConfig, wal: WalSync) {
+    super(config);
+    this.#config = config;
+    this.#wal = wal;
+  }
+
+  override createDriver(): Driver {
+    return new GroupCommitDriver(this.#config, this.#wal);
+  }
 }
 
 /**
@@ -275,9 +282,9 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
     const wal = options.synchronous === 'normal' || !sqlite.name || sqlite.memory ? undefined : new WalSync(`${file}-wal`);
     const dataVersion = sqlite.prepare('pragma data_version').pluck();
     const keep = new CredentialKeep((changed) => sqliteRemoteChanges(() => dataVersion.get() as number, changed));
-    const dialect = new SqliteDialect({ database: withStatementCache(sqlite, keep, wal) });
+    const config = { database: withStatementCache(sqlite, keep, wal) };
     const kysely = new Kysely<Database>({
-      dialect: wal ? groupCommit(dialect, wal) : dialect,
+      dialect: wal ? new GroupCommitDialect(config, wal) : new SqliteDialect(config),
       ...(options.log ? { log: options.log } : {}),
     });
     if (wal) walSyncs.set(kysely.getExecutor().adapter, wal);

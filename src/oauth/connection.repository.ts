@@ -1,6 +1,6 @@
-import type { ExpressionBuilder } from 'kysely';
+import { type ExpressionBuilder, type RawBuilder, sql } from 'kysely';
 import { sha256 } from '../accounts/secrets.js';
-import { hotRead } from '../db/database.js';
+import { dialectOf, hotRead } from '../db/database.js';
 import type { Database, DbHandle } from '../db/schema.js';
 import { inTransaction } from '../db/transaction.js';
 import type { ConnectionStatus, OAuthConnectionsTable } from './oauth.tables.js';
@@ -125,6 +125,32 @@ export async function findClientGrantIds(db: DbHandle, clientId: string): Promis
   return rows.map((r) => r.grant_id);
 }
 
+/** Class id of the pg_advisory_xact_lock(class, hashtext(grant id)) held while a grant's rows change. */
+const GRANT_LOCK_CLASS = 7303;
+
+const grantLock = (grantId: string | RawBuilder<string>) => sql`pg_advisory_xact_lock(${GRANT_LOCK_CLASS}, hashtext(${grantId}))`;
+
+/**
+ * The grant's lock, taken first, before any row lock, by every transaction that redeems, deletes
+ * or revokes a grant's rows (the adapter's consume, destroy and revokeByGrantId, and endGrant), and
+ * held until it ends. Requests racing on one grant then take turns. Without it PostgreSQL
+ * deadlocked and one request answered 500: of three exchanges of one code, a loser's redeeming
+ * UPDATE keeps the code's row locked (READ COMMITTED locks the row it re-checks), then it revokes
+ * the grant, while the other loser, which read the code as consumed, revokes it through
+ * oidc-provider's revoke, model by model, and reaches that row. SQLite writes one transaction at a
+ * time: nothing to take.
+ */
+export async function lockGrant(db: DbHandle, grantId: string): Promise<void> {
+  if (dialectOf(db) === 'postgres') await sql`select ${grantLock(grantId)}`.execute(db);
+}
+
+/** lockGrant for the grant of a stored code or token, by its model and hashed id (none: no lock). */
+export async function lockGrantOfPayload(db: DbHandle, model: string, hashedId: string): Promise<void> {
+  if (dialectOf(db) !== 'postgres') return;
+  await sql`select ${grantLock(sql.ref('grant_id'))} from oauth_payloads
+    where model = ${model} and id = ${hashedId} and grant_id is not null`.execute(db);
+}
+
 /**
  * Deletes every token and code of the grant and the grant itself, and records why. One
  * transaction (the caller's, within a token request), so no reader sees a connection marked
@@ -132,6 +158,7 @@ export async function findClientGrantIds(db: DbHandle, clientId: string): Promis
  */
 export async function endGrant(db: DbHandle, grantId: string, status: Exclude<ConnectionStatus, 'active'>, now: string) {
   await inTransaction(db, async (trx) => {
+    await lockGrant(trx, grantId);
     await trx.deleteFrom('oauth_payloads').where('grant_id', '=', grantId).execute();
     await trx.deleteFrom('oauth_payloads').where('model', '=', 'Grant').where('id', '=', sha256(grantId)).execute();
     await trx

@@ -6,6 +6,7 @@ import { keepRequestWrites, readHandle, writeHandle } from '../db/request-transa
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, parseTimestamp, secondsFromNow } from '../db/time.js';
 import { insertRegisteredClient, readClientMetadata } from './client.service.js';
+import { lockGrant, lockGrantOfPayload } from './connection.repository.js';
 import { revokeGrant } from './connection.service.js';
 
 /** Models whose second use is an attack: losing the race to consume one revokes its grant (RFC 9700 §4.14.2). */
@@ -97,11 +98,13 @@ export class KyselyAdapter implements Adapter {
    */
   async consume(id: string): Promise<void> {
     const db = await writeHandle(this.db);
+    const hashedId = sha256(id);
+    await lockGrantOfPayload(db, this.model, hashedId);
     const result = await db
       .updateTable('oauth_payloads')
       .set({ consumed_at: formatTimestamp(new Date()) })
       .where('model', '=', this.model)
-      .where('id', '=', sha256(id))
+      .where('id', '=', hashedId)
       .where('consumed_at', 'is', null)
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) > 0) return;
@@ -110,7 +113,7 @@ export class KyselyAdapter implements Adapter {
         .selectFrom('oauth_payloads')
         .select('grant_id')
         .where('model', '=', this.model)
-        .where('id', '=', sha256(id))
+        .where('id', '=', hashedId)
         .executeTakeFirst();
       if (row?.grant_id) {
         keepRequestWrites(this.db);
@@ -135,12 +138,15 @@ export class KyselyAdapter implements Adapter {
       await revokeGrant(db, id, 'revoked');
       return;
     }
-    await db.deleteFrom('oauth_payloads').where('model', '=', this.model).where('id', '=', sha256(id)).execute();
+    const hashedId = sha256(id);
+    await lockGrantOfPayload(db, this.model, hashedId);
+    await db.deleteFrom('oauth_payloads').where('model', '=', this.model).where('id', '=', hashedId).execute();
   }
 
   async revokeByGrantId(grantId: string): Promise<void> {
     const db = await writeHandle(this.db);
     keepRequestWrites(this.db);
+    await lockGrant(db, grantId);
     await db.deleteFrom('oauth_payloads').where('model', '=', this.model).where('grant_id', '=', grantId).execute();
   }
 

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { json } from '../../test/helpers.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { json, TEST_DATABASE_URL } from '../../test/helpers.js';
 import {
   authorizeCode,
   connect,
@@ -10,7 +12,10 @@ import {
   startOAuthApp,
   tokenRequest,
 } from '../../test/oauth.helpers.js';
+import { now } from '../db/time.js';
+import { endGrant } from './connection.repository.js';
 import { listConnections } from './connection.service.js';
+import { KyselyAdapter } from './oauth.adapter.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -86,6 +91,108 @@ test('of concurrent exchanges of one code exactly one succeeds', async (t) => {
   const { code, verifier } = await authorizeCode(a);
   const results = await Promise.all([1, 2, 3].map(() => exchangeCode(a, code, verifier)));
   assert.deepEqual(results.map((r) => r.status).sort(), [200, 400, 400]);
+});
+
+type Session = Awaited<ReturnType<typeof openTransaction>>;
+
+/** A transaction of its own on the test's PostgreSQL database, and its backend's pid. */
+async function openTransaction(a: OAuthTestApp) {
+  const trx = await a.db.kysely.startTransaction().execute();
+  const pid = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!.pid;
+  return { trx, pid, adapter: (model: string) => new KyselyAdapter(trx, model) };
+}
+
+/**
+ * Runs `body` with a transaction per name, each on a connection of its own. Whatever a failed
+ * assertion leaves open is rolled back, so the database can close.
+ */
+async function withSessions<K extends string>(a: OAuthTestApp, names: readonly K[], body: (sessions: Record<K, Session>) => Promise<void>) {
+  const sessions: Session[] = [];
+  try {
+    for (const _ of names) sessions.push(await openTransaction(a));
+    await body(Object.fromEntries(names.map((name, i) => [name, sessions[i]])) as Record<K, Session>);
+  } finally {
+    await Promise.all(
+      sessions.map((s) =>
+        s.trx
+          .rollback()
+          .execute()
+          .catch(() => undefined),
+      ),
+    );
+  }
+}
+
+/** Resolves once the backend `pid` waits for a lock: the statement it runs is blocked. */
+async function waiting(a: OAuthTestApp, pid: number, what: string): Promise<void> {
+  for (let waited = 0; ; waited += 20) {
+    const blocked = await sql<{ n: number }>`select count(*)::int as n from pg_locks where pid = ${pid} and not granted`.execute(
+      a.db.kysely,
+    );
+    if (blocked.rows[0]!.n > 0) return;
+    assert.ok(waited < 5000, what);
+    await delay(20);
+  }
+}
+
+async function assertGrantEnded(a: OAuthTestApp, grantId: string) {
+  assert.equal(await connectionStatus(a), 'revoked');
+  const left = await sql<{ n: number }>`select count(*)::int as n from oauth_payloads where grant_id = ${grantId}`.execute(a.db.kysely);
+  assert.equal(left.rows[0]!.n, 0);
+}
+
+async function grantOf(a: OAuthTestApp): Promise<string> {
+  return (await a.db.kysely.selectFrom('oauth_connections').select('grant_id').executeTakeFirstOrThrow()).grant_id;
+}
+
+// Three exchanges of one code at once, as each runs in the database: the winner redeems it, one
+// loser's redeeming UPDATE waits for the winner's row lock (and keeps the row locked once it has
+// re-checked it), and a later loser, which read the code as consumed, revokes the grant through
+// oidc-provider's revoke, model by model. Without one lock per grant taken before any row lock,
+// PostgreSQL found a deadlock and one exchange answered 500 (about one run in ten).
+test('PostgreSQL: the losers of a race to redeem one code take turns revoking its grant', { skip: !TEST_DATABASE_URL }, async (t) => {
+  const a = await startOAuthApp(t);
+  const { code } = await authorizeCode(a);
+  const grantId = await grantOf(a);
+  await withSessions(a, ['winner', 'loser', 'revoker'], async ({ winner, loser, revoker }) => {
+    await winner.adapter('AuthorizationCode').consume(code);
+    const lost = assert.rejects(loser.adapter('AuthorizationCode').consume(code), { name: 'InvalidGrant' });
+    await waiting(a, loser.pid, 'the second redemption waits for the first');
+    const revoked = (async () => {
+      await revoker.adapter('AccessToken').revokeByGrantId(grantId);
+      await revoker.adapter('AuthorizationCode').revokeByGrantId(grantId);
+    })();
+    await waiting(a, revoker.pid, 'the revocation waits for the redemption');
+    await winner.trx.commit().execute();
+    await lost;
+    await loser.trx.commit().execute();
+    await revoked;
+    await revoker.trx.commit().execute();
+  });
+  await assertGrantEnded(a, grantId);
+});
+
+test('PostgreSQL: a revocation model by model and one over the whole grant take turns', { skip: !TEST_DATABASE_URL }, async (t) => {
+  // The first has deleted the row the second reaches last, the second waits on it, and the first
+  // goes on to a row the second holds: without the grant's lock, a deadlock.
+  const a = await startOAuthApp(t);
+  await connect(a);
+  const grantId = await grantOf(a);
+  const rows = await sql<{ model: string }>`select model from oauth_payloads where grant_id = ${grantId} order by ctid`.execute(
+    a.db.kysely,
+  );
+  const models = rows.rows.map((r) => r.model);
+  assert.ok(models.length >= 2, `the grant has a code and tokens (${models.join(', ')})`);
+  await withSessions(a, ['byModel', 'whole'], async ({ byModel, whole }) => {
+    await byModel.adapter(models.at(-1)!).revokeByGrantId(grantId);
+    const ended = endGrant(whole.trx, grantId, 'revoked', now());
+    await waiting(a, whole.pid, 'endGrant waits for the transaction that has begun revoking the grant');
+    await byModel.adapter(models[0]!).revokeByGrantId(grantId);
+    await byModel.trx.commit().execute();
+    await ended;
+    await whole.trx.commit().execute();
+  });
+  await assertGrantEnded(a, grantId);
 });
 
 test('a wrong or missing code_verifier is refused, and the code still works with the right one', async (t) => {

@@ -2,17 +2,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { listConnections, revokeConnection } from '../src/oauth/connection.service.js';
+import { listConnections } from '../src/oauth/connection.service.js';
 import { form, image } from './blog-fixtures.js';
 import { json } from './helpers.js';
 import { type Agent, connectAgent, postToolCall } from './mcp.helpers.js';
-import { authorizeUrl, connect, type OAuthProcess, pkcePair, startOAuthProcess } from './oauth.helpers.js';
+import { authorizeUrl, connect, type OAuthProcess, pkcePair, revokeInConsole, startOAuthProcess } from './oauth.helpers.js';
 
 // Issue 12: each test runs against a real server process (dist/src/server.js, configured by its
 // environment only, as `npm start` runs it) on a SQLite file, or on a PostgreSQL database of its
-// own with TEST_DATABASE_URL. The test reaches it over HTTP only, with the SDK's client and its
-// OAuth helpers, and opens the database for set-up and direct checks (revoking a connection as the
-// owner's console does). test/mcp.cimd.test.ts stays in the test process: it needs
+// own with TEST_DATABASE_URL. The test reaches it over HTTP only, with the SDK's client, its OAuth
+// helpers and the owner's console, and opens the database for set-up and direct checks. test/mcp.cimd.test.ts stays in the test process: it needs
 // oauth.clientMetadataFetch, a test-only setting that no environment variable sets.
 
 const TOOLS = ['list_pages', 'get_page', 'save_page', 'delete_page', 'list_blogs', 'get_blog', 'save_blog', 'delete_blog'];
@@ -254,7 +253,7 @@ test('MCP: revoking the connection takes effect on the next call; tokens are bou
   const mine = connections.find((c) => c.client_name === 'Test agent' && c.status === 'active');
   assert.ok(mine, JSON.stringify(connections));
   assert.deepEqual(mine.scopes, ['everything:read', 'everything:write']);
-  await revokeConnection(a.db.kysely, mine.id);
+  await revokeInConsole(a, a.site.siteId, mine.id);
   assert.equal((await postToolCall(a.base, token, 'list_pages')).status, 401, 'the very next request');
   await assert.rejects(call(agent, 'list_pages', {}), 'the SDK client cannot refresh a revoked connection either');
 });

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -105,6 +106,35 @@ export async function startOAuthProcess(t: TestContext, options: { env?: Record<
   const site = await addTestSite(db);
   const result: OAuthProcess = { ...(await seedOAuth(db, site, server.base, options.twoSites !== false)), server, dataDir };
   return result;
+}
+
+/** The console's sign-in, as a browser does it: the form (and its cookie), then the POST. */
+export async function consoleLogin(a: OAuthServer, password = a.owner.password, email = a.owner.email) {
+  const browser = new Browser(a.base);
+  const page = await browser.request('/console/login');
+  assert.equal(page.status, 200);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
+  const response = await browser.request('/console/login', { form: { csrf, email, password, next: '/console' } });
+  return { browser, response };
+}
+
+/** The CSRF token of a console page (every signed-in page carries it in the sign-out form). */
+export async function csrfOf(browser: Browser, path = '/console'): Promise<string> {
+  const html = await (await browser.request(path)).text();
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
+  assert.ok(csrf, `no csrf on ${path}`);
+  return csrf;
+}
+
+/**
+ * Revokes a connection as its owner does, in the console of the server `a` (sign in, then the
+ * confirmation form's POST), so the node that serves the next request is the one that revoked.
+ */
+export async function revokeInConsole(a: OAuthServer, siteId: number, connectionId: string): Promise<void> {
+  const { browser } = await consoleLogin(a);
+  const path = `/console/sites/${siteId}/connections/${connectionId}/revoke`;
+  const revoked = await browser.request(path, { form: { csrf: await csrfOf(browser, path) } });
+  assert.equal(revoked.status, 303, `the console revoked the connection (${revoked.status})`);
 }
 
 /** A browser in miniature: a cookie jar (name+path), manual redirects, HTML forms read by pattern. */

@@ -5,7 +5,8 @@ import {
   Browser,
   completeInteraction,
   connect,
-  type OAuthTestApp,
+  consoleLogin,
+  csrfOf,
   pkcePair,
   startOAuthApp,
 } from '../../test/oauth.helpers.js';
@@ -13,24 +14,6 @@ import { listCredentials } from '../accounts/account.repository.js';
 import { createUser } from '../accounts/account.service.js';
 import { createClient } from '../oauth/client.service.js';
 import { listConnections } from '../oauth/connection.service.js';
-
-/** The console's sign-in, as a browser does it: the form (and its cookie), then the POST. */
-async function consoleLogin(a: OAuthTestApp, password = a.owner.password, email = a.owner.email) {
-  const browser = new Browser(a.base);
-  const page = await browser.request('/console/login');
-  assert.equal(page.status, 200);
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
-  const response = await browser.request('/console/login', { form: { csrf, email, password, next: '/console' } });
-  return { browser, response };
-}
-
-/** The CSRF token of a console page (every signed-in page carries it in the sign-out form). */
-async function csrfOf(browser: Browser, path = '/console'): Promise<string> {
-  const html = await (await browser.request(path)).text();
-  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
-  assert.ok(csrf, `no csrf on ${path}`);
-  return csrf;
-}
 
 test('console: signed out goes to the sign-in page; a wrong password is refused; a right one shows the websites', async (t) => {
   const a = await startOAuthApp(t);

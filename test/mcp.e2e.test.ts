@@ -11,8 +11,9 @@ import { authorizeUrl, connect, type OAuthProcess, pkcePair, revokeInConsole, st
 // Issue 12: each test runs against a real server process (dist/src/server.js, configured by its
 // environment only, as `npm start` runs it) on a SQLite file, or on a PostgreSQL database of its
 // own with TEST_DATABASE_URL. The test reaches it over HTTP only, with the SDK's client, its OAuth
-// helpers and the owner's console, and opens the database for set-up and direct checks. test/mcp.cimd.test.ts stays in the test process: it needs
-// oauth.clientMetadataFetch, a test-only setting that no environment variable sets.
+// helpers and the owner's console, and opens the database for set-up and direct checks.
+// test/mcp.cimd.test.ts stays in the test process: it needs oauth.clientMetadataFetch, a test-only
+// setting that no environment variable sets.
 
 const TOOLS = ['list_pages', 'get_page', 'save_page', 'delete_page', 'list_blogs', 'get_blog', 'save_blog', 'delete_blog'];
 

@@ -1,3 +1,5 @@
+import { sql } from 'kysely';
+import { dialectOf } from './database.js';
 import type { DbHandle } from './schema.js';
 
 /**
@@ -8,4 +10,16 @@ import type { DbHandle } from './schema.js';
 export async function inTransaction<T>(db: DbHandle, work: (trx: DbHandle) => Promise<T>): Promise<T> {
   if (db.isTransaction) return work(db);
   return db.transaction().execute(work);
+}
+
+/**
+ * PostgreSQL's advisory lock (class, key), held until the transaction `db` is in ends: transactions
+ * on any node that take the same one run what follows one at a time. A string key is hashed
+ * (hashtext). SQLite runs one write transaction at a time, so there is nothing to take. Classes in
+ * use: 7301 page aliases and 7302 blog filenames, keyed by website; 7302 with key 0 the demo seed
+ * (no website has id 0); 7303 OAuth grants.
+ */
+export async function lockInTransaction(db: DbHandle, lockClass: number, key: number | string): Promise<void> {
+  if (dialectOf(db) !== 'postgres') return;
+  await sql`select pg_advisory_xact_lock(${lockClass}, ${typeof key === 'string' ? sql`hashtext(${key})` : key})`.execute(db);
 }

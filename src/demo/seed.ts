@@ -1,11 +1,9 @@
-import { sql } from 'kysely';
 import { createCredential, createSite, createUser } from '../accounts/account.service.js';
 import { randomToken } from '../accounts/secrets.js';
 import type { Config } from '../config.js';
 import { savePage } from '../content/pages/page.service.js';
-import { dialectOf } from '../db/database.js';
 import type { DbHandle } from '../db/schema.js';
-import { inTransaction } from '../db/transaction.js';
+import { inTransaction, lockInTransaction } from '../db/transaction.js';
 import { createDemoClient, demoRedirectUris } from '../oauth/client.service.js';
 import { seedDemoBlogs } from './blogs.seed.js';
 import { type DemoCredentials, writeCredentialsFile } from './credentials.js';
@@ -28,7 +26,7 @@ const SEED_LOCK_CLASS = 7302;
  */
 export async function seedDemo(db: DbHandle, config: Config, options: SeedOptions = {}): Promise<DemoCredentials | undefined> {
   return inTransaction(db, async (tx) => {
-    if (dialectOf(tx) === 'postgres') await sql`select pg_advisory_xact_lock(${SEED_LOCK_CLASS}, 0)`.execute(tx);
+    await lockInTransaction(tx, SEED_LOCK_CLASS, 0);
     // Checked inside the transaction (and lock), so a concurrent start sees the committed demo.
     const anySite = await tx.selectFrom('sites').select('id').limit(1).executeTakeFirst();
     if (anySite) return undefined;

@@ -1,8 +1,8 @@
-import { type ExpressionBuilder, type RawBuilder, sql } from 'kysely';
+import { type ExpressionBuilder, sql } from 'kysely';
 import { sha256 } from '../accounts/secrets.js';
 import { dialectOf, hotRead } from '../db/database.js';
 import type { Database, DbHandle } from '../db/schema.js';
-import { inTransaction } from '../db/transaction.js';
+import { inTransaction, lockInTransaction } from '../db/transaction.js';
 import type { ConnectionStatus, OAuthConnectionsTable } from './oauth.tables.js';
 
 export type ConnectionRow = OAuthConnectionsTable;
@@ -128,8 +128,6 @@ export async function findClientGrantIds(db: DbHandle, clientId: string): Promis
 /** Class id of the pg_advisory_xact_lock(class, hashtext(grant id)) held while a grant's rows change. */
 const GRANT_LOCK_CLASS = 7303;
 
-const grantLock = (grantId: string | RawBuilder<string>) => sql`pg_advisory_xact_lock(${GRANT_LOCK_CLASS}, hashtext(${grantId}))`;
-
 /**
  * The grant's lock, taken first, before any row lock, by every transaction that redeems, deletes
  * or revokes a grant's rows (the adapter's consume, destroy and revokeByGrantId, and endGrant), and
@@ -140,14 +138,14 @@ const grantLock = (grantId: string | RawBuilder<string>) => sql`pg_advisory_xact
  * oidc-provider's revoke, model by model, and reaches that row. SQLite writes one transaction at a
  * time: nothing to take.
  */
-export async function lockGrant(db: DbHandle, grantId: string): Promise<void> {
-  if (dialectOf(db) === 'postgres') await sql`select ${grantLock(grantId)}`.execute(db);
+export function lockGrant(db: DbHandle, grantId: string): Promise<void> {
+  return lockInTransaction(db, GRANT_LOCK_CLASS, grantId);
 }
 
 /** lockGrant for the grant of a stored code or token, by its model and hashed id (none: no lock). */
 export async function lockGrantOfPayload(db: DbHandle, model: string, hashedId: string): Promise<void> {
   if (dialectOf(db) !== 'postgres') return;
-  await sql`select ${grantLock(sql.ref('grant_id'))} from oauth_payloads
+  await sql`select pg_advisory_xact_lock(${GRANT_LOCK_CLASS}, hashtext(grant_id)) from oauth_payloads
     where model = ${model} and id = ${hashedId} and grant_id is not null`.execute(db);
 }
 

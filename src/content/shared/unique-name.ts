@@ -1,6 +1,6 @@
 import { type SqlBool, sql } from 'kysely';
-import { dialectOf } from '../../db/database.js';
 import type { DbHandle } from '../../db/schema.js';
+import { lockInTransaction } from '../../db/transaction.js';
 import { firstFree } from './slug.js';
 
 /** A website-unique SEO name column: page aliases, blog filenames. */
@@ -21,7 +21,7 @@ export const BLOG_FILENAME: NameColumn = { table: 'blogs', column: 'info_filenam
  * writes are serial anyway).
  */
 export async function uniqueName(db: DbHandle, target: NameColumn, siteId: number, wanted: string): Promise<string> {
-  if (dialectOf(db) === 'postgres') await sql`select pg_advisory_xact_lock(${target.lockClass}, ${siteId})`.execute(db);
+  await lockInTransaction(db, target.lockClass, siteId);
   const pattern = `${wanted.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`;
   const column = sql.ref(target.column);
   const rows = await sql<{ name: string }>`select ${column} as name from ${sql.table(target.table)}

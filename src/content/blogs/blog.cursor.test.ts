@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type BlogTestApp, buildBlogApp } from '../../../test/blog-fixtures.js';
+import { idsByCursor, idsByOffset, type ListAnswer } from '../../../test/cursor-walk.js';
 import { json } from '../../../test/helpers.js';
 import { assertOffsetWindows, assertWindowPlan } from '../../../test/offset-windows.js';
 import { planOf, recording } from '../../../test/query-plan.js';
@@ -27,24 +28,15 @@ async function list(t: BlogTestApp, query: string) {
   return json(response) as { data: Blog[]; meta: Record<string, unknown> };
 }
 
-async function byOffset(t: BlogTestApp, filters = ''): Promise<number[]> {
-  return (await list(t, `pageSize=999&${filters}`)).data.map((b) => b.info_id);
-}
-
-async function byCursor(t: BlogTestApp, pageSize: number, filters = '', between?: (step: number) => Promise<void>): Promise<number[]> {
-  const seen: number[] = [];
-  let cursor: string | null = '';
-  for (let step = 0; cursor !== null; step++) {
-    assert.ok(step < 1000, 'the walk ends');
-    const body = await list(t, `pageSize=${pageSize}&cursor=${encodeURIComponent(cursor)}&${filters}`);
-    assert.deepEqual(Object.keys(body.meta), ['pageSize', 'nextCursor'], 'no total and no offset in cursor mode');
-    cursor = body.meta.nextCursor as string | null;
-    if (cursor !== null) assert.equal(body.data.length, pageSize, 'only the last page is short');
-    seen.push(...body.data.map((b) => b.info_id));
-    await between?.(step);
-  }
-  return seen;
-}
+const ids =
+  (t: BlogTestApp): ListAnswer =>
+  async (query) => {
+    const body = await list(t, query);
+    return { ids: body.data.map((b) => b.info_id), meta: body.meta };
+  };
+const byOffset = (t: BlogTestApp, filters = '') => idsByOffset(ids(t), filters);
+const byCursor = (t: BlogTestApp, pageSize: number, filters = '', between?: (step: number) => Promise<void>) =>
+  idsByCursor(ids(t), pageSize, filters, between);
 
 /** 24 blogs with ties in info_order, in info_date (empty dates too) and in both. */
 async function seedTies(t: BlogTestApp): Promise<Blog[]> {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { idsByCursor, idsByOffset, type ListAnswer } from '../../../test/cursor-walk.js';
 import { buildTestApp, json, type TestApp } from '../../../test/helpers.js';
 import { assertOffsetWindows, assertWindowPlan } from '../../../test/offset-windows.js';
 import { planOf, recording } from '../../../test/query-plan.js';
@@ -19,28 +20,15 @@ async function list(t: TestApp, query: string) {
   return json(response) as { data: Page[]; meta: Record<string, unknown> };
 }
 
-/** Every page by offset paging, in one answer: the order cursor paging must reproduce. */
-async function byOffset(t: TestApp, filters = ''): Promise<number[]> {
-  return (await list(t, `pageSize=999&${filters}`)).data.map((p) => p.page);
-}
-
-/** Walks the list by cursor from the first page; `between` runs after each page (the list may change meanwhile). */
-async function byCursor(t: TestApp, pageSize: number, filters = '', between?: (step: number) => Promise<void>): Promise<number[]> {
-  const seen: number[] = [];
-  let cursor: string | null = '';
-  for (let step = 0; cursor !== null; step++) {
-    assert.ok(step < 1000, 'the walk ends');
-    const body = await list(t, `pageSize=${pageSize}&cursor=${encodeURIComponent(cursor)}&${filters}`);
-    assert.deepEqual(Object.keys(body.meta), ['pageSize', 'nextCursor'], 'no total and no offset in cursor mode');
-    assert.equal(body.meta.pageSize, pageSize);
-    assert.ok(body.data.length <= pageSize);
-    cursor = body.meta.nextCursor as string | null;
-    if (cursor !== null) assert.equal(body.data.length, pageSize, 'only the last page is short');
-    seen.push(...body.data.map((p) => p.page));
-    await between?.(step);
-  }
-  return seen;
-}
+const ids =
+  (t: TestApp): ListAnswer =>
+  async (query) => {
+    const body = await list(t, query);
+    return { ids: body.data.map((p) => p.page), meta: body.meta };
+  };
+const byOffset = (t: TestApp, filters = '') => idsByOffset(ids(t), filters);
+const byCursor = (t: TestApp, pageSize: number, filters = '', between?: (step: number) => Promise<void>) =>
+  idsByCursor(ids(t), pageSize, filters, between);
 
 /** 23 pages with many ties in page_order (the id decides among them), inserted out of order. */
 async function seedTies(t: TestApp): Promise<Page[]> {

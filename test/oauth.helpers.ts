@@ -108,12 +108,17 @@ export async function startOAuthProcess(t: TestContext, options: { env?: Record<
   return result;
 }
 
+/** The CSRF token a page's form carries (the console's and the sign-in pages' forms alike), if any. */
+function csrfIn(html: string): string | undefined {
+  return /name="csrf" value="([^"]+)"/.exec(html)?.[1];
+}
+
 /** The console's sign-in, as a browser does it: the form (and its cookie), then the POST. */
 export async function consoleLogin(a: OAuthServer, password = a.owner.password, email = a.owner.email) {
   const browser = new Browser(a.base);
   const page = await browser.request('/console/login');
   assert.equal(page.status, 200);
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
+  const csrf = csrfIn(await page.text()) ?? '';
   const response = await browser.request('/console/login', { form: { csrf, email, password, next: '/console' } });
   return { browser, response };
 }
@@ -121,7 +126,7 @@ export async function consoleLogin(a: OAuthServer, password = a.owner.password, 
 /** The CSRF token of a console page (every signed-in page carries it in the sign-out form). */
 export async function csrfOf(browser: Browser, path = '/console'): Promise<string> {
   const html = await (await browser.request(path)).text();
-  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
+  const csrf = csrfIn(html);
   assert.ok(csrf, `no csrf on ${path}`);
   return csrf;
 }
@@ -206,7 +211,7 @@ export interface Step {
 
 export function formOf(html: string): { action: string; csrf: string; step: string } {
   const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1];
-  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
+  const csrf = csrfIn(html);
   if (!action || !csrf) throw new Error(`no interaction form in:\n${html.slice(0, 2000)}`);
   return { action, csrf, step: action.split('/').pop() ?? '' };
 }

@@ -115,8 +115,8 @@ async function checkPage(db: DbHandle, siteId: number, page: number): Promise<vo
   }
 }
 
-function uniqueFilename(db: DbHandle, siteId: number, wanted: string): Promise<string> {
-  return uniqueName(db, BLOG_FILENAME, siteId, wanted);
+function uniqueFilename(db: DbHandle, siteId: number, wanted: string, self?: number): Promise<string> {
+  return uniqueName(db, BLOG_FILENAME, siteId, wanted, self);
 }
 
 function imageColumns(plan: ImagePlan): Stored {
@@ -223,7 +223,7 @@ async function update(db: DbHandle, siteId: number, id: number, changes: Stored,
   const current = toBlogRecord(currentRow);
   if (changes.page !== undefined && changes.page !== currentRow.page) await checkPage(db, siteId, Number(changes.page));
   if (changes.info_filename === '') {
-    changes.info_filename = await uniqueFilename(db, siteId, slugify(String(changes.info_title ?? currentRow.info_title), 'blog'));
+    changes.info_filename = await uniqueFilename(db, siteId, slugify(String(changes.info_title ?? currentRow.info_title), 'blog'), id);
   }
   const rows = await repo.listBlogImages(db, siteId, id);
   const plan = planImages({ ...current, rows }, images);

@@ -102,8 +102,8 @@ async function checkParent(db: DbHandle, siteId: number, parent: number, self: n
   }
 }
 
-function uniqueAlias(db: DbHandle, siteId: number, wanted: string): Promise<string> {
-  return uniqueName(db, PAGE_ALIAS, siteId, wanted);
+function uniqueAlias(db: DbHandle, siteId: number, wanted: string, self?: number): Promise<string> {
+  return uniqueName(db, PAGE_ALIAS, siteId, wanted, self);
 }
 
 /** POST: insert without `id`, update with it. Returns the saved record. */
@@ -148,7 +148,7 @@ async function update(
     await checkParent(db, siteId, Number(changes.page_parent), id);
   }
   if (changes.page_alias === '') {
-    changes.page_alias = await uniqueAlias(db, siteId, slugify(String(changes.page_usertitle ?? currentRow.page_usertitle), 'page'));
+    changes.page_alias = await uniqueAlias(db, siteId, slugify(String(changes.page_usertitle ?? currentRow.page_usertitle), 'page'), id);
   }
   const merged = { ...currentRow, ...changes } as PageRow;
   await repo.updatePage(db, siteId, id, {

@@ -56,6 +56,12 @@ test('aliases are generated from the title and unique within the website', async
   assert.equal((await create(app, { page_usertitle: '' })).page_alias, 'page');
   const taken = await post(app, { page_usertitle: 'X', page_alias: 'creme-brulee' });
   assert.equal(taken.statusCode, 409, 'an alias sent explicitly is not renamed silently');
+  const own = await create(app, { page_usertitle: 'Own name' });
+  const regenerated = await post(app, { id: own.page, page_alias: '' });
+  const again = await post(app, { id: own.page, page_alias: '' });
+  assert.equal(json(regenerated).data[0].page_alias, 'own-name', 'a page does not stand in the way of its own alias');
+  assert.equal(json(again).data[0].page_alias, 'own-name');
+  assert.equal(again.headers.etag, regenerated.headers.etag, 'sending it again changes nothing');
   const other = await app.addSite('Other');
   const elsewhere = await app.app.inject({
     method: 'POST',

@@ -16,11 +16,12 @@ import { Budget } from './http/budget.js';
 import { installCompression } from './http/compression.js';
 import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
+import { installJsonBodies } from './http/json-body.js';
 import { loggerOptions, requestLogger } from './http/logging.js';
 import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
 import { apiRateLimit } from './http/rate-limit.js';
 import { rateLimitStores } from './http/rate-limit.store.js';
-import { installForwardedHeaders, trustProxyOption } from './http/trust-proxy.js';
+import { installRequestHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
 import { registerMcp } from './mcp/mcp.routes.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
@@ -52,12 +53,14 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
     trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: 5 * 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
+    // installRequestHeaders answers a missing Host with a problem; Node's check answers an empty 400.
+    http: { requireHostHeader: false },
     clientErrorHandler: clientErrorAnswer,
     frameworkErrors: frameworkErrorAnswer,
   });
   // First, so that every route added after it is checked.
   requireDeclaredAccess(app);
-  installForwardedHeaders(app);
+  installRequestHeaders(app);
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
     done(null, payload);
@@ -65,6 +68,7 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
 
   // JSON only (multipart where a route adds it): a text/plain body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
+  installJsonBodies(app);
   installValidators(app);
   installProblemHandler(app, {
     challenge: challengeFor(config.publicUrl),

@@ -127,6 +127,24 @@ test('POST with id and DELETE honour If-Match; a stale value is 412 and changes 
   assert.equal(freshDelete.statusCode, 204);
 });
 
+test('If-Match on an insert is 412 and inserts nothing: the client meant to update a record', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const page = await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: 'Parent' } });
+  const pageId = json(page).data[0].page;
+  for (const ifMatch of ['*', String(page.headers.etag)]) {
+    for (const [url, payload] of [
+      ['/api/page', { page_usertitle: 'Meant as an update' }],
+      ['/api/blog', { page: pageId, info_title: 'Meant as an update' }],
+    ] as const) {
+      const response = await app.inject({ method: 'POST', url, headers: { ...site.headers, 'if-match': ifMatch }, payload });
+      assert.equal(response.statusCode, 412, `${url} If-Match: ${ifMatch}`);
+      assert.match(json(response).detail, /no id/);
+    }
+  }
+  assert.equal(json(await app.inject({ url: '/api/page', headers: site.headers })).meta.total, 1);
+  assert.equal(json(await app.inject({ url: '/api/blog', headers: site.headers })).meta.total, 0);
+});
+
 test('each endpoint answers its reference in Markdown, and in the JSON 401 body', async (t) => {
   const { app } = await buildTestApp(t);
   for (const url of ['/api/page', '/webapps/api/page']) {
@@ -191,7 +209,7 @@ test('unknown routes are 404 problems and every answer carries a request id', as
   assert.equal(echoed.headers['x-request-id'], 'abc-123');
 });
 
-test('a request the HTTP parser refuses gets a problem+json 400 or 431, and the connection closes', async (t) => {
+test('a request the HTTP parser refuses, or HTTP/1.1 without Host, gets a problem+json 400 or 431, and the connection closes', async (t) => {
   const { app } = await buildTestApp(t);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
@@ -213,6 +231,7 @@ test('a request the HTTP parser refuses gets a problem+json 400 or 431, and the 
   };
   check(await raw('GET /api/page?keywords=crème HTTP/1.1\r\nHost: x\r\n\r\n'), 400, '/problems/bad-request');
   check(await raw('NOT HTTP AT ALL\r\n\r\n'), 400, '/problems/bad-request');
+  check(await raw('GET /api/page HTTP/1.1\r\n\r\n'), 400, '/problems/bad-request');
   check(
     await raw(`GET /api/page HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
     431,

@@ -38,21 +38,32 @@ export function installEntityTags(app: FastifyInstance): void {
 }
 
 /**
- * If-Match for a write: a check the service runs on the current record's ETag (the one stored
- * with it) inside its transaction. `*` matches any existing record; otherwise one of the listed
- * tags must be the record's current one.
+ * A write's If-Match, run by the service inside its transaction with the current record's stored
+ * ETag, or with undefined when the write inserts a new record; throws to refuse the write.
  */
-export function ifMatchCheck(request: FastifyRequest): ((currentEtag: string) => void) | undefined {
+export type Precondition = (currentEtag: string | undefined) => void;
+
+/**
+ * If-Match for a write. `*` matches any existing record; otherwise one of the listed tags must be
+ * the record's current one. An insert has no current record, so any If-Match fails (RFC 9110
+ * §13.1.1): a client that sent one meant to update a record, and must not get a new one instead.
+ */
+export function ifMatchCheck(request: FastifyRequest): Precondition | undefined {
   const header = request.headers['if-match'];
   if (!header) return undefined;
-  if (header.trim() === '*') return () => {};
+  const any = header.trim() === '*';
   // A weak tag never matches under If-Match (RFC 9110 §13.1.1 uses the strong comparison).
   const tags = header
     .split(',')
     .map((t) => t.trim())
     .filter((t) => !t.startsWith('W/'));
   return (currentEtag) => {
-    if (!tags.includes(currentEtag)) {
+    if (currentEtag === undefined) {
+      throw new PreconditionFailedError(
+        'If-Match names a version of an existing record, but this request has no id: it would insert a new one. Send the id to update, or leave If-Match out to insert.',
+      );
+    }
+    if (!any && !tags.includes(currentEtag)) {
       throw new PreconditionFailedError(
         'The record has changed since you read it (If-Match does not match its ETag). Read it again and retry.',
       );

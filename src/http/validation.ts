@@ -24,13 +24,63 @@ export function installValidators(app: FastifyInstance): void {
     // A multipart body is streamed by its route, which validates what it reads (files are never
     // buffered to be validated here); its schema only documents the form.
     if (httpPart === 'body' && contentType === 'multipart/form-data') return () => true;
-    const ajv = httpPart === 'body' ? strict : lenient;
-    return ajv.compile(schema);
+    if (httpPart === 'body') return strict.compile(schema);
+    return withTextChecks(lenient.compile(schema), schema as Schema);
   });
+}
+
+interface Schema {
+  readonly type?: string;
+  readonly properties?: Record<string, Schema>;
+  readonly anyOf?: readonly Schema[];
+}
+
+type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
+
+/**
+ * What Ajv's coercion lets through in query strings and paths, checked on the text first: an
+ * integer written any other way than digits (`0x3`, `3e0`, `+3`, ` 3`, `1.0` all coerce to a
+ * number; `DELETE /api/page/1.0` deleted page 1), and a parameter given twice, which Ajv would
+ * refuse with one type error per branch of its schema instead of saying what is wrong.
+ */
+function withTextChecks(validate: Validate, schema: Schema): Validate {
+  const properties = Object.entries(schema.properties ?? {});
+  const integers = properties.filter(([, p]) => p.type === 'integer').map(([name]) => name);
+  const scalars = properties.filter(([, p]) => !allowsArray(p)).map(([name]) => name);
+  if (scalars.length === 0) return validate;
+  const checked: Validate = (data) => {
+    const values = data as Record<string, unknown> | null;
+    const errors: ErrorObject[] = [];
+    for (const name of scalars) {
+      if (Array.isArray(values?.[name])) errors.push(textError(name, 'is given more than once; send it once'));
+    }
+    for (const name of integers) {
+      const value = values?.[name];
+      if (typeof value === 'string' && !/^-?\d+$/.test(value)) errors.push(textError(name, 'must be a whole number, written in digits'));
+    }
+    if (errors.length > 0) {
+      checked.errors = errors;
+      return false;
+    }
+    const valid = validate(data);
+    checked.errors = validate.errors;
+    return valid;
+  };
+  return checked;
+}
+
+function allowsArray(schema: Schema): boolean {
+  return schema.type === 'array' || (schema.anyOf ?? []).some(allowsArray);
+}
+
+function textError(name: string, message: string): ErrorObject {
+  return { keyword: 'text', instancePath: `/${name}`, schemaPath: `#/properties/${name}`, params: {}, message };
 }
 
 /** Ajv errors → `{field, message}`, with the field named as the client wrote it. */
 export function fieldErrors(errors: readonly ErrorObject[], part: string | undefined): FieldError[] {
+  // A union (`anyOf`) fails once per branch: its errors become one message that names each way to be right.
+  const unions = new Set(errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf').map((e) => e.instancePath));
   const seen = new Set<string>();
   const out: FieldError[] = [];
   for (const e of errors) {
@@ -46,7 +96,9 @@ export function fieldErrors(errors: readonly ErrorObject[], part: string | undef
     } else if (e.keyword === 'enum') {
       message = `must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`;
     } else if (e.keyword === 'anyOf' || e.keyword === 'oneOf') {
-      continue; // the branch errors already say what is wrong
+      message = unionMessage(errors.filter((o) => o.instancePath === e.instancePath && o !== e));
+    } else if (unions.has(e.instancePath)) {
+      continue; // said by its union's message
     }
     const key = `${field}\u0000${message}`;
     if (seen.has(key)) continue;
@@ -54,6 +106,14 @@ export function fieldErrors(errors: readonly ErrorObject[], part: string | undef
     out.push({ field: field || part || 'body', message });
   }
   return out;
+}
+
+/** `must be integer, or be one of: "true", "1"`: the branches of a union, literals together. */
+function unionMessage(branches: readonly ErrorObject[]): string {
+  const literals = branches.filter((b) => b.keyword === 'const').map((b) => JSON.stringify(b.params.allowedValue));
+  const others = branches.filter((b) => b.keyword !== 'const').map((b) => (b.message ?? 'be valid').replace(/^must /, ''));
+  if (literals.length > 0) others.push(literals.length > 1 ? `be one of: ${literals.join(', ')}` : `be ${literals[0]}`);
+  return `must ${[...new Set(others)].join(', or ')}`;
 }
 
 function join(base: string, name: string): string {

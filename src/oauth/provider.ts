@@ -171,7 +171,7 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
   };
 
   const provider = new Provider(issuerOf(config), configuration);
-  // X-Forwarded-Proto decides whether cookies are Secure; installForwardedHeaders has already
+  // X-Forwarded-Proto decides whether cookies are Secure; installRequestHeaders has already
   // replaced it (and X-Forwarded-For/-Host) with what the trusted hops (TRUST_PROXY) said.
   provider.proxy = true;
   installProviderHooks(provider, db, issuerOf(config));

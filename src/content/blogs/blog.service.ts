@@ -3,6 +3,7 @@ import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, NotFoundError, ValidationError } from '../../errors.js';
+import type { Precondition } from '../../http/etag.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../shared/content.queries.js';
 import { keysetCursor } from '../shared/cursor.js';
@@ -25,9 +26,6 @@ export type { BlogRecord } from './blog.record.js';
 export type BlogInput = Static<typeof BlogWrite>;
 /** A list's query string as the route schema validated it (and coerced its numbers). */
 export type BlogListQuery = Static<typeof BlogQuery>;
-
-/** Called with the current record's stored ETag before a change; throws to refuse it (If-Match). */
-export type Precondition = (currentEtag: string) => void;
 
 export interface BlogDeps {
   readonly db: DbHandle;
@@ -141,6 +139,7 @@ export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput,
     if (input.id !== undefined && input.info_id !== undefined && input.info_id !== input.id) {
       throw new BadRequestError(`The body names two blogs: id ${input.id} and info_id ${input.info_id}.`);
     }
+    if (input.id === undefined) options.precondition?.(undefined);
     const changes = storedChanges(input);
     const migrate = Boolean(options.migrate || input.migrateMode === true || input.migrateMode === 1);
     // Joining a caller's transaction (the demo seed) is for uploads-free writes only: the files'

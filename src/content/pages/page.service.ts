@@ -3,6 +3,7 @@ import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
+import type { Precondition } from '../../http/etag.js';
 import { countBlogsOnPage } from '../shared/content.queries.js';
 import { keysetCursor } from '../shared/cursor.js';
 import type { Listed, Saved } from '../shared/envelope.js';
@@ -23,9 +24,6 @@ export type { PageRecord } from './page.record.js';
 export type PageInput = Static<typeof PageWrite>;
 /** A list's query string as the route schema validated it (and coerced its numbers). */
 export type PageListQuery = Static<typeof PageQuery>;
-
-/** Called with the current record's stored ETag before a change; throws to refuse it (If-Match). */
-export type Precondition = (currentEtag: string) => void;
 
 const BOOL_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => PAGE_FIELDS[f].kind === 'bool');
 const WRITABLE_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => !(PAGE_SYSTEM_FIELDS as readonly string[]).includes(f));
@@ -114,7 +112,10 @@ export async function savePage(db: DbHandle, siteId: number, input: PageInput, p
   const changes = storedChanges(input);
   const at = now();
   return inTransaction(db, async (tx) => {
-    if (input.id === undefined) return { ...(await insert(tx, siteId, changes, at)), created: true };
+    if (input.id === undefined) {
+      precondition?.(undefined);
+      return { ...(await insert(tx, siteId, changes, at)), created: true };
+    }
     return { ...(await update(tx, siteId, input.id, changes, at, precondition)), created: false };
   });
 }

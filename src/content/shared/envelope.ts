@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
 import { Type } from 'typebox';
 import type { Budget } from '../../http/budget.js';
-import { ifMatchCheck } from '../../http/etag.js';
+import { ifMatchCheck, type Precondition } from '../../http/etag.js';
 import { DEFAULT_PAGE_SIZE } from './schemas.js';
 import { listTag, type StoredItem, type StoredRecord } from './stored.js';
 
@@ -97,7 +97,7 @@ export function sendSaved<R extends object>(reply: FastifyReply, saved: Saved<R>
 }
 
 /** The If-Match check of a write, run by the service on the current row's stored ETag inside its transaction. */
-export function ifMatch(request: FastifyRequest): ((currentEtag: string) => void) | undefined {
+export function ifMatch(request: FastifyRequest): Precondition | undefined {
   return ifMatchCheck(request);
 }
 

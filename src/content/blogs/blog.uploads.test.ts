@@ -307,3 +307,83 @@ test('multipart needs credentials like JSON, and only the blog endpoint takes it
   });
   assert.equal(onPages.statusCode, 415);
 });
+
+// How browsers (FormData with a Blob), Python's requests (files=) and curl -F 'data=@d.json' send
+// JSON: as a part with a file name.
+test('the data field may come as a file part of application/json or text/plain, with the same limit', async (t) => {
+  const app = await buildBlogApp(t);
+  const asFile = (value: unknown, type: string) => ({ file: Buffer.from(JSON.stringify(value)), filename: 'd.json', type });
+  const cover = await image('png', 12, 8);
+  const fromFile = await postForm(app, [
+    ['data', asFile({ page: app.pageId, info_title: 'Café from a file' }, 'application/json')],
+    ['uploadPrimaryImage', { file: cover, filename: 'cover.png' }],
+  ]);
+  assert.equal(fromFile.statusCode, 201, fromFile.body);
+  assert.equal(json(fromFile).data[0].info_title, 'Café from a file', 'read as UTF-8');
+  assert.deepEqual(json(fromFile).data[0].info_img_json, { width: 12, height: 8, bytes: cover.length, type: 'image/png' });
+  const plain = await postForm(app, [['data', asFile({ page: app.pageId, info_title: 'Plain' }, 'text/plain;charset=UTF-8')]]);
+  assert.equal(plain.statusCode, 201, plain.body);
+  assert.equal(json(plain).data[0].info_title, 'Plain');
+
+  const sameErrors = await postForm(app, [['data', asFile({ page: app.pageId, info_show: 'maybe' }, 'application/json')]]);
+  const asField = await postForm(app, [['data', JSON.stringify({ page: app.pageId, info_show: 'maybe' })]]);
+  assert.equal(sameErrors.statusCode, 400);
+  assert.deepEqual(json(sameErrors).errors, json(asField).errors, 'the schema judges it like the field');
+  const notJson = await postForm(app, [['data', { file: Buffer.from('{"page":'), filename: 'd.json', type: 'application/json' }]]);
+  assert.equal(notJson.statusCode, 400, notJson.body);
+  assert.equal(json(notJson).errors[0].field, 'data');
+
+  for (const type of ['application/octet-stream', 'image/png', 'text/html']) {
+    const refused = await postForm(app, [['data', asFile({ page: app.pageId, info_title: 'Wrong type' }, type)]]);
+    assert.equal(refused.statusCode, 400, `${type}: ${refused.body}`);
+    assert.equal(json(refused).errors[0].field, 'data', type);
+    assert.match(json(refused).errors[0].message, /application\/json or text\/plain/, type);
+  }
+  const twice = await postForm(app, [
+    ['data', JSON.stringify({ page: app.pageId, info_title: 'One' })],
+    ['data', asFile({ page: app.pageId, info_title: 'Two' }, 'application/json')],
+  ]);
+  assert.equal(twice.statusCode, 400, twice.body);
+  assert.equal(await blogCount(app), 2);
+  assert.equal((await filesIn(app.imagesDir)).length, 1);
+});
+
+test('a data file part is limited like the field, not by the image limits, and is not counted as an image', async (t) => {
+  const app = await buildBlogApp(t, { uploads: { maxFileBytes: 1024, maxFiles: 1 } });
+  const long = { page: app.pageId, info_title: 'Long', info_fulltext: `<p>${'x'.repeat(4000)}</p>` };
+  const asFile = (value: unknown) => ({ file: Buffer.from(JSON.stringify(value)), filename: 'd.json', type: 'application/json' });
+  const small = await image('png', 4, 4);
+  assert.ok(small.length <= 1024);
+  const accepted = await postForm(app, [
+    ['data', asFile(long)],
+    ['uploadPrimaryImage', { file: small, filename: 'a.png' }],
+  ]);
+  assert.equal(accepted.statusCode, 201, accepted.body);
+  const tooManyImages = await postForm(app, [
+    ['data', asFile({ page: app.pageId, info_title: 'Two images' })],
+    ['uploadPrimaryImage', { file: small, filename: 'a.png' }],
+    ['uploadAdditionalImage', { file: await image('png', 4, 4, 9), filename: 'b.png' }],
+  ]);
+  assert.equal(tooManyImages.statusCode, 413, tooManyImages.body);
+  const tooManyWithField = await postForm(app, [
+    ['data', JSON.stringify({ page: app.pageId, info_title: 'Two images' })],
+    ['uploadPrimaryImage', { file: small, filename: 'a.png' }],
+    ['uploadAdditionalImage', { file: await image('png', 4, 4, 9), filename: 'b.png' }],
+  ]);
+  assert.equal(tooManyWithField.statusCode, 413, tooManyWithField.body);
+  const bigImage = await postForm(app, [
+    ['data', asFile({ page: app.pageId, info_title: 'Big image' })],
+    ['uploadPrimaryImage', { file: await noisyJpeg(8 * 1024), filename: 'big.jpg' }],
+  ]);
+  assert.equal(bigImage.statusCode, 413, bigImage.body);
+  assert.match(json(bigImage).detail, /big\.jpg.*1024 bytes/);
+
+  const over = { page: app.pageId, info_fulltext: 'x'.repeat(5 * 1024 * 1024) };
+  for (const data of [JSON.stringify(over), asFile(over)]) {
+    const response = await postForm(app, [['data', data]]);
+    assert.equal(response.statusCode, 413, response.body);
+    assert.match(json(response).detail, /data field is larger than 5242880 bytes/);
+  }
+  assert.equal(await blogCount(app), 1);
+  assert.equal((await filesIn(app.imagesDir)).length, 1, 'refused forms left no file');
+});

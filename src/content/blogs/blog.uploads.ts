@@ -31,6 +31,12 @@ const SNIFF_BYTES = 4100;
 const HEAD_BYTES = 512 * 1024;
 /** The `data` field may carry long HTML, like a JSON body. */
 const DATA_FIELD_BYTES = 5 * 1024 * 1024;
+/**
+ * Types of a `data` part sent as a file (with a file name), as browsers' FormData with a Blob,
+ * Python's requests and curl's `-F data=@d.json` send it: JSON's own type, and text/plain, which is
+ * also what a part without a Content-Type is (RFC 7578 §4.4). The text is read as UTF-8 (RFC 8259).
+ */
+const DATA_FILE_TYPES = ['application/json', 'text/plain'];
 
 const ACCEPTED = 'Only JPEG, PNG, GIF, WebP and AVIF images are accepted';
 
@@ -45,7 +51,12 @@ interface Inspection {
  * Passes the bytes through once the first ones show an accepted image type, and records what the
  * upload needs: the hash, the size, the type and the head (for the dimensions).
  */
-async function* inspected(source: AsyncIterable<Buffer>, label: string, result: Partial<Inspection>): AsyncGenerator<Buffer> {
+async function* inspected(
+  source: AsyncIterable<Buffer>,
+  label: string,
+  maxBytes: number,
+  result: Partial<Inspection>,
+): AsyncGenerator<Buffer> {
   const hash = createHash('sha256');
   const head: Buffer[] = [];
   let headBytes = 0;
@@ -61,6 +72,8 @@ async function* inspected(source: AsyncIterable<Buffer>, label: string, result: 
   for await (const chunk of source) {
     hash.update(chunk);
     bytes += chunk.length;
+    // The parser's own limit is the larger one a data part may need; an image stops at its own.
+    if (bytes > maxBytes) throw new PayloadTooLargeError(`${label} is larger than ${maxBytes} bytes.`);
     if (headBytes < HEAD_BYTES) {
       head.push(chunk.subarray(0, HEAD_BYTES - headBytes));
       headBytes += Math.min(chunk.length, HEAD_BYTES - headBytes);
@@ -107,7 +120,7 @@ async function* parsed<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
 async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageStorage, maxBytes: number): Promise<ReceivedImage> {
   const label = `${part.fieldname} "${part.filename}"`;
   const found: Partial<Inspection> = {};
-  const staged = await storage.stage(inspected(parsed(part.file), label, found));
+  const staged = await storage.stage(inspected(parsed(part.file), label, maxBytes, found));
   try {
     // Busboy stops at the size limit and marks the stream truncated instead of failing it.
     if (part.file.truncated) throw new PayloadTooLargeError(`${label} is larger than ${maxBytes} bytes.`);
@@ -137,14 +150,41 @@ async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageS
   }
 }
 
-function dataOf(part: Extract<Multipart, { type: 'field' }>): unknown {
-  if (part.valueTruncated) throw new PayloadTooLargeError(`The data field is larger than ${DATA_FIELD_BYTES} bytes.`);
-  if (typeof part.value !== 'string') return part.value; // sent as application/json: already parsed
+const DATA_TOO_LARGE = `The data field is larger than ${DATA_FIELD_BYTES} bytes.`;
+
+function jsonOf(text: string): unknown {
   try {
-    return JSON.parse(part.value);
+    return JSON.parse(text);
   } catch {
     throw new ValidationError([{ field: 'data', message: 'must be a JSON object' }]);
   }
+}
+
+function dataOf(part: Extract<Multipart, { type: 'field' }>): unknown {
+  if (part.valueTruncated) throw new PayloadTooLargeError(DATA_TOO_LARGE);
+  if (typeof part.value !== 'string') return part.value; // sent as application/json: already parsed
+  return jsonOf(part.value);
+}
+
+async function dataFileOf(part: MultipartFile): Promise<unknown> {
+  if (!DATA_FILE_TYPES.includes(part.mimetype)) {
+    throw new ValidationError([
+      {
+        field: 'data',
+        message: `sent as a file must be ${DATA_FILE_TYPES.join(' or ')} (the blog JSON object), not ${part.mimetype}`,
+      },
+    ]);
+  }
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of parsed<Buffer>(part.file)) {
+    bytes += chunk.length;
+    if (bytes > DATA_FIELD_BYTES) throw new PayloadTooLargeError(DATA_TOO_LARGE);
+    chunks.push(chunk);
+  }
+  // Busboy stops at its file size limit and marks the stream truncated instead of failing it.
+  if (part.file.truncated) throw new PayloadTooLargeError(DATA_TOO_LARGE);
+  return jsonOf(Buffer.concat(chunks).toString('utf8'));
 }
 
 /**
@@ -218,9 +258,10 @@ export async function readBlogForm<T>(
       settled(
         request.raw,
         request.parts({
+          // Room for a data part sent as a file: images are held to their own limits below.
           limits: {
-            fileSize: limits.maxFileBytes,
-            files: limits.maxFiles,
+            fileSize: Math.max(limits.maxFileBytes, DATA_FIELD_BYTES),
+            files: limits.maxFiles + 1,
             fields: 5,
             parts: limits.maxFiles + 5,
             fieldSize: DATA_FIELD_BYTES,
@@ -235,6 +276,11 @@ export async function readBlogForm<T>(
         data = validate(dataOf(part));
         continue;
       }
+      if (part.fieldname === 'data') {
+        if (data !== undefined) throw new BadRequestError('The form has more than one data field.');
+        data = validate(await dataFileOf(part));
+        continue;
+      }
       const role = FILE_FIELDS[part.fieldname];
       if (!role) {
         throw new ValidationError([
@@ -246,6 +292,7 @@ export async function readBlogForm<T>(
         part.file.resume();
         continue;
       }
+      if (uploads.length === limits.maxFiles) throw new PayloadTooLargeError(`The form has more than ${limits.maxFiles} files.`);
       if (role === 'primary' && uploads.some((u) => u.role === 'primary')) {
         throw new BadRequestError('Send one primary image (uploadPrimaryImage or primaryImage), not several.');
       }

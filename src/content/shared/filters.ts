@@ -8,13 +8,22 @@ function escapeLike(value: string): string {
 }
 
 /**
+ * A client's `like` pattern as the databases read it. A backslash escapes %, _ and itself; before
+ * any other character, or at the end, it is doubled so that it stands for itself. Both databases
+ * would otherwise drop it (`back\slash` found `backslash`, not itself) or, at the end, match nothing.
+ */
+function likeAsWritten(value: string): string {
+  return value.replace(/\\([\\%_]?)/g, (_, next: string) => (next ? `\\${next}` : '\\\\'));
+}
+
+/**
  * The LIKE pattern for a text filter. `like` takes the client's pattern as written (% and _ are
  * wildcards, backslash escapes them); the other match types treat the value literally.
  */
 export function likePattern(value: string, matchType: MatchType = 'like'): string {
   switch (matchType) {
     case 'like':
-      return value;
+      return likeAsWritten(value);
     case 'exact':
       return escapeLike(value);
     case 'contains':

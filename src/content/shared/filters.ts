@@ -41,9 +41,26 @@ export function textMatches(dialect: DialectName, column: Expression<string>, va
   return sql<SqlBool>`${column} ${op} ${likePattern(value, matchType)} escape '\\'`;
 }
 
-/** Words of a full-text query: letters, digits and underscores, as both tokenizers split them. */
+/**
+ * Text as the full-text index and its queries see it: decomposed, stripped of its combining
+ * diacritical marks (U+0300–U+036F: é → e, ï → i, ё → е, ά → α) and composed again. The stored
+ * search text (search-text.ts) and every query go through it, so accents never decide a match and
+ * both databases agree: PostgreSQL's `simple` configuration keeps accents, and SQLite's unicode61
+ * removes only those of Latin letters.
+ */
+export function foldForSearch(text: string): string {
+  return text
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .normalize('NFC');
+}
+
+/**
+ * Words of a full-text query: letters, digits and underscores, as both tokenizers split them,
+ * folded like the indexed text (a decomposed `naïve` is then one word, not `nai` and `ve`).
+ */
 export function searchWords(query: string): string[] {
-  return query.match(/[\p{L}\p{N}_]+/gu) ?? [];
+  return foldForSearch(query).match(/[\p{L}\p{N}_]+/gu) ?? [];
 }
 
 /**

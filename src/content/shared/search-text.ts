@@ -1,9 +1,10 @@
 /**
  * The plain text each record's full-text index is built from (the `search_text` column): the
- * text fields, and the HTML without its tags and entities. Written with the record; a migration
- * rebuilds it for every stored record when these rules change.
+ * text fields, and the HTML without its tags and entities, with accents folded as queries are.
+ * Written with the record; a migration rebuilds it for every stored record when these rules change
+ * (0004, 0011).
  */
-import { htmlToText } from './filters.js';
+import { foldForSearch, htmlToText } from './filters.js';
 
 export interface PageSearchFields {
   page_usertitle: string;
@@ -23,7 +24,7 @@ export interface BlogSearchFields {
   info_fulltext: string;
 }
 
-const joined = (parts: readonly string[]) => parts.filter(Boolean).join('\n');
+const joined = (parts: readonly string[]) => foldForSearch(parts.filter(Boolean).join('\n'));
 
 export function pageSearchText(p: PageSearchFields): string {
   return joined([

@@ -5,13 +5,7 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import {
-  CallToolRequestSchema,
-  type CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  McpError,
-} from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ForbiddenError } from '../errors.js';
 import { hasScope, type Principal } from '../http/authenticate.js';
@@ -31,6 +25,33 @@ function problemResult(error: AppError): CallToolResult {
     ...error.extra,
   };
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(problem) }] };
+}
+
+/**
+ * A JSON-RPC error the SDK sends with this code and exactly this message (McpError would put
+ * "MCP error -32602:" before it, and the SDK's client puts that before it again).
+ */
+function protocolError(code: number, message: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The tool and arguments a tools/call names. A call the schema of tools/call refuses is invalid
+ * params (-32602), which the MCP spec (2025-06-18, tools: protocol errors) makes a JSON-RPC error;
+ * arguments that are an object but wrong for the tool are the tool's to refuse, as a tool error.
+ */
+function callOf(params: unknown): { name: string; args: Record<string, unknown> } {
+  if (!isObject(params))
+    throw protocolError(ErrorCode.InvalidParams, 'Invalid params: tools/call needs params {"name": …, "arguments": {…}}.');
+  if (typeof params.name !== 'string') throw protocolError(ErrorCode.InvalidParams, 'Invalid params: name must be a tool name (a string).');
+  const args = params.arguments;
+  if (args !== undefined && !isObject(args)) {
+    const kind = args === null ? 'null' : Array.isArray(args) ? 'an array' : `a ${typeof args}`;
+    throw protocolError(ErrorCode.InvalidParams, `Invalid params: arguments must be an object (or left out), not ${kind}.`);
+  }
+  return { name: params.name, args: args ?? {} };
 }
 
 /**
@@ -58,13 +79,18 @@ function serverFor(
     annotations,
   }));
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }) as never);
-  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
-    const tool = tools.get(request.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+  // tools/call is answered from the request as sent: the SDK parses the params of a handler set
+  // with setRequestHandler before the handler runs, and answers params it cannot parse (none,
+  // arguments that are no object) with -32603, internal error, and its schema library's dump.
+  server.fallbackRequestHandler = async (request): Promise<CallToolResult> => {
+    if (request.method !== 'tools/call') throw protocolError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+    const call = callOf(request.params);
+    const tool = tools.get(call.name);
+    if (!tool) throw protocolError(ErrorCode.InvalidParams, `Unknown tool: ${call.name}`);
     if (!hasScope(principal.scopes, tool.scope))
       return problemResult(new ForbiddenError(`The tool ${tool.name} needs the scope ${tool.scope}.`, tool.scope));
     try {
-      const input = tool.validate(request.params.arguments);
+      const input = tool.validate(call.args);
       const output = await tool.run(deps, principal.siteId, input);
       return { content: [{ type: 'text', text: JSON.stringify(output) }], structuredContent: output };
     } catch (error) {
@@ -72,7 +98,7 @@ function serverFor(
       log.error({ err: error, tool: tool.name }, 'MCP tool failed');
       return problemResult(new AppError(500, 'Internal server error', 'The server failed to run this tool.'));
     }
-  });
+  };
   return server;
 }
 

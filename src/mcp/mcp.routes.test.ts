@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { type TestContext, test } from 'node:test';
+import { connectAgent } from '../../test/mcp.helpers.js';
+import { startOAuthApp } from '../../test/oauth.helpers.js';
+
+// The JSON-RPC answers of /mcp to messages the SDK's client never sends, posted by hand. In the
+// test process (startOAuthApp), as test/mcp.cimd.test.ts: the flows themselves are tested against
+// a server process in test/mcp.e2e.test.ts.
+
+const HEADERS = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2025-06-18',
+};
+
+/** A server and an MCP access token for it; `post` sends a raw body to /mcp with that token. */
+async function mcpServer(t: TestContext) {
+  const a = await startOAuthApp(t);
+  const agent = await connectAgent(a, { site: a.site.siteId });
+  t.after(() => agent.client.close());
+  const token = agent.auth.tokens()?.access_token;
+  assert.ok(token);
+  const post = async (body: string, headers: Record<string, string> = { authorization: `Bearer ${token}` }) => {
+    const response = await fetch(`${a.base}/mcp`, { method: 'POST', headers: { ...HEADERS, ...headers }, body });
+    const text = await response.text();
+    return { status: response.status, type: response.headers.get('content-type'), body: text ? JSON.parse(text) : undefined };
+  };
+  return { a, token, post };
+}
+
+const call = (params?: unknown) =>
+  JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', ...(params === undefined ? {} : { params }) });
+
+test('tools/call with params its schema refuses is -32602 invalid params with a short message; wrong arguments of a tool are a tool error', async (t) => {
+  const { post } = await mcpServer(t);
+  const cases: [unknown, RegExp][] = [
+    [undefined, /^Invalid params: tools\/call needs params/],
+    [{ arguments: {} }, /^Invalid params: name must be a tool name/],
+    [{ name: 'list_pages', arguments: 'x' }, /^Invalid params: arguments must be an object \(or left out\), not a string\.$/],
+    [{ name: 'list_pages', arguments: null }, /not null\.$/],
+    [{ name: 'list_pages', arguments: [1] }, /not an array\.$/],
+    [{ name: 'drop_database', arguments: {} }, /^Unknown tool: drop_database$/],
+  ];
+  for (const [params, message] of cases) {
+    const answer = await post(call(params));
+    assert.equal(answer.status, 200, JSON.stringify(params));
+    assert.equal(answer.body.id, 7);
+    assert.equal(answer.body.error?.code, -32602, JSON.stringify(answer.body));
+    assert.match(answer.body.error.message, message);
+  }
+
+  // Arguments left out are no arguments; an object the tool refuses is its problem, as a tool error.
+  const listed = await post(call({ name: 'list_pages' }));
+  assert.deepEqual(listed.body.result.structuredContent.meta, { total: 0, offset: 0, pageSize: 200 });
+  const refused = await post(call({ name: 'get_page', arguments: { id: 'abc' } }));
+  assert.equal(refused.body.result.isError, true);
+  assert.equal(JSON.parse(refused.body.result.content[0].text).errors[0].field, 'id');
+});

@@ -56,3 +56,15 @@ test('tools/call with params its schema refuses is -32602 invalid params with a 
   assert.equal(refused.body.result.isError, true);
   assert.equal(JSON.parse(refused.body.result.content[0].text).errors[0].field, 'id');
 });
+
+test('GET, HEAD and DELETE on /mcp are 405 with Allow: POST, with or without a token', async (t) => {
+  const { a, token } = await mcpServer(t);
+  for (const method of ['GET', 'HEAD', 'DELETE']) {
+    for (const headers of [{}, { authorization: `Bearer ${token}` }, { authorization: 'Bearer not-a-token' }] as Record<string, string>[]) {
+      const response = await fetch(`${a.base}/mcp`, { method, headers: { accept: 'text/event-stream', ...headers } });
+      assert.equal(response.status, 405, `${method} ${JSON.stringify(headers)}`);
+      assert.equal(response.headers.get('allow'), 'POST');
+      assert.equal(response.headers.get('www-authenticate'), null);
+    }
+  }
+});

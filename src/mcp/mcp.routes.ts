@@ -45,12 +45,14 @@ export async function registerMcp(app: FastifyInstance, { deps }: { deps: ToolDe
   }
 
   app.post(MCP_PATH, { schema: { hide: true }, config: ACCESS }, handle);
-  // Stateless: no stream to open with GET, no session to end with DELETE (the transport's 405, as a problem).
+  // Stateless: no stream to open with GET, no session to end with DELETE (the transport's 405, as a
+  // problem). Open to anyone: the method is wrong whoever asks, so a 401 would only send a client
+  // to authorize for a request that cannot succeed.
   app.route({
     method: ['GET', 'DELETE'],
     url: MCP_PATH,
     schema: { hide: true },
-    config: ACCESS,
+    config: { public: true },
     handler: async (_request, reply) => {
       reply.header('allow', 'POST');
       throw new AppError(405, 'Method not allowed', 'This MCP server is stateless: send every JSON-RPC message with POST.');

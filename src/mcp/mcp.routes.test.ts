@@ -57,6 +57,25 @@ test('tools/call with params its schema refuses is -32602 invalid params with a 
   assert.equal(JSON.parse(refused.body.result.content[0].text).errors[0].field, 'id');
 });
 
+test('a body that is not JSON is -32700 parse error and an empty batch -32600 invalid request, both HTTP 400; credentials come first', async (t) => {
+  const { post } = await mcpServer(t);
+  for (const body of ['{not json', '', '{"__proto__": {"x": 1}}']) {
+    const answer = await post(body);
+    assert.equal(answer.status, 400, body);
+    assert.match(String(answer.type), /^application\/json/);
+    assert.deepEqual(answer.body, {
+      jsonrpc: '2.0',
+      error: { code: -32700, message: 'Parse error: the body is not valid JSON.' },
+      id: null,
+    });
+  }
+  const empty = await post('[]');
+  assert.equal(empty.status, 400);
+  assert.deepEqual(empty.body, { jsonrpc: '2.0', error: { code: -32600, message: 'Invalid Request: an empty batch.' }, id: null });
+
+  assert.equal((await post('{not json', {})).status, 401, 'without a token, nothing is read');
+});
+
 test('GET, HEAD and DELETE on /mcp are 405 with Allow: POST, with or without a token', async (t) => {
   const { a, token } = await mcpServer(t);
   for (const method of ['GET', 'HEAD', 'DELETE']) {

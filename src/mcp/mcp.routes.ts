@@ -8,12 +8,28 @@ import { contentTools, type ToolDeps } from './content.tools.js';
 /** Any route of the MCP server: only tokens issued for {base_url}/mcp, and at least reading. */
 const ACCESS = { scope: 'everything:read', resource: 'mcp' } as const;
 
+/** JSON-RPC 2.0 error codes (§5.1), here since this module must not load the SDK (mcp.server.ts says why). */
+const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
+
+/** The body of a request whose JSON did not parse: answered as JSON-RPC, not by the problem handler. */
+const NOT_JSON = Symbol('not JSON');
+
 /** The names of the tools a JSON-RPC message (or batch) calls. */
 function calledTools(body: unknown): string[] {
   const messages = Array.isArray(body) ? body : [body];
   return messages.flatMap((m) =>
     m && typeof m === 'object' && m.method === 'tools/call' && typeof m.params?.name === 'string' ? [m.params.name as string] : [],
   );
+}
+
+/** A JSON-RPC error that belongs to no request (id null), as the SDK's transport sends its own. */
+function jsonRpcError(reply: FastifyReply, code: number, message: string) {
+  return reply
+    .code(400)
+    .type('application/json')
+    .header('cache-control', 'no-store')
+    .send({ jsonrpc: '2.0', error: { code, message }, id: null });
 }
 
 /**
@@ -26,6 +42,11 @@ export async function registerMcp(app: FastifyInstance, { deps }: { deps: ToolDe
   const version = packageVersion();
 
   async function handle(request: FastifyRequest, reply: FastifyReply) {
+    // JSON-RPC's answers to a body that is no message at all (the spec's examples for both are these).
+    if (request.body === NOT_JSON) return jsonRpcError(reply, PARSE_ERROR, 'Parse error: the body is not valid JSON.');
+    if (Array.isArray(request.body) && request.body.length === 0) {
+      return jsonRpcError(reply, INVALID_REQUEST, 'Invalid Request: an empty batch.');
+    }
     const principal = principalOf(request);
     // MCP authorization, scope challenge: a call beyond the token's scopes is an HTTP 403 naming the scope.
     for (const name of calledTools(request.body)) {
@@ -44,18 +65,29 @@ export async function registerMcp(app: FastifyInstance, { deps }: { deps: ToolDe
     await serve(request, reply, { principal, tools, deps, version });
   }
 
-  app.post(MCP_PATH, { schema: { hide: true }, config: ACCESS }, handle);
-  // Stateless: no stream to open with GET, no session to end with DELETE (the transport's 405, as a
-  // problem). Open to anyone: the method is wrong whoever asks, so a 401 would only send a client
-  // to authorize for a request that cannot succeed.
-  app.route({
-    method: ['GET', 'DELETE'],
-    url: MCP_PATH,
-    schema: { hide: true },
-    config: { public: true },
-    handler: async (_request, reply) => {
-      reply.header('allow', 'POST');
-      throw new AppError(405, 'Method not allowed', 'This MCP server is stateless: send every JSON-RPC message with POST.');
-    },
+  await app.register(async (mcp) => {
+    // Bad JSON is a JSON-RPC parse error here (-32700), as the SDK's transport answers it, rather
+    // than the problem+json 400 of the rest of the service. The parser is Fastify's own, with the
+    // same protection against __proto__ keys; only its error is replaced.
+    const parseJson = mcp.getDefaultJsonParser('error', 'error');
+    mcp.removeContentTypeParser('application/json');
+    mcp.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+      parseJson(request, body as string, (error, value) => done(null, error ? NOT_JSON : value));
+    });
+
+    mcp.post(MCP_PATH, { schema: { hide: true }, config: ACCESS }, handle);
+    // Stateless: no stream to open with GET, no session to end with DELETE (the transport's 405, as a
+    // problem). Open to anyone: the method is wrong whoever asks, so a 401 would only send a client
+    // to authorize for a request that cannot succeed.
+    mcp.route({
+      method: ['GET', 'DELETE'],
+      url: MCP_PATH,
+      schema: { hide: true },
+      config: { public: true },
+      handler: async (_request, reply) => {
+        reply.header('allow', 'POST');
+        throw new AppError(405, 'Method not allowed', 'This MCP server is stateless: send every JSON-RPC message with POST.');
+      },
+    });
   });
 }

@@ -22,11 +22,12 @@ const rateLimitFields = {
   ),
   RateLimit: field('What is left of each counter (r) and the seconds until its window ends (t)'),
 };
+const problem = { 'application/problem+json': { schema: ref('Problem') } };
 /** Beyond a limit these endpoints answer problem+json like the rest of the service (docs/rate-limits.md). */
 const tooManyRequests = (description: string) => ({
   description,
   headers: { 'Retry-After': field('Seconds to wait', 'integer'), ...rateLimitFields },
-  content: { 'application/problem+json': { schema: ref('Problem') } },
+  content: problem,
 });
 const PER_CLIENT_AND_ADDRESS = 'too-many-requests: the client or the address made more than RATE_LIMIT_TOKEN requests this minute';
 const tags = ['oauth'];
@@ -103,6 +104,7 @@ const register = {
   responses: {
     201: { description: 'Registered', headers: { ...noStore, ...rateLimitFields }, content: json(ref('RegisteredClient')) },
     400: oauthError('invalid_redirect_uri or invalid_client_metadata'),
+    413: { description: 'payload-too-large: a body over 64 KiB, refused before the provider reads it', content: problem },
     429: tooManyRequests(
       'too-many-requests: the address made more than RATE_LIMIT_TOKEN requests this minute or 20 registrations this hour',
     ),
@@ -120,7 +122,14 @@ const resourceMetadata = {
   tags,
   summary: 'Protected resource metadata (RFC 9728)',
   description: 'Linked from the resource_metadata parameter of every 401 challenge.',
-  responses: { 200: { description: 'Metadata', content: json(ref('ProtectedResourceMetadata')) } },
+  responses: {
+    200: { description: 'Metadata', content: json(ref('ProtectedResourceMetadata')) },
+    // A Fastify route, so it has the ETag of every GET (src/http/etag.ts); oidc-provider's server metadata has none.
+    304: {
+      description: 'Not modified: If-None-Match names the current ETag; no body',
+      headers: { ETag: field('The current strong entity tag') },
+    },
+  },
 };
 
 export function oauthPaths(config: Config): Record<string, Record<string, object>> {

@@ -56,14 +56,34 @@ export function openapiOptions(config: Config): SwaggerOptions {
 }
 
 /**
- * A route's operation: its schema plus the problems it can answer and, with a scope, its security.
- * Documentation only: the error statuses never enter the route's own schema.response, where
- * Fastify would serialize problem bodies through them and change their bytes.
+ * Every GET answers 304 to an If-None-Match that names its ETag: src/http/etag.ts gives each GET
+ * route's 200 one, and /images/<name> sets its own. Listed here, once, for every generated GET.
+ */
+export const NOT_MODIFIED = {
+  description: 'Not modified: If-None-Match names the current ETag; no body',
+  type: 'null',
+  headers: { ETag: { type: 'string', description: 'The current strong entity tag' } },
+} as const;
+
+/**
+ * A route's operation: its schema plus the problems it can answer, its 304 if it is a GET, and,
+ * with a scope, its security. A route that declares no success response (an image, sent as a
+ * stream) gets a 200 described by its summary, since @fastify/swagger adds its default 200 only to
+ * a route without any response. Documentation only: these statuses never enter the route's own
+ * schema.response, where Fastify would serialize problem bodies through them and change their bytes.
  */
 export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
   if (!schema || schema.hide) return { schema, url };
   const scope = route.config?.scope;
-  const response = { ...problemResponses(problemStatuses(route)), ...(schema.response as object | undefined) };
+  const declared = (schema.response ?? {}) as Record<string, unknown>;
+  const succeeds = Object.keys(declared).some((status) => status.startsWith('2'));
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
+  const response = {
+    ...problemResponses(problemStatuses(route)),
+    ...(succeeds ? {} : { 200: { description: schema.summary ?? 'Success', type: 'null' } }),
+    ...(methods.includes('GET') ? { 304: NOT_MODIFIED } : {}),
+    ...declared,
+  };
   return {
     schema: {
       ...schema,

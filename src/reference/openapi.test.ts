@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { RouteOptions } from 'fastify';
+import { buildBlogApp, image, postForm } from '../../test/blog-fixtures.js';
 import { buildTestApp, json } from '../../test/helpers.js';
 import { IdParams } from '../content/shared/schemas.js';
 import { documentRoute } from './openapi.document.js';
@@ -120,6 +121,49 @@ test('problems are documentation only: the route keeps its own response schemas,
   assert.deepEqual(Object.keys(documented.schema.response as object), ['204', '400', '401', '403', '404', '409', '412', '414', '429']);
   const image = { method: 'GET', url: '/images/:name', schema: {}, config: {} } as unknown as RouteOptions;
   assert.deepEqual(problemStatuses(image), [404, 414], 'any path parameter can name nothing, or be too long');
+});
+
+test('every GET of the document lists 304 when, and only when, it answers 200 with an ETag, and answers 304 to that ETag', async (t) => {
+  const a = await buildBlogApp(t);
+  const posted = await postForm(a, [
+    ['data', JSON.stringify({ page: a.pageId, info_title: 'With an image' })],
+    ['uploadPrimaryImage', { file: await image('png'), filename: 'photo.png', type: 'image/png' }],
+  ]);
+  assert.equal(posted.statusCode, 201, posted.body);
+  const blog = json(posted).data[0];
+  const doc = json(await a.app.inject({ url: '/api/openapi.json' }));
+  const pathValues: Record<string, string> = {
+    '/api/page/{id}': String(a.pageId),
+    '/api/blog/{id}': String(blog.info_id),
+    '/images/{name}': String(blog.info_img).replace('/images/', ''),
+  };
+  const gets = operations(doc).filter(([, method, operation]) => method === 'get' && operation.responses['200']);
+  for (const [path, , operation] of gets) {
+    const url = path.replace(/\{\w+\}/, () => pathValues[path] ?? assert.fail(`a value for ${path}`));
+    const first = await a.app.inject({ url, headers: a.site.headers });
+    assert.equal(first.statusCode, 200, `${path}: ${first.body}`);
+    const etag = first.headers.etag;
+    assert.equal('304' in operation.responses, etag !== undefined, `GET ${path} lists 304 if and only if it sends an ETag (${etag})`);
+    if (etag === undefined) continue;
+    const again = await a.app.inject({ url, headers: { ...a.site.headers, 'if-none-match': String(etag) } });
+    assert.equal(again.statusCode, 304, path);
+  }
+  const listed = gets.filter(([, , operation]) => '304' in operation.responses).map(([path]) => path);
+  for (const path of ['/api/page', '/api/page/{id}', '/api/blog', '/api/blog/{id}', '/images/{name}']) {
+    assert.ok(listed.includes(path), `GET ${path} lists 304`);
+  }
+  assert.equal(doc.paths['/images/{name}'].get.responses['200'].description, 'An uploaded image', 'the image itself');
+});
+
+test('/api/auth/reg lists the 413 it answers to a body over 64 KiB', async (t) => {
+  const { app } = await buildTestApp(t);
+  const doc = json(await app.inject({ url: '/api/openapi.json' }));
+  const documented = doc.paths['/api/auth/reg'].post.responses['413'];
+  assert.deepEqual(documented.content['application/problem+json'].schema, { $ref: '#/components/schemas/Problem' });
+  const big = { redirect_uris: ['https://app.example/callback'], client_name: 'x'.repeat(65 * 1024) };
+  const response = await app.inject({ method: 'POST', url: '/api/auth/reg', payload: big });
+  assert.equal(response.statusCode, 413);
+  assert.equal(json(response).type, '/problems/payload-too-large');
 });
 
 test('the OAuth endpoints are described, registration only when it is on', async (t) => {

@@ -166,6 +166,26 @@ test('/api/auth/reg lists the 413 it answers to a body over 64 KiB', async (t) =
   assert.equal(json(response).type, '/problems/payload-too-large');
 });
 
+test('/webapps/api/… serves the page and blog endpoints and their Markdown references, and nothing else the document lists', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const doc = json(await app.inject({ url: '/api/openapi.json' }));
+  assert.match(doc.info.description, /page and blog endpoints .* also served under \/webapps\/api/);
+  const twinned = (path: string) => /^\/api\/(page|blog)(\/|$)/.test(path);
+  const paths = [...operations(doc), ['/api/openapi.json', 'get', {}] as [string, string, Doc]];
+  assert.ok(paths.filter(([path]) => twinned(path)).length >= 8);
+  for (const [path, method] of paths) {
+    const url = `/webapps${path.replace(/\{\w+\}/g, '1')}`;
+    const response = await app.inject({ method: method.toUpperCase() as 'GET', url, headers: site.headers, payload: {} });
+    const unrouted = response.statusCode === 404 && String(json(response).detail).startsWith('No route for');
+    assert.equal(unrouted, !twinned(path), `${method.toUpperCase()} ${url}: ${response.statusCode} ${response.body}`);
+  }
+  for (const endpoint of ['/webapps/api/page', '/webapps/api/blog/1']) {
+    const reference = await app.inject({ url: endpoint, headers: { accept: 'text/markdown' } });
+    assert.equal(reference.statusCode, 200, endpoint);
+    assert.match(reference.body, /^# \/api\/(page|blog)/);
+  }
+});
+
 test('the OAuth endpoints are described, registration only when it is on', async (t) => {
   const doc = await openapi(t);
   const expected: [string, string][] = [

@@ -19,24 +19,29 @@ function charsetOf(contentType: string | undefined): string | undefined {
 export function installJsonBodies(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const charset = charsetOf(request.headers['content-type']);
-    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
-      return done(
-        new UnsupportedMediaTypeError(`JSON bodies are UTF-8: send charset=utf-8 or no charset, not ${charset || 'an empty one'}.`),
-      );
-    }
-    if (body === '') return done(new BadRequestError('The body is empty: send a JSON object.'));
     try {
-      done(null, secureJson.parse(body as string, undefined, FORBIDDEN_KEYS));
+      done(null, jsonBody(request.headers['content-type'], body as string));
     } catch (error) {
-      const forbidden = error instanceof SyntaxError && error.message.includes('forbidden prototype property');
-      done(
-        new BadRequestError(
-          forbidden
-            ? 'The body holds a "__proto__" or "constructor.prototype" key, which is refused.'
-            : `The body is not valid JSON: ${(error as Error).message}.`,
-        ),
-      );
+      done(error as Error);
     }
   });
+}
+
+/** A JSON body's value; throws the 400 or 415 that says what is wrong with it. */
+export function jsonBody(contentType: string | undefined, body: string): unknown {
+  const charset = charsetOf(contentType);
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+    throw new UnsupportedMediaTypeError(`JSON bodies are UTF-8: send charset=utf-8 or no charset, not ${charset || 'an empty one'}.`);
+  }
+  if (body === '') throw new BadRequestError('The body is empty: send a JSON object.');
+  try {
+    return secureJson.parse(body, undefined, FORBIDDEN_KEYS);
+  } catch (error) {
+    const forbidden = error instanceof SyntaxError && error.message.includes('forbidden prototype property');
+    throw new BadRequestError(
+      forbidden
+        ? 'The body holds a "__proto__" or "constructor.prototype" key, which is refused.'
+        : `The body is not valid JSON: ${(error as Error).message}.`,
+    );
+  }
 }

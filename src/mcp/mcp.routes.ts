@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, ForbiddenError } from '../errors.js';
 import { hasScope, principalOf } from '../http/authenticate.js';
+import { jsonBody } from '../http/json-body.js';
 import { MCP_PATH } from '../oauth/resources.js';
 import { packageVersion } from '../reference/package-version.js';
 import { contentTools, type ToolDeps } from './content.tools.js';
@@ -67,12 +68,17 @@ export async function registerMcp(app: FastifyInstance, { deps }: { deps: ToolDe
 
   await app.register(async (mcp) => {
     // Bad JSON is a JSON-RPC parse error here (-32700), as the SDK's transport answers it, rather
-    // than the problem+json 400 of the rest of the service. The parser is Fastify's own, with the
-    // same protection against __proto__ keys; only its error is replaced.
-    const parseJson = mcp.getDefaultJsonParser('error', 'error');
+    // than the problem+json 400 of the rest of the service. The parser is the service's own (the
+    // same UTF-8 rule and refusal of __proto__ keys); only its error is replaced.
     mcp.removeContentTypeParser('application/json');
     mcp.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-      parseJson(request, body as string, (error, value) => done(null, error ? NOT_JSON : value));
+      let value: unknown;
+      try {
+        value = jsonBody(request.headers['content-type'], body as string);
+      } catch {
+        value = NOT_JSON;
+      }
+      done(null, value);
     });
 
     mcp.post(MCP_PATH, { schema: { hide: true }, config: ACCESS }, handle);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { DbHandle } from '../db/schema.js';
 import { now } from '../db/time.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
+import { credentialLabel, siteName } from './account.names.js';
 import * as repo from './account.repository.js';
 import { hashPassword, randomToken, sha256, verifyPassword } from './secrets.js';
 
@@ -9,8 +10,7 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 export const MIN_PASSWORD_LENGTH = 8;
 
 export async function createSite(db: DbHandle, name: string): Promise<{ id: number; name: string }> {
-  const trimmed = name.trim();
-  if (!trimmed) throw new BadRequestError('A website needs a name.');
+  const trimmed = siteName(name);
   return { id: await repo.insertSite(db, trimmed, now()), name: trimmed };
 }
 
@@ -97,7 +97,8 @@ export interface NewCredential {
   label: string;
 }
 
-export async function createCredential(db: DbHandle, siteId: number, label = ''): Promise<NewCredential> {
+export async function createCredential(db: DbHandle, siteId: number, rawLabel: string): Promise<NewCredential> {
+  const label = credentialLabel(rawLabel);
   await requireSite(db, siteId);
   const apiId = `ak_${randomBytes(9).toString('base64url')}`;
   const apiKey = `sk_${randomToken(32)}`;

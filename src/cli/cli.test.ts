@@ -170,7 +170,14 @@ test('mistakes exit 2 (usage) or 1 (failure) with one JSON error on stderr and n
     [['connection', 'revoke'], 2, /usage: cms connection revoke ID/],
     [['user', 'create', '--email', 'x@example.com', '--password', 'long enough', '--site', '1', '--role', 'god'], 2, /--role/],
     [['apikey', 'list', '--site', '42'], 1, /no website 42/],
-    [['apikey', 'create', '--site', '42'], 1, /no website 42/],
+    [['apikey', 'create', '--site', '42', '--label', 'x'], 1, /no website 42/],
+    [['apikey', 'create', '--site', '1'], 2, /--label is required/],
+    // The console's rules, by the same function: 1 to 100 characters after trimming.
+    [['apikey', 'create', '--site', '1', '--label', ''], 1, /a label of 1 to 100 characters/],
+    [['apikey', 'create', '--site', '1', '--label', '   '], 1, /a label of 1 to 100 characters/],
+    [['apikey', 'create', '--site', '1', '--label', 'x'.repeat(300)], 1, /a label of 1 to 100 characters/],
+    [['site', 'create', '--name', 'a'.repeat(5000)], 1, /A website name has at most 100 characters/],
+    [['site', 'create', '--name', '  '], 1, /A website needs a name/],
     [['apikey', 'revoke', 'ak_unknown'], 1, /no API credential ak_unknown/],
     [['user', 'create', '--email', 'not-an-address', '--password', 'long enough', '--site', '1'], 1, /not an e-mail address/],
     [['user', 'create', '--email', 'x@example.com', '--password', 'short', '--site', '1'], 1, /at least 8 characters/],
@@ -229,7 +236,7 @@ test('cms help lists every command with its usage; no command means help', async
   }
   assert.equal(
     commands.find((c: { name: string }) => c.name === 'apikey create').usage,
-    'cms apikey create --site ID [--label LABEL] [--json]',
+    'cms apikey create --site ID --label LABEL [--json]',
   );
   const bare = await cms({});
   assert.equal(bare.code, 0);
@@ -273,7 +280,7 @@ test('the OAuth commands run through cms like the others, with --json as one lin
 test('cms records rebuild brings stored records up to date after a write that changed only the columns', async (t) => {
   const env = await tempDataDir(t);
   ok(await cms(env, 'site', 'create', '--name', 'Bakery', '--json'));
-  const key = ok(await cms(env, 'apikey', 'create', '--site', '1', '--json'));
+  const key = ok(await cms(env, 'apikey', 'create', '--site', '1', '--label', 'records', '--json'));
   const db = createDatabase(`sqlite:${path.join(env.DATA_DIR!, 'cms.sqlite')}`);
   t.after(() => db.close());
   const app = await buildApp({ config: testConfig(), db });

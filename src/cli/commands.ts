@@ -150,10 +150,13 @@ const userList: Command = {
 const apikeyCreate: Command = {
   name: 'apikey create',
   summary: 'Create an API ID and key for a website (the key is shown only here)',
-  usage: '--site ID [--label LABEL]',
+  usage: '--site ID --label LABEL',
   options: { site: { type: 'string' }, label: { type: 'string' } },
   async run(ctx) {
-    const credential = await createCredential((await ctx.db()).kysely, siteIdOption(ctx), optionalOption(ctx, 'label') ?? '');
+    const label = optionalOption(ctx, 'label');
+    if (label === undefined) throw new UsageError('--label is required');
+    // What a label may be (1 to 100 characters) is the console's rule: createCredential checks it for both.
+    const credential = await createCredential((await ctx.db()).kysely, siteIdOption(ctx), label);
     return {
       json: credential,
       text: [

@@ -178,6 +178,7 @@ test('mistakes exit 2 (usage) or 1 (failure) with one JSON error on stderr and n
     [['apikey', 'create', '--site', '1', '--label', 'x'.repeat(300)], 1, /a label of 1 to 100 characters/],
     [['site', 'create', '--name', 'a'.repeat(5000)], 1, /A website name has at most 100 characters/],
     [['site', 'create', '--name', '  '], 1, /A website needs a name/],
+    [['connection', 'list', '--site', '999'], 1, /no website 999/],
     [['apikey', 'revoke', 'ak_unknown'], 1, /no API credential ak_unknown/],
     [['user', 'create', '--email', 'not-an-address', '--password', 'long enough', '--site', '1'], 1, /not an e-mail address/],
     [['user', 'create', '--email', 'x@example.com', '--password', 'short', '--site', '1'], 1, /at least 8 characters/],

@@ -1,6 +1,8 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { findSite } from '../accounts/account.repository.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import { NotFoundError } from '../errors.js';
 
 /** A mistake in how the command was called: exit code 2, as usual for command-line tools. */
 export class UsageError extends Error {
@@ -85,4 +87,14 @@ export function siteIdOption(ctx: CommandContext): number {
   const raw = requiredOption(ctx, 'site');
   if (!/^[1-9]\d{0,14}$/.test(raw)) throw new UsageError(`--site must be a website id (a positive whole number), got "${raw}"`);
   return Number(raw);
+}
+
+/**
+ * The website whose records a command lists, from --site: one that exists, since an empty list
+ * for a mistyped id would read as "none".
+ */
+export async function listedSiteOption(ctx: CommandContext): Promise<number> {
+  const siteId = siteIdOption(ctx);
+  if (!(await findSite((await ctx.db()).kysely, siteId))) throw new NotFoundError(`There is no website ${siteId}.`);
+  return siteId;
 }

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { findSite, listCredentials, listSites } from '../accounts/account.repository.js';
+import { listCredentials, listSites } from '../accounts/account.repository.js';
 import {
   addSiteToUser,
   createCredential,
@@ -13,8 +13,15 @@ import {
 } from '../accounts/account.service.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { rebuildStoredRecords } from '../db/migrations/0008_stored_records.js';
-import { NotFoundError } from '../errors.js';
-import { type Command, type CommandContext, optionalOption, requiredOption, siteIdOption, UsageError } from './command.js';
+import {
+  type Command,
+  type CommandContext,
+  listedSiteOption,
+  optionalOption,
+  requiredOption,
+  siteIdOption,
+  UsageError,
+} from './command.js';
 import { connectionService, oauthCommands } from './oauth.commands.js';
 import { table } from './output.js';
 
@@ -174,11 +181,8 @@ const apikeyList: Command = {
   usage: '--site ID',
   options: { site: { type: 'string' } },
   async run(ctx) {
-    const siteId = siteIdOption(ctx);
-    const db = (await ctx.db()).kysely;
-    // An empty list for a mistyped id would read as "no keys"; say the website isn't there.
-    if (!(await findSite(db, siteId))) throw new NotFoundError(`There is no website ${siteId}.`);
-    const rows = await listCredentials(db, siteId);
+    const siteId = await listedSiteOption(ctx);
+    const rows = await listCredentials((await ctx.db()).kysely, siteId);
     const credentials = rows.map((c) => ({
       apiId: c.api_id,
       label: c.label,

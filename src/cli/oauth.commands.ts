@@ -1,4 +1,4 @@
-import { type Command, repeatedOption, requiredOption, siteIdOption } from './command.js';
+import { type Command, listedSiteOption, repeatedOption, requiredOption } from './command.js';
 
 // The services import oidc-provider, slow to load and warning on stderr under Node 20. They are
 // loaded when one of these commands runs, after its arguments are checked, so that the other
@@ -43,7 +43,7 @@ const connectionList: Command = {
   usage: '--site ID',
   options: { site: { type: 'string' } },
   async run(ctx) {
-    const siteId = siteIdOption(ctx);
+    const siteId = await listedSiteOption(ctx);
     const { listConnections } = await connectionService();
     const connections = await listConnections((await ctx.db()).kysely, siteId);
     const lines = connections.map(

@@ -1,10 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { BadRequestError } from '../errors.js';
 import { createClient, deleteOwnedClient, findOwnedClient, listOwnedClients, updateOwnedRedirectUris } from '../oauth/client.service.js';
 import { formValue } from '../oauth/interaction.context.js';
-import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, consoleHandler } from './console.http.js';
+import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler } from './console.http.js';
 
 const ClientParams = Type.Object({ clientId: Type.String({ pattern: '^[\\w-]{1,64}$' }) });
 const CLIENTS = `${CONSOLE_PATH}/clients`;
@@ -13,20 +13,6 @@ const NAME_MAX = 100;
 /** One URI a line (or separated by spaces): how a person pastes a list into a text area. */
 function urisOf(text: string): string[] {
   return text.split(/\s+/).filter(Boolean);
-}
-
-/** Runs a change; a refused value shows the form again with what was typed, not a 303 that loses it. */
-async function orFormAgain(
-  again: (error: string) => Promise<FastifyReply>,
-  change: () => Promise<unknown>,
-): Promise<FastifyReply | undefined> {
-  try {
-    await change();
-    return undefined;
-  } catch (error) {
-    if (!(error instanceof BadRequestError)) throw error;
-    return again(error.message);
-  }
 }
 
 /** The OAuth clients a user registered: theirs alone; anyone else's id is a 404. */
@@ -55,15 +41,16 @@ export async function registerClientPages(app: FastifyInstance, deps: ConsoleDep
     consoleHandler(deps, 'POST', async (ctx) => {
       const name = formValue(ctx.form, 'name').trim();
       const redirectUris = formValue(ctx.form, 'redirect_uris');
-      let clientId = '';
-      const refused = await orFormAgain(
+      const created = await changeOrFormAgain(
         (error) => listPage(ctx, 400, { name, redirectUris, error }),
         async () => {
           if (name.length > NAME_MAX) throw new BadRequestError(`A client name has at most ${NAME_MAX} characters.`);
-          ({ clientId } = await createClient(db, { name, redirectUris: urisOf(redirectUris), ownerUserId: ctx.user.id }));
+          return createClient(db, { name, redirectUris: urisOf(redirectUris), ownerUserId: ctx.user.id });
         },
       );
-      return refused ?? ctx.seeOther(`${CLIENTS}/${clientId}`, { clientId, notice: `${name} is registered.` });
+      if (!created) return ctx.reply;
+      const { clientId } = created.result;
+      return ctx.seeOther(`${CLIENTS}/${clientId}`, { clientId, notice: `${name} is registered.` });
     }),
   );
 
@@ -90,11 +77,12 @@ export async function registerClientPages(app: FastifyInstance, deps: ConsoleDep
     consoleHandler(deps, 'POST', async (ctx) => {
       const { clientId } = ctx.request.params as { clientId: string };
       const redirectUris = formValue(ctx.form, 'redirect_uris');
-      const refused = await orFormAgain(
+      const saved = await changeOrFormAgain(
         (error) => clientPage(ctx, 400, { redirectUris, error }),
         () => updateOwnedRedirectUris(db, ctx.user.id, clientId, urisOf(redirectUris)),
       );
-      return refused ?? ctx.seeOther(`${CLIENTS}/${clientId}`, { notice: 'The redirect URIs are saved.' });
+      if (!saved) return ctx.reply;
+      return ctx.seeOther(`${CLIENTS}/${clientId}`, { notice: 'The redirect URIs are saved.' });
     }),
   );
 

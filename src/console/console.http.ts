@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type Provider from 'oidc-provider';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
-import { AppError } from '../errors.js';
+import { AppError, BadRequestError } from '../errors.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
 import type { Form } from '../oauth/interaction.context.js';
 import { csrfToken, csrfValid, sendPage } from '../oauth/views.js';
@@ -79,6 +79,26 @@ export function consoleHandler(deps: ConsoleDeps, method: 'GET' | 'POST', handle
       },
     });
   };
+}
+
+/**
+ * Runs a form's change and gives its result. A refused value (a BadRequestError) shows the form
+ * again with the error and what was typed (`again`), not a 303 that loses it; then this gives
+ * undefined and the handler sends nothing more. Never the 400 reply itself: a FastifyReply is
+ * thenable, so a promise of one resolves to undefined once it is sent, and the caller would take
+ * the refusal for a success (and answer twice).
+ */
+export async function changeOrFormAgain<T>(
+  again: (error: string) => Promise<unknown>,
+  change: () => Promise<T>,
+): Promise<{ result: T } | undefined> {
+  try {
+    return { result: await change() };
+  } catch (error) {
+    if (!(error instanceof BadRequestError)) throw error;
+    await again(error.message);
+    return undefined;
+  }
 }
 
 /**

@@ -1,13 +1,14 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
+import { LABEL_MAX } from '../accounts/account.names.js';
 import { createCredential } from '../accounts/account.service.js';
 import { getPage, pageTree } from '../content/pages/page.service.js';
 import { isVerifiedClient, listClients } from '../oauth/client.service.js';
 import { listConnections } from '../oauth/connection.service.js';
 import { formValue } from '../oauth/interaction.context.js';
 import { SCOPE_TITLES } from '../oauth/scopes.js';
-import { CONSOLE_PATH, type ConsoleDeps, consoleHandler } from './console.http.js';
+import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler } from './console.http.js';
 import { requireUserSite, revokeSiteConnection, revokeSiteCredential, siteCredentials } from './console.service.js';
 
 const SiteParams = Type.Object({ siteId: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }) });
@@ -17,8 +18,6 @@ const ConnectionParams = Type.Object({
 });
 const CredentialParams = Type.Object({ siteId: SiteParams.properties.siteId, apiId: Type.String({ pattern: '^ak_[\\w-]{1,64}$' }) });
 const PageParams = Type.Object({ siteId: SiteParams.properties.siteId, pageId: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }) });
-
-const LABEL_MAX = 100;
 
 export const sitePath = (siteId: number, rest = '') => `${CONSOLE_PATH}/sites/${siteId}${rest}`;
 
@@ -75,21 +74,24 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     }),
   );
 
+  const credentialsPage = async (ctx: ConsoleContext, status: number, data: Record<string, unknown> = {}) => {
+    const { siteId } = ctx.request.params as { siteId: number };
+    const site = await requireUserSite(db, ctx.user.id, siteId);
+    return ctx.page(status, 'console-credentials', 'sites', {
+      site,
+      tab: 'credentials',
+      credentials: await siteCredentials(db, ctx.user.id, siteId),
+      label: '',
+      labelMax: LABEL_MAX,
+      base: deps.config.publicUrl,
+      ...data,
+    });
+  };
+
   scope.get(
     `${CONSOLE_PATH}/sites/:siteId/credentials`,
     { schema: { hide: true, params: SiteParams } },
-    consoleHandler(deps, 'GET', async (ctx) => {
-      const { siteId } = ctx.request.params as { siteId: number };
-      const site = await requireUserSite(db, ctx.user.id, siteId);
-      const credentials = await siteCredentials(db, ctx.user.id, siteId);
-      return ctx.page(200, 'console-credentials', 'sites', {
-        site,
-        tab: 'credentials',
-        credentials,
-        labelMax: LABEL_MAX,
-        base: deps.config.publicUrl,
-      });
-    }),
+    consoleHandler(deps, 'GET', (ctx) => credentialsPage(ctx, 200)),
   );
 
   scope.post(
@@ -98,12 +100,14 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     consoleHandler(deps, 'POST', async (ctx) => {
       const { siteId } = ctx.request.params as { siteId: number };
       await requireUserSite(db, ctx.user.id, siteId);
-      const label = formValue(ctx.form, 'label').trim();
-      if (!label || label.length > LABEL_MAX) {
-        return ctx.seeOther(sitePath(siteId, '/credentials'), { error: `Give the credential a label of 1 to ${LABEL_MAX} characters.` });
-      }
-      const created = await createCredential(db, siteId, label);
-      return ctx.seeOther(sitePath(siteId, '/credentials'), { credential: { apiId: created.apiId, apiKey: created.apiKey, label } });
+      const label = formValue(ctx.form, 'label');
+      const created = await changeOrFormAgain(
+        (error) => credentialsPage(ctx, 400, { label, error }),
+        () => createCredential(db, siteId, label),
+      );
+      if (!created) return ctx.reply;
+      const { apiId, apiKey } = created.result;
+      return ctx.seeOther(sitePath(siteId, '/credentials'), { credential: { apiId, apiKey, label: created.result.label } });
     }),
   );
 

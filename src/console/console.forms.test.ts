@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { type TestContext, test } from 'node:test';
+import { addTestSite, createTestDatabase } from '../../test/helpers.js';
+import { consoleLogin, csrfOf, type OAuthServer, startOAuthApp } from '../../test/oauth.helpers.js';
+import { freePort } from '../../test/server-process.js';
+import { listCredentials } from '../accounts/account.repository.js';
+import { createUser } from '../accounts/account.service.js';
+import { buildApp } from '../app.js';
+import { testConfig } from '../config.js';
+
+/** A console on a listening server whose log lines (warn and up) the test reads. */
+async function consoleWithLog(t: TestContext) {
+  const lines: { level: number; msg?: string; err?: { message?: string } }[] = [];
+  const db = await createTestDatabase(t);
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const app = await buildApp({
+    config: testConfig({ publicUrl: base, logLevel: 'warn' }),
+    db,
+    logStream: { write: (line: string) => lines.push(JSON.parse(line)) },
+  });
+  t.after(() => app.close());
+  await app.listen({ port, host: '127.0.0.1' });
+  const site = await addTestSite(db);
+  const password = 'correct horse battery';
+  const user = await createUser(db.kysely, { email: 'owner@example.com', password, siteId: site.siteId });
+  const server = { base, owner: { id: user.id, email: user.email, password } } as OAuthServer;
+  return { server, lines, site };
+}
+
+test('console: a refused client form is the 400 form, answered once: no error logged, no success flash', async (t) => {
+  const { server, lines } = await consoleWithLog(t);
+  const { browser } = await consoleLogin(server);
+  const csrf = await csrfOf(browser);
+  const refusals = [
+    { name: '', redirect_uris: 'https://app.example/cb' },
+    { name: 'Evil', redirect_uris: 'http://evil.example/cb' },
+  ];
+  for (const form of refusals) {
+    const refused = await browser.request('/console/clients', { form: { csrf, ...form } });
+    assert.equal(refused.status, 400, form.redirect_uris);
+    const html = await refused.text();
+    assert.match(html, /class="error" role="alert"/);
+    assert.match(html, new RegExp(form.redirect_uris.replace(/[./]/g, '\\$&')), 'what was typed is shown again');
+    assert.ok(!refused.headers.getSetCookie().some((c) => c.startsWith('_console_flash=')), 'no flash cookie');
+  }
+  const created = await browser.request('/console/clients', { form: { csrf, name: 'Mine', redirect_uris: 'https://mine.example/cb' } });
+  assert.equal(created.status, 303);
+  const clientPath = String(created.headers.get('location'));
+  assert.match(await (await browser.request(clientPath)).text(), /Mine is registered/);
+
+  const edit = await browser.request(clientPath, { form: { csrf, redirect_uris: 'http://evil.example/cb' } });
+  assert.equal(edit.status, 400);
+  assert.match(await edit.text(), /http:\/\/evil\.example\/cb/);
+  assert.ok(!edit.headers.getSetCookie().some((c) => c.startsWith('_console_flash=')));
+  const after = await (await browser.request('/console/clients')).text();
+  assert.doesNotMatch(after, /is registered|are saved/, 'no success message on the next page');
+
+  assert.deepEqual(
+    lines.filter((line) => line.level >= 50),
+    [],
+    'nothing logged at error level',
+  );
+});
+
+test('console: a refused credential label is the 400 form with what was typed; nothing is created', async (t) => {
+  const a = await startOAuthApp(t);
+  const { browser } = await consoleLogin(a);
+  const csrf = await csrfOf(browser);
+  const path = `/console/sites/${a.site.siteId}/credentials`;
+  const before = (await listCredentials(a.db.kysely, a.site.siteId)).length;
+  for (const label of ['   ', '', 'x'.repeat(101)]) {
+    const refused = await browser.request(path, { form: { csrf, label } });
+    assert.equal(refused.status, 400, JSON.stringify(label));
+    const html = await refused.text();
+    assert.match(html, /Give the credential a label of 1 to 100 characters/);
+    assert.match(html, new RegExp(`id="label" name="label"[^>]*value="${label}"`), 'the label typed is in the field');
+  }
+  assert.equal((await listCredentials(a.db.kysely, a.site.siteId)).length, before);
+  const made = await browser.request(path, { form: { csrf, label: `  ${'y'.repeat(100)}  ` } });
+  assert.equal(made.status, 303, '100 characters after trimming is allowed');
+});

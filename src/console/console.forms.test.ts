@@ -7,6 +7,7 @@ import { listCredentials } from '../accounts/account.repository.js';
 import { createUser } from '../accounts/account.service.js';
 import { buildApp } from '../app.js';
 import { testConfig } from '../config.js';
+import { LOGIN_ATTEMPTS } from '../oauth/login.js';
 
 /** A console on a listening server whose log lines (warn and up) the test reads. */
 async function consoleWithLog(t: TestContext) {
@@ -79,4 +80,36 @@ test('console: a refused credential label is the 400 form with what was typed; n
   assert.equal((await listCredentials(a.db.kysely, a.site.siteId)).length, before);
   const made = await browser.request(path, { form: { csrf, label: `  ${'y'.repeat(100)}  ` } });
   assert.equal(made.status, 303, '100 characters after trimming is allowed');
+});
+
+test('console: wrong current passwords count against the sign-in limits; past them a 429, even for the right one', async (t) => {
+  const a = await startOAuthApp(t);
+  const { browser } = await consoleLogin(a);
+  const csrf = await csrfOf(browser);
+  const change = (current: string) =>
+    browser.request('/console/account/password', { form: { csrf, current, password: 'brand new pass', repeat: 'brand new pass' } });
+  for (let i = 0; i < LOGIN_ATTEMPTS; i++) {
+    const wrong = await change(`guess ${i}`);
+    assert.equal(wrong.status, 400);
+    assert.match(await wrong.text(), /current password is not correct/);
+  }
+  const limited = await change(a.owner.password);
+  assert.equal(limited.status, 429);
+  assert.match(String(limited.headers.get('retry-after')), /^\d+$/);
+  assert.match(await limited.text(), /Too many wrong passwords\. The current password is not checked again for 15 minutes/);
+  // The same counters as the sign-in form: switching to it gains nothing.
+  assert.equal((await consoleLogin(a)).response.status, 429);
+  assert.equal((await consoleLogin(a, 'brand new pass')).response.status, 429, 'the password did not change');
+});
+
+test('console: a right current password resets the count, as a sign-in does', async (t) => {
+  const a = await startOAuthApp(t);
+  const { browser } = await consoleLogin(a);
+  const csrf = await csrfOf(browser);
+  const change = (current: string, next: string) =>
+    browser.request('/console/account/password', { form: { csrf, current, password: next, repeat: next } });
+  for (let i = 0; i < LOGIN_ATTEMPTS - 1; i++) assert.equal((await change(`guess ${i}`, 'brand new pass')).status, 400);
+  assert.equal((await change(a.owner.password, 'brand new pass')).status, 303);
+  for (let i = 0; i < LOGIN_ATTEMPTS - 1; i++) assert.equal((await change(`guess ${i}`, 'newer still')).status, 400);
+  assert.equal((await change('brand new pass', 'newer still')).status, 303);
 });

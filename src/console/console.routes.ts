@@ -6,7 +6,7 @@ import { sitesOfUser } from '../accounts/account.repository.js';
 import { changePassword } from '../accounts/account.service.js';
 import { BadRequestError } from '../errors.js';
 import { acceptFormsOnly, type Form, formValue } from '../oauth/interaction.context.js';
-import { attemptLogin } from '../oauth/login.js';
+import { attemptLogin, LOGIN_WINDOW_SECONDS } from '../oauth/login.js';
 import { csrfToken, csrfValid, sendPage } from '../oauth/views.js';
 import { registerClientPages } from './console.clients.js';
 import { CONSOLE_PATH, type ConsoleDeps, consoleHandler, errorPage, installConsoleErrors } from './console.http.js';
@@ -92,9 +92,22 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       `${CONSOLE_PATH}/account/password`,
       { schema: { hide: true } },
       consoleHandler(deps, 'POST', async (ctx) => {
+        const current = formValue(ctx.form, 'current');
+        // The current password is checked as a sign-in is, against the same counters: a session
+        // left open (or stolen) is no way to guess the password past the sign-in limits.
+        const check = await attemptLogin(deps.db, deps.limits, { email: ctx.user.email, password: current, ip: ctx.request.ip });
+        if (!check.ok && check.status === 429) {
+          const retryAfter = check.retryAfter ?? LOGIN_WINDOW_SECONDS;
+          const minutes = Math.ceil(retryAfter / 60);
+          ctx.reply.header('retry-after', String(retryAfter));
+          return ctx.page(429, 'console-account', 'account', {
+            error: `Too many wrong passwords. The current password is not checked again for ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+          });
+        }
+        if (!check.ok) return ctx.page(400, 'console-account', 'account', { error: 'The current password is not correct.' });
         try {
           await changePassword(deps.db, ctx.user.id, {
-            current: formValue(ctx.form, 'current'),
+            current,
             next: formValue(ctx.form, 'password'),
             repeat: formValue(ctx.form, 'repeat'),
           });

@@ -43,6 +43,12 @@ export function errorPage(reply: FastifyReply, status: number, title: string, me
   return sendPage(reply, status, 'error', { title, message, back: CONSOLE_PATH });
 }
 
+/** Signed out: to the sign-in page, and back to this address after it when it was a GET. */
+function toSignIn(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const next = request.method === 'GET' ? `?next=${encodeURIComponent(request.url)}` : '';
+  return reply.code(303).header('location', `${CONSOLE_PATH}/login${next}`).send();
+}
+
 /**
  * A console route: signed out, the browser goes to the sign-in page (and comes back); on a POST,
  * a form without this session's CSRF token is refused with 403 before anything is done.
@@ -50,10 +56,7 @@ export function errorPage(reply: FastifyReply, status: number, title: string, me
 export function consoleHandler(deps: ConsoleDeps, method: 'GET' | 'POST', handler: (ctx: ConsoleContext) => Promise<FastifyReply>) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const user = await currentUser(deps.provider, deps.db, request, reply);
-    if (!user) {
-      const next = method === 'GET' ? `?next=${encodeURIComponent(request.url)}` : '';
-      return reply.code(303).header('location', `${CONSOLE_PATH}/login${next}`).send();
-    }
+    if (!user) return toSignIn(request, reply);
     const form = (request.body as Form | undefined) ?? {};
     const csrf = sessionCsrf(deps.config, user);
     if (method === 'POST' && !csrfValid(deps.config.cookieSecrets, `console:${user.sessionUid}`, form.csrf)) {
@@ -105,9 +108,12 @@ export async function changeOrFormAgain<T>(
  * Errors of console routes as pages: a malformed id in a URL, or one that is not the user's, is
  * the same 404 as a missing one; a refused form value reads as what it is.
  */
-export function installConsoleErrors(scope: FastifyInstance): void {
+export function installConsoleErrors(scope: FastifyInstance, deps: ConsoleDeps): void {
   scope.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (error.validation && error.validationContext === 'params') {
+      // Checked before the handler's sign-in: signed out, the answer is the sign-in page, as for
+      // any console address, so that nothing about the address shows before signing in.
+      if (!(await currentUser(deps.provider, deps.db, request, reply))) return toSignIn(request, reply);
       return errorPage(reply, 404, 'Not found', 'There is nothing here, or it is not yours to see.');
     }
     if (error instanceof AppError && error.status === 404) {

@@ -19,9 +19,11 @@ const LOGIN_COOKIE = '_console_login';
 
 /** Only a path inside the console: `next` must not send the browser anywhere else. */
 function safeNext(next: unknown): string {
-  return typeof next === 'string' && next.startsWith(`${CONSOLE_PATH}/`) && !next.startsWith('//') && !next.includes('\\')
-    ? next
-    : CONSOLE_PATH;
+  if (typeof next !== 'string' || !next.startsWith('/') || next.startsWith('//') || next.includes('\\')) return CONSOLE_PATH;
+  // Checked as the browser will read it: `/console/../api/page` is /api/page.
+  const url = new URL(next, 'http://console.invalid');
+  if (url.origin !== 'http://console.invalid' || !url.pathname.startsWith(`${CONSOLE_PATH}/`)) return CONSOLE_PATH;
+  return `${url.pathname}${url.search}`;
 }
 
 const LoginQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 500 })) }, { additionalProperties: false });
@@ -30,7 +32,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
   await app.register(async (plain) => {
     const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
     acceptFormsOnly(scope);
-    installConsoleErrors(scope);
+    installConsoleErrors(scope, deps);
     const secrets = deps.config.cookieSecrets;
 
     function loginPage(request: FastifyRequest, reply: FastifyReply, status: number, data: Record<string, unknown>) {
@@ -123,8 +125,13 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     await registerClientPages(scope, deps);
 
     // Anything else under /console: the console's own 404 page, not the API's problem+json.
-    scope.get(`${CONSOLE_PATH}/*`, { schema: { hide: true } }, async (_request, reply) =>
-      errorPage(reply, 404, 'Not found', 'There is nothing here, or it is not yours to see.'),
+    // Signed out, the sign-in page first, as for every console address.
+    scope.get(
+      `${CONSOLE_PATH}/*`,
+      { schema: { hide: true } },
+      consoleHandler(deps, 'GET', async (ctx) =>
+        errorPage(ctx.reply, 404, 'Not found', 'There is nothing here, or it is not yours to see.'),
+      ),
     );
   });
 }

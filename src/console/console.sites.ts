@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { LABEL_MAX } from '../accounts/account.names.js';
 import { createCredential } from '../accounts/account.service.js';
 import { getPage, pageTree } from '../content/pages/page.service.js';
+import { NotFoundError } from '../errors.js';
 import { isVerifiedClient, listClients } from '../oauth/client.service.js';
 import { listConnections } from '../oauth/connection.service.js';
 import { formValue } from '../oauth/interaction.context.js';
@@ -11,13 +12,32 @@ import { SCOPE_TITLES } from '../oauth/scopes.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler } from './console.http.js';
 import { requireUserSite, revokeSiteConnection, revokeSiteCredential, siteCredentials } from './console.service.js';
 
-const SiteParams = Type.Object({ siteId: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }) });
-const ConnectionParams = Type.Object({
-  siteId: SiteParams.properties.siteId,
-  connectionId: Type.String({ pattern: '^con_[\\w-]{1,64}$' }),
-});
-const CredentialParams = Type.Object({ siteId: SiteParams.properties.siteId, apiId: Type.String({ pattern: '^ak_[\\w-]{1,64}$' }) });
-const PageParams = Type.Object({ siteId: SiteParams.properties.siteId, pageId: Type.Integer({ minimum: 1, maximum: 2 ** 31 - 1 }) });
+// An id as the console writes it in its links: decimal, no leading zero. `01` or `1e0` would
+// otherwise be coerced to 1, another address for the same website.
+const Id = Type.String({ pattern: '^[1-9][0-9]{0,9}$' });
+const SiteParams = Type.Object({ siteId: Id });
+const ConnectionParams = Type.Object({ siteId: Id, connectionId: Type.String({ pattern: '^con_[\\w-]{1,64}$' }) });
+const CredentialParams = Type.Object({ siteId: Id, apiId: Type.String({ pattern: '^ak_[\\w-]{1,64}$' }) });
+const PageParams = Type.Object({ siteId: Id, pageId: Id });
+
+/** The largest id the database's integer columns hold: a larger one names nothing. */
+const MAX_ID = 2 ** 31 - 1;
+
+interface SiteRouteParams {
+  siteId: number;
+  pageId: number;
+  connectionId: string;
+  apiId: string;
+}
+
+/** A route's params, its ids as numbers. */
+function paramsOf(ctx: ConsoleContext): SiteRouteParams {
+  const raw = ctx.request.params as Record<string, string>;
+  const siteId = Number(raw.siteId);
+  const pageId = Number(raw.pageId);
+  if (siteId > MAX_ID || pageId > MAX_ID) throw new NotFoundError('There is no such website or page.');
+  return { ...raw, siteId, pageId } as SiteRouteParams;
+}
 
 export const sitePath = (siteId: number, rest = '') => `${CONSOLE_PATH}/sites/${siteId}${rest}`;
 
@@ -30,7 +50,7 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     `${CONSOLE_PATH}/sites/:siteId`,
     { schema: { hide: true, params: SiteParams } },
     consoleHandler(deps, 'GET', async (ctx) => {
-      const { siteId } = ctx.request.params as { siteId: number };
+      const { siteId } = paramsOf(ctx);
       const site = await requireUserSite(db, ctx.user.id, siteId);
       const [connections, clients] = await Promise.all([listConnections(db, siteId), listClients(db)]);
       const sourceOf = new Map(clients.map((client) => [client.client_id, client.source]));
@@ -50,10 +70,12 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     `${CONSOLE_PATH}/sites/:siteId/connections/:connectionId/revoke`,
     { schema: { hide: true, params: ConnectionParams } },
     consoleHandler(deps, 'GET', async (ctx) => {
-      const { siteId, connectionId } = ctx.request.params as { siteId: number; connectionId: string };
+      const { siteId, connectionId } = paramsOf(ctx);
       const site = await requireUserSite(db, ctx.user.id, siteId);
-      const connection = (await listConnections(db, siteId)).find((c) => c.id === connectionId && c.status === 'active');
-      if (!connection) return ctx.seeOther(sitePath(siteId), { error: 'That connection has already ended.' });
+      // Unknown here (or another website's) is the 404 the POST gives; one that ended is this website's, so say so.
+      const connection = (await listConnections(db, siteId)).find((c) => c.id === connectionId);
+      if (!connection) throw new NotFoundError(`Website ${siteId} has no connection ${connectionId}.`);
+      if (connection.status !== 'active') return ctx.seeOther(sitePath(siteId), { error: 'That connection has already ended.' });
       return ctx.page(200, 'console-confirm', 'sites', {
         heading: `Revoke ${connection.client_name}?`,
         message: `${connection.client_name} loses access to ${site.name} at once: its next request is refused. Your other websites' connections are not affected. To connect it again, it has to ask you again.`,
@@ -68,14 +90,14 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     `${CONSOLE_PATH}/sites/:siteId/connections/:connectionId/revoke`,
     { schema: { hide: true, params: ConnectionParams } },
     consoleHandler(deps, 'POST', async (ctx) => {
-      const { siteId, connectionId } = ctx.request.params as { siteId: number; connectionId: string };
+      const { siteId, connectionId } = paramsOf(ctx);
       await revokeSiteConnection(db, ctx.user.id, siteId, connectionId);
       return ctx.seeOther(sitePath(siteId), { notice: 'The connection is revoked. Its tokens no longer work.' });
     }),
   );
 
   const credentialsPage = async (ctx: ConsoleContext, status: number, data: Record<string, unknown> = {}) => {
-    const { siteId } = ctx.request.params as { siteId: number };
+    const { siteId } = paramsOf(ctx);
     const site = await requireUserSite(db, ctx.user.id, siteId);
     return ctx.page(status, 'console-credentials', 'sites', {
       site,
@@ -98,7 +120,7 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     `${CONSOLE_PATH}/sites/:siteId/credentials`,
     { schema: { hide: true, params: SiteParams } },
     consoleHandler(deps, 'POST', async (ctx) => {
-      const { siteId } = ctx.request.params as { siteId: number };
+      const { siteId } = paramsOf(ctx);
       await requireUserSite(db, ctx.user.id, siteId);
       const label = formValue(ctx.form, 'label');
       const created = await changeOrFormAgain(
@@ -115,9 +137,10 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     `${CONSOLE_PATH}/sites/:siteId/credentials/:apiId/revoke`,
     { schema: { hide: true, params: CredentialParams } },
     consoleHandler(deps, 'GET', async (ctx) => {
-      const { siteId, apiId } = ctx.request.params as { siteId: number; apiId: string };
-      const credential = (await siteCredentials(db, ctx.user.id, siteId)).find((c) => c.api_id === apiId && !c.revoked_at);
-      if (!credential) return ctx.seeOther(sitePath(siteId, '/credentials'), { error: 'That credential is already revoked.' });
+      const { siteId, apiId } = paramsOf(ctx);
+      const credential = (await siteCredentials(db, ctx.user.id, siteId)).find((c) => c.api_id === apiId);
+      if (!credential) throw new NotFoundError(`Website ${siteId} has no API credential ${apiId}.`);
+      if (credential.revoked_at) return ctx.seeOther(sitePath(siteId, '/credentials'), { error: 'That credential is already revoked.' });
       return ctx.page(200, 'console-confirm', 'sites', {
         heading: `Revoke the credential “${credential.label || credential.api_id}”?`,
         message: `Requests signed with API ID ${credential.api_id} are refused from now on. This cannot be undone; create a new credential if you need one.`,
@@ -132,7 +155,7 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     `${CONSOLE_PATH}/sites/:siteId/credentials/:apiId/revoke`,
     { schema: { hide: true, params: CredentialParams } },
     consoleHandler(deps, 'POST', async (ctx) => {
-      const { siteId, apiId } = ctx.request.params as { siteId: number; apiId: string };
+      const { siteId, apiId } = paramsOf(ctx);
       await revokeSiteCredential(db, ctx.user.id, siteId, apiId);
       return ctx.seeOther(sitePath(siteId, '/credentials'), { notice: `The credential ${apiId} is revoked.` });
     }),
@@ -142,7 +165,7 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     `${CONSOLE_PATH}/sites/:siteId/pages`,
     { schema: { hide: true, params: SiteParams } },
     consoleHandler(deps, 'GET', async (ctx) => {
-      const { siteId } = ctx.request.params as { siteId: number };
+      const { siteId } = paramsOf(ctx);
       const site = await requireUserSite(db, ctx.user.id, siteId);
       return ctx.page(200, 'console-pages', 'sites', { site, tab: 'pages', tree: await pageTree(db, siteId) });
     }),
@@ -153,7 +176,7 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     `${CONSOLE_PATH}/sites/:siteId/pages/:pageId/json`,
     { schema: { hide: true, params: PageParams } },
     consoleHandler(deps, 'GET', async (ctx) => {
-      const { siteId, pageId } = ctx.request.params as { siteId: number; pageId: number };
+      const { siteId, pageId } = paramsOf(ctx);
       await requireUserSite(db, ctx.user.id, siteId);
       const page = await getPage(db, siteId, pageId);
       return ctx.reply

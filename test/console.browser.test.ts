@@ -204,3 +204,33 @@ test('in Chromium: / and /try run the whole flow with the demo client and list t
   const [connection] = await listConnections(a.db.kysely, a.site.siteId);
   assert.equal(connection?.client_id, 'demo-client');
 });
+
+test('in Chromium at 375 px: the longest website name, credential label and client name wrap; nothing scrolls sideways', async (t) => {
+  const browser = await launchChromium(t);
+  if (!browser) return;
+  const a = await startOAuthApp(t, { twoSites: false });
+  // The longest each may be, in one unbreakable word.
+  const long = (letter: string) => letter.repeat(100);
+  await a.db.kysely
+    .updateTable('sites')
+    .set({ name: long('S') })
+    .where('id', '=', a.site.siteId)
+    .execute();
+  const page = await browser.newPage({ viewport: { width: 375, height: 760 } });
+  await signIn(page, a);
+  await page.goto(`${a.base}/console/sites/${a.site.siteId}/credentials`);
+  await page.getByLabel('Label').fill(long('L'));
+  await page.getByRole('button', { name: 'Create credential' }).click();
+  await page.getByRole('heading', { name: /New credential/ }).waitFor();
+  await page.goto(`${a.base}/console/clients`);
+  await page.getByLabel('Name').fill(long('C'));
+  await page.getByLabel('Redirect URIs').fill('https://app.example/callback');
+  await page.getByRole('button', { name: 'Register client' }).click();
+  await page.getByRole('heading', { name: long('C') }).waitFor();
+  for (const path of ['/console', '/console/clients', `/console/sites/${a.site.siteId}`, `/console/sites/${a.site.siteId}/credentials`]) {
+    await page.goto(`${a.base}${path}`);
+    const width = Number(await page.evaluate('document.documentElement.scrollWidth'));
+    assert.ok(width <= 375, `${path}: ${width} px wide at 375 px`);
+  }
+  await shot(page, '12-phone-long-names');
+});

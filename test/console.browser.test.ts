@@ -234,3 +234,34 @@ test('in Chromium at 375 px: the longest website name, credential label and clie
   }
   await shot(page, '12-phone-long-names');
 });
+
+test('in Chromium: /try marks no step from an answer whose state is not the one it stored', async (t) => {
+  const browser = await launchChromium(t);
+  if (!browser) return;
+  const a = await startOAuthApp(t, { twoSites: false });
+  await createDemoClient(a.db.kysely, demoRedirectUris(a.base));
+  const page = await browser.newPage({ viewport: { width: 1000, height: 760 } });
+  const marks = () => page.locator('.steps li').evaluateAll((items) => items.map((item) => `${item.id}:${item.className}`));
+  const issuer = encodeURIComponent(a.issuer);
+  // What the page stores when it starts a flow in this tab.
+  const started = `sessionStorage.setItem('try-flow', JSON.stringify({ verifier: 'v', state: 'mine' }))`;
+
+  // A stale answer: this tab started no flow.
+  await page.goto(`${a.base}/try?code=abc&state=xyz&iss=${issuer}`);
+  await page.locator('#step-callback.failed').waitFor();
+  assert.deepEqual(await marks(), ['step-pkce:', 'step-authorize:', 'step-consent:', 'step-callback:failed', 'step-token:', 'step-api:']);
+
+  // A foreign error: not the state this tab stored, so not shown as the answer to its request.
+  await page.evaluate(started);
+  await page.goto(`${a.base}/try?error=access_denied&error_description=forged&state=theirs&iss=${issuer}`);
+  await page.locator('#step-callback.failed').waitFor();
+  assert.equal(await page.locator('.steps li.done').count(), 0);
+  assert.doesNotMatch(String(await page.locator('#step-consent').textContent()), /access_denied|forged/);
+
+  // The same error answering this tab's own request is shown where it happened.
+  await page.evaluate(started);
+  await page.goto(`${a.base}/try?error=access_denied&error_description=denied&state=mine&iss=${issuer}`);
+  await page.locator('#step-consent.failed').waitFor();
+  assert.match(String(await page.locator('#step-consent pre').textContent()), /access_denied: denied/);
+  assert.deepEqual((await marks()).slice(0, 4), ['step-pkce:done', 'step-authorize:done', 'step-consent:failed', 'step-callback:']);
+});

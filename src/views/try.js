@@ -53,17 +53,19 @@
     history.replaceState(null, '', window.location.pathname);
     const saved = JSON.parse(sessionStorage.getItem(STORE) || 'null');
     sessionStorage.removeItem(STORE);
-    show('step-pkce', saved ? 'done' : 'failed');
-    show('step-authorize', saved ? 'done' : 'failed');
+    // Nothing in the address counts until it is known to answer this page's own request: a stale
+    // or forged answer (its state is not the one stored) marks no step done, and no error as ours.
+    if (!saved || saved.state !== params.get('state') || params.get('iss') !== issuer) {
+      show('step-callback', 'failed', 'The state or the issuer is not the one this page sent: the answer is not used.');
+      return;
+    }
+    show('step-pkce', 'done');
+    show('step-authorize', 'done');
     if (params.get('error')) {
       show('step-consent', 'failed', `${params.get('error')}: ${params.get('error_description') ?? ''}`);
       return;
     }
     show('step-consent', 'done', 'Signed in, website chosen, access approved.');
-    if (!saved || saved.state !== params.get('state') || params.get('iss') !== issuer) {
-      show('step-callback', 'failed', 'The state or the issuer is not the one this page sent: the answer is not used.');
-      return;
-    }
     const code = params.get('code');
     show('step-callback', 'done', `code  = ${shorten(code)}\nstate = ${params.get('state')} (matches)\niss   = ${params.get('iss')}`);
 

@@ -19,6 +19,10 @@ async function urlWith(a: OAuthTestApp, changes: Record<string, string | undefin
 
 /** An error sent back to the client: to the registered URI, with error, the state unchanged, and iss (RFC 9207). */
 async function redirectedError(a: OAuthTestApp, url: string): Promise<string> {
+  return String((await redirectedErrorParams(a, url)).get('error'));
+}
+
+async function redirectedErrorParams(a: OAuthTestApp, url: string): Promise<URLSearchParams> {
   const response = await get(url);
   assert.equal(response.status, 303, `${url} → ${response.status}`);
   const location = new URL(String(response.headers.get('location')));
@@ -28,7 +32,7 @@ async function redirectedError(a: OAuthTestApp, url: string): Promise<string> {
   assert.equal(params.get('state'), 'st&te=1 ü');
   assert.equal(params.get('iss'), a.issuer);
   assert.equal(params.get('code'), null);
-  return String(params.get('error'));
+  return params;
 }
 
 test('an unknown client or a redirect URI that is not an exact match gets an error page, never a redirect', async (t) => {
@@ -72,6 +76,17 @@ test('resource is required and must be the API base URL exactly', async (t) => {
   const a = await startOAuthApp(t);
   for (const resource of [undefined, `${a.base}/`, `${a.base}/api`, 'https://other.example', 'not a url', `${a.base}#x`]) {
     assert.equal(await redirectedError(a, await urlWith(a, { resource })), 'invalid_target', String(resource));
+  }
+});
+
+test('one resource per authorization: a repeated resource is invalid_request before any sign-in, saying so', async (t) => {
+  const a = await startOAuthApp(t);
+  for (const second of [`${a.base}/mcp`, a.base]) {
+    const url = new URL(await urlWith(a, {}));
+    url.searchParams.append('resource', second);
+    const params = await redirectedErrorParams(a, url.href);
+    assert.equal(params.get('error'), 'invalid_request', second);
+    assert.match(String(params.get('error_description')), /resource.*once.*one resource/, second);
   }
 });
 

@@ -119,6 +119,11 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
         useGrantedResource: () => true,
         // The audience is the resource itself: bearerAuth of each resource accepts only its own tokens.
         getResourceServerInfo: (ctx, indicator) => {
+          // RFC 8707 allows several resources, but a token here has one audience and a grant one
+          // resource; oidc-provider lets resource repeat, so it is refused here, before sign-in.
+          if (ctx.oidc.route === 'authorization' && Array.isArray(ctx.oidc.params?.resource)) {
+            throw new errors.InvalidRequest(`resource must be given once: this server issues a token for one resource, ${resourceList}`);
+          }
           const resource = resourceByUrl(publicUrl, indicator);
           if (!resource) throw new errors.InvalidTarget(`resource must be ${resourceList}`);
           if (ctx.oidc.route === 'authorization') assertRequestedScopes(ctx.oidc.params?.scope, resource.scopes);

@@ -51,6 +51,19 @@ function answerUnknownRoute(ctx: KoaContextWithOIDC): void {
   ctx.set('cache-control', 'no-store');
 }
 
+/**
+ * RFC 6749 §5.2: a request missing a required parameter is invalid_request; RFC 7636 §4.6 keeps
+ * invalid_grant for a verifier that does not match. Every client must use PKCE here, so a code
+ * exchange without code_verifier is malformed whatever its code, but oidc-provider answers it
+ * invalid_grant. (A replayed code has by then revoked its connection, as with any replay.)
+ */
+function missingVerifierIsInvalidRequest(ctx: KoaContextWithOIDC): void {
+  const params = ctx.oidc.params;
+  if (params?.grant_type !== 'authorization_code' || params.code_verifier || (ctx.body as Body | undefined)?.error !== 'invalid_grant')
+    return;
+  ctx.body = { error: 'invalid_request', error_description: "missing required parameter 'code_verifier'" };
+}
+
 /** The provider's paths whose storage work runs in one transaction (request-transaction.ts). */
 const TRANSACTIONAL = new Set(['/token', '/revoke']);
 
@@ -67,6 +80,7 @@ export function installProviderHooks(provider: Provider, db: DbHandle, issuer: s
     const ctx = koa as KoaContextWithOIDC;
     if (ctx.status === 404 && ctx.body == null) return answerUnknownRoute(ctx);
     if (ctx.oidc?.route === 'registration' && ctx.status === 201) ctx.body = withoutSecret(ctx.body as Body);
+    if (ctx.oidc?.route === 'token' && ctx.status === 400) missingVerifierIsInvalidRequest(ctx);
     if (ctx.status !== 200) return;
     if (ctx.oidc?.route === 'token') await afterTokenIssued(ctx, db);
     if (ctx.oidc?.route === 'discovery') ctx.body = authorizationServerMetadata(provider, issuer, ctx.body as Body);

@@ -335,7 +335,7 @@ test('two concurrent refreshes with one token: at most one succeeds, and the rep
   }
 });
 
-test('refresh cannot widen the scope, but may narrow it', async (t) => {
+test('refresh may narrow the scope of its own tokens only; the grant keeps the approved scope, never more', async (t) => {
   const a = await startOAuthApp(t);
   const { tokens } = await connect(a, { scope: 'everything:read product:read' });
   const wider = await refresh(a, tokens.refresh_token, { scope: 'everything:read everything:write' });
@@ -345,6 +345,17 @@ test('refresh cannot widen the scope, but may narrow it', async (t) => {
   assert.equal(narrower.status, 200, JSON.stringify(narrower.body));
   assert.equal(narrower.body.scope, 'product:read');
   assert.equal(await pageStatus(a, String(narrower.body.access_token)), 403, 'product:read cannot read pages');
+  // RFC 6749 §6: the narrower scope was for that refresh's tokens; the grant keeps what was approved.
+  const back = await refresh(a, String(narrower.body.refresh_token), { scope: 'everything:read' });
+  assert.equal(back.status, 200, JSON.stringify(back.body));
+  assert.equal(back.body.scope, 'everything:read');
+  assert.equal(await pageStatus(a, String(back.body.access_token)), 200);
+  const all = await refresh(a, String(back.body.refresh_token));
+  assert.equal(all.body.scope, 'everything:read product:read', 'without scope: everything granted');
+  const [connection] = await listConnections(a.db.kysely, a.site.siteId);
+  assert.deepEqual(connection?.scopes, ['everything:read', 'product:read'], 'the connection is unchanged');
+  const beyond = await refresh(a, String(all.body.refresh_token), { scope: 'everything:write' });
+  assert.equal(beyond.body.error, 'invalid_scope', 'never more than granted');
 });
 
 test('each refresh restarts the 90 days; 91 idle days end the connection', async (t) => {

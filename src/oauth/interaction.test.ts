@@ -122,6 +122,21 @@ test('the CSRF token is required and bound to the interaction', async (t) => {
   assert.equal(ok.status, 303);
 });
 
+test('a form posted without the interaction cookie is the 400 expired page, and the sign-in it names goes on', async (t) => {
+  const a = await startOAuthApp(t);
+  const { browser, form } = await loginPage(a);
+  const credentials = { csrf: form.csrf, decision: 'approve', email: a.owner.email, password: a.owner.password };
+  // Another browser: the right CSRF token, but no cookie (lapsed, blocked, or a cross-site POST under SameSite=Lax).
+  const cookieless = await new Browser(a.base).request(form.action, { form: credentials });
+  assert.equal(cookieless.status, 400);
+  const html = await cookieless.text();
+  assert.match(html, /This sign-in has expired/);
+  assert.match(html, /start again/);
+  assert.equal(cookieless.headers.get('set-cookie'), null, 'nobody was signed in');
+  const ok = await browser.request(form.action, { form: credentials });
+  assert.equal(ok.status, 303, 'the browser that has the cookie still signs in');
+});
+
 test('an unknown or finished interaction shows an error page', async (t) => {
   const a = await startOAuthApp(t);
   const stranger = new Browser(a.base);

@@ -73,6 +73,8 @@ async function agentSite(t: TestContext, tls: { key: Buffer; cert: Buffer }) {
     '/secret.json': (url) => ({ client_id: url, redirect_uris: [AGENT_REDIRECT], token_endpoint_auth_method: 'client_secret_basic' }),
     '/bad-redirect.json': (url) => ({ client_id: url, redirect_uris: ['http://evil.example/callback'] }),
     '/large.json': (url) => ({ client_id: url, redirect_uris: [AGENT_REDIRECT], client_name: 'x'.repeat(6 * 1024) }),
+    '/bidi-name.json': (url) => ({ client_id: url, redirect_uris: [AGENT_REDIRECT], client_name: '\u202Egnp.exe\u200B' }),
+    '/long-name.json': (url) => ({ client_id: url, redirect_uris: [AGENT_REDIRECT], client_name: 'x'.repeat(101) }),
   };
   const server = createServer(tls, (request, response) => {
     const pathname = String(request.url);
@@ -138,11 +140,20 @@ test('Client ID Metadata Documents: an MCP client whose client_id is its https d
   assert.equal(elsewhere.location, null);
 });
 
-test('Client ID Metadata Documents: documents that do not describe themselves, carry a secret, break the redirect rules, are too large or too slow are refused', async (t) => {
+test('Client ID Metadata Documents: documents that do not describe themselves, carry a secret, break the redirect or name rules, are too large or too slow are refused', async (t) => {
   const tls = certificates(t);
   const site = await agentSite(t, tls);
   const a = await startOAuthApp(t, { config: { oauth: { ...OAUTH, clientMetadataFetch: { ca: tls.ca } } } });
-  for (const name of ['/other-id.json', '/secret.json', '/bad-redirect.json', '/large.json', '/missing.json', '/slow.json']) {
+  const refused = [
+    '/other-id.json',
+    '/secret.json',
+    '/bad-redirect.json',
+    '/bidi-name.json',
+    '/long-name.json',
+    '/large.json',
+    '/missing.json',
+  ];
+  for (const name of [...refused, '/slow.json']) {
     const started = Date.now();
     const answer = await authorize(a, `${site.origin}${name}`);
     assert.equal(answer.status, 400, name);

@@ -4,7 +4,7 @@ import { BlockList, isIP } from 'node:net';
 import { Readable } from 'node:stream';
 import type { Configuration } from 'oidc-provider';
 import type { Config } from '../config.js';
-import { type ApplicationType, redirectUriProblem } from './client.service.js';
+import { type ApplicationType, clientNameProblem, redirectUriProblem } from './client.service.js';
 
 /**
  * Loopback, private, link-local, shared, reserved and multicast ranges: never fetched from.
@@ -81,8 +81,8 @@ function fetchTrusting(ca: string): NonNullable<Configuration['fetch']> {
  * client_id is an https URL is described by the JSON document at that URL. oidc-provider fetches
  * it (2.5 s, 5 KiB, no redirects, special-use addresses refused when connecting), checks that the
  * document's client_id is its URL and that it has no secret, and builds the client from it; here
- * the host must also resolve to public addresses only, and its redirect URIs must pass the rules
- * every client follows. Documents are cached per process for 30 s to 5 min (their Cache-Control
+ * the host must also resolve to public addresses only, and its redirect URIs and name must pass
+ * the rules every client follows. Documents are cached per process for 30 s to 5 min (their Cache-Control
  * within that range), so a changed document reaches every node within 5 minutes.
  */
 export function clientMetadataDocuments(config: Config): Pick<Configuration, 'fetch'> & {
@@ -97,6 +97,8 @@ export function clientMetadataDocuments(config: Config): Pick<Configuration, 'fe
       allowClient: async (_ctx, client) => {
         const type: ApplicationType = client.applicationType === 'native' ? 'native' : 'web';
         const uris = client.redirectUris ?? [];
+        const name = typeof client.clientName === 'string' ? client.clientName.trim() : '';
+        if (name && clientNameProblem(name)) return false;
         return uris.length > 0 && uris.every((uri) => !redirectUriProblem(uri, type));
       },
       cacheDuration: { min: 30, max: 300 },

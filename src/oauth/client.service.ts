@@ -32,6 +32,26 @@ export function redirectUriProblem(uri: string, type: ApplicationType): string |
   return url.protocol.slice(0, -1).includes('.') ? undefined : `"${uri}": a private-use scheme must be a reverse domain name`;
 }
 
+/** The longest client name, as in the console's form: the pages show it inside a sentence. */
+export const CLIENT_NAME_MAX = 100;
+
+/**
+ * Characters that change how the text around them reads without showing themselves: controls,
+ * format characters (the bidi embeddings, overrides, isolates and marks among them: U+202A–U+202E,
+ * U+2066–U+2069, U+200E, U+200F, U+061C), line and paragraph separators, lone surrogates. A name
+ * with U+202E could reverse the rest of the consent sentence. The zero-width non-joiner and joiner
+ * (U+200C, U+200D) stay allowed: Persian and Indic words and emoji need them, and they move nothing.
+ */
+const HIDDEN_CHARACTERS = /(?![\u200C\u200D])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
+
+/** Why a client name (trimmed) may not be shown to owners, or undefined. */
+export function clientNameProblem(name: string): string | undefined {
+  if (!name) return 'A client needs a name.';
+  if (name.length > CLIENT_NAME_MAX) return `A client name has at most ${CLIENT_NAME_MAX} characters.`;
+  if (HIDDEN_CHARACTERS.test(name)) return 'A client name must not contain control or formatting characters, such as text direction marks.';
+  return undefined;
+}
+
 /**
  * Whether an owner may trust the name a client shows: a client the operator registered (CLI, demo)
  * or a signed-in owner registered in the console is accountable to an account; one registered
@@ -100,7 +120,8 @@ function checkedRedirectUris(uris: readonly string[]): string[] {
 
 export async function createClient(db: DbHandle, input: NewClient): Promise<{ clientId: string; name: string; redirectUris: string[] }> {
   const name = input.name.trim();
-  if (!name) throw new BadRequestError('A client needs a name.');
+  const nameProblem = clientNameProblem(name);
+  if (nameProblem) throw new BadRequestError(nameProblem);
   const redirectUris = checkedRedirectUris(input.redirectUris);
   const clientId = input.clientId ?? newClientId();
   await db
@@ -186,6 +207,9 @@ export async function insertRegisteredClient(db: DbHandle, payload: AdapterPaylo
   if (problem) throw Object.assign(new errors.InvalidRedirectUri(), { error_description: problem });
   const { client_id, client_name, redirect_uris, application_type, client_id_issued_at, client_secret, client_secret_expires_at, ...rest } =
     payload;
+  // No name is fine (the client id stands in for it); a name must pass what every client's does.
+  const nameProblem = client_name?.trim() ? clientNameProblem(client_name.trim()) : undefined;
+  if (nameProblem) throw new errors.InvalidClientMetadata(`client_name: ${nameProblem}`);
   for (const key of Object.keys(FIXED_METADATA)) delete (rest as Record<string, unknown>)[key];
   await db
     .insertInto('oauth_clients')

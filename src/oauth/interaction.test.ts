@@ -229,6 +229,28 @@ test('approving fewer scopes narrows the token; none, or deny, is access_denied'
   assert.deepEqual(statuses, ['active'], 'a refusal creates no connection');
 });
 
+test('a stored client name cannot reorder or widen the sentences of the pages: it is isolated and wraps', async (t) => {
+  const a = await startOAuthApp(t);
+  // Stored before names were checked, or written straight to the database.
+  const name = `\u202Egnp.exe\u200B${'W'.repeat(3000)}`;
+  await a.db.kysely.updateTable('oauth_clients').set({ name }).where('client_id', '=', a.clientId).execute();
+  const isolated = `<strong><bdi class="client-name">${name}</bdi></strong>`;
+  const { browser, step, form } = await loginPage(a);
+  assert.ok(step.html.includes(`${isolated} wants to access one of your websites.`), 'login page');
+  const sites = await browser.follow(form.action, {
+    form: { csrf: form.csrf, decision: 'approve', email: a.owner.email, password: a.owner.password },
+  });
+  assert.ok(sites.html.includes(`Which website may ${isolated} access?`), 'website page');
+  const siteForm = formOf(sites.html);
+  const consent = await browser.follow(siteForm.action, {
+    form: { csrf: siteForm.csrf, decision: 'approve', site: String(a.site.siteId) },
+  });
+  assert.equal(formOf(consent.html).step, 'consent');
+  assert.ok(consent.html.includes(`${isolated} asks for these permissions.`), 'consent page');
+  assert.equal(consent.html.split(name).length, 2, 'the name appears once, inside the bdi');
+  assert.match(consent.html, /\.client-name \{ unicode-bidi: isolate; overflow-wrap: anywhere; \}/);
+});
+
 test('the pages escape what they show', async (t) => {
   const a = await startOAuthApp(t);
   await a.db.kysely.updateTable('oauth_clients').set({ name: '<script>alert(1)</script>' }).where('client_id', '=', a.clientId).execute();

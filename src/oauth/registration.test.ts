@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
+import { BadRequestError } from '../errors.js';
+import { CLIENT_NAME_MAX, createClient } from './client.service.js';
 
 async function register(issuer: string, metadata: unknown) {
   const response = await fetch(`${issuer}/reg`, {
@@ -37,7 +39,7 @@ test('RFC 7591: a public client registers, and its name is shown as unverified',
   const step = await new Browser(a.base).follow(url.href);
   assert.equal(step.status, 200);
   assert.equal(formOf(step.html).step, 'login');
-  assert.match(step.html, /Agent X<\/strong><span class="unverified">unverified<\/span>/);
+  assert.match(step.html, /<strong><bdi class="client-name">Agent X<\/bdi><\/strong><span class="unverified">unverified<\/span>/);
   const stored = await a.db.kysely
     .selectFrom('oauth_clients')
     .selectAll()
@@ -66,6 +68,50 @@ test('RFC 7591: bad redirect URIs and confidential or other grant types are refu
     const response = await register(a.issuer, metadata);
     assert.equal(response.status, 400, JSON.stringify(metadata));
     assert.match(String(response.body.error), /^invalid_(client_metadata|redirect_uri)$/, JSON.stringify(response.body));
+  }
+});
+
+/** Names that would rewrite or widen the sentence they are shown in. */
+const BAD_NAMES = [
+  '\u202Egnp.exe\u200B',
+  'Agent \u202AX',
+  'Agent \u2066X\u2069',
+  'Agent\u200E X',
+  'Agent\u200F X',
+  'Agent\u061C X',
+  'Agent\tX',
+  'Agent\nX',
+  'Agent\u2028X',
+  'Agent\uFEFFX',
+  'x'.repeat(CLIENT_NAME_MAX + 1),
+  'x'.repeat(3000),
+];
+
+test('RFC 7591: a client_name with control or bidi formatting characters, or too long, is invalid_client_metadata', async (t) => {
+  const a = await startOAuthApp(t);
+  for (const client_name of BAD_NAMES) {
+    const response = await register(a.issuer, { client_name, redirect_uris: ['https://agent.example/cb'] });
+    assert.equal(response.status, 400, JSON.stringify(client_name));
+    assert.equal(response.body.error, 'invalid_client_metadata', JSON.stringify(client_name));
+    assert.match(String(response.body.error_description), /^client_name: /);
+  }
+  const stored = await a.db.kysely.selectFrom('oauth_clients').select('name').execute();
+  assert.deepEqual(stored, [{ name: 'Test app' }], 'nothing was stored');
+  // Persian needs the zero-width non-joiner, emoji sequences the joiner: neither moves text.
+  for (const client_name of ['Agent X', 'نرم\u200Cافزار', 'Family \u{1F468}\u200D\u{1F469}\u200D\u{1F467}', 'x'.repeat(CLIENT_NAME_MAX)]) {
+    const response = await register(a.issuer, { client_name, redirect_uris: ['https://agent.example/cb'] });
+    assert.equal(response.status, 201, JSON.stringify(response.body));
+  }
+});
+
+test('the CLI and the console (createClient) refuse the same names', async (t) => {
+  const a = await startOAuthApp(t);
+  for (const name of BAD_NAMES) {
+    await assert.rejects(
+      createClient(a.db.kysely, { name, redirectUris: ['https://agent.example/cb'] }),
+      BadRequestError,
+      JSON.stringify(name),
+    );
   }
 });
 

@@ -5,7 +5,14 @@ import { createTestDatabase, redisAnswers } from '../../test/helpers.js';
 import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
 import { startRedis } from '../../test/redis-server.js';
 import { freePort } from '../../test/server-process.js';
-import { databaseRateLimits, purgeRateLimits, type RateLimitStore, redisRateLimits, syncedRateLimits } from './rate-limit.store.js';
+import {
+  databaseRateLimits,
+  memoryRateLimits,
+  purgeRateLimits,
+  type RateLimitStore,
+  redisRateLimits,
+  syncedRateLimits,
+} from './rate-limit.store.js';
 
 async function countsAndResets(store: RateLimitStore) {
   assert.deepEqual((await store.hit('k1', 60)).count, 1);
@@ -14,6 +21,10 @@ async function countsAndResets(store: RateLimitStore) {
   assert.equal(third.count, 3);
   assert.ok(third.retryAfter > 0 && third.retryAfter <= 60);
   assert.equal((await store.hit('k2', 60)).count, 1, 'keys are separate');
+  await store.takeBack('k1');
+  assert.equal((await store.hit('k1', 60)).count, 3, 'a hit taken back no longer counts');
+  await store.takeBack('k3');
+  assert.equal((await store.hit('k3', 60)).count, 1, 'taking back from nothing leaves nothing, never less');
   await store.reset('k1');
   assert.equal((await store.hit('k1', 60)).count, 1);
 }
@@ -28,6 +39,10 @@ test('database counters: count, reset, and a new window after the old one ends',
   await purgeRateLimits(db.kysely);
   const left = await db.kysely.selectFrom('rate_limits').select('key').execute();
   assert.equal(left.length, 1, 'only the live window is kept');
+});
+
+test('counters of one process: count, take back and reset', async () => {
+  await countsAndResets(memoryRateLimits());
 });
 
 test('database counters are atomic under concurrency', async (t) => {

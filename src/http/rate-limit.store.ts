@@ -22,6 +22,11 @@ export interface RateLimitStore {
    * that counts in this process answers at once, without a promise: this runs on every request.
    */
   hit(key: string, windowSeconds: number, quota?: number): Hit | Promise<Hit>;
+  /**
+   * Takes back one hit of the key's current window (never below zero): a hit counted before the
+   * outcome was known, that turned out not to count. Counting first keeps a burst from slipping past.
+   */
+  takeBack(key: string): Promise<void>;
   reset(key: string): Promise<void>;
   close(): Promise<void>;
 }
@@ -47,6 +52,15 @@ export function databaseRateLimits(db: DbHandle): RateLimitStore {
         .executeTakeFirstOrThrow();
       const ends = parseTimestamp(row.reset_at);
       return { count: Number(row.count), retryAfter: Math.max(1, Math.ceil((ends - now.getTime()) / 1000)) };
+    },
+    async takeBack(key) {
+      await db
+        .updateTable('rate_limits')
+        .set({ count: sql`count - 1` })
+        .where('key', '=', sha256(key))
+        .where('count', '>', 0)
+        .where('reset_at', '>', formatTimestamp(new Date()))
+        .execute();
     },
     async reset(key) {
       await db.deleteFrom('rate_limits').where('key', '=', sha256(key)).execute();
@@ -77,6 +91,10 @@ export function memoryRateLimits(): RateLimitStore {
       window.count += 1;
       return { count: window.count, retryAfter: Math.max(1, Math.ceil((window.endsAt - now) / 1000)) };
     },
+    async takeBack(key) {
+      const window = windows.get(key);
+      if (window && window.endsAt > Date.now() && window.count > 0) window.count -= 1;
+    },
     async reset(key) {
       windows.delete(key);
     },
@@ -90,6 +108,10 @@ export function memoryRateLimits(): RateLimitStore {
 const HIT_SCRIPT = `local n = redis.call('INCRBY', KEYS[1], ARGV[2])
 if n == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {n, redis.call('PTTL', KEYS[1])}`;
+
+// DECR only a live window's positive count: a lapsed key stays gone, the window's expiry unchanged.
+const TAKE_BACK_SCRIPT = `if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
+return 0`;
 
 interface RedisStore extends RateLimitStore {
   /** Adds `amount` hits at once. */
@@ -116,6 +138,7 @@ export function redisRateLimits(url: string, prefix = 'cms:', onUnreachable?: (e
   });
   // A defined command is sent by its SHA1 (EVALSHA), not as the script's text on every request.
   redis.defineCommand('rateLimitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+  redis.defineCommand('rateLimitTakeBack', { numberOfKeys: 1, lua: TAKE_BACK_SCRIPT });
   const run = (redis as unknown as { rateLimitHit(key: string, ms: number, n: number): Promise<[number, number]> }).rateLimitHit.bind(
     redis,
   );
@@ -127,6 +150,9 @@ export function redisRateLimits(url: string, prefix = 'cms:', onUnreachable?: (e
   return {
     add,
     hit: (key, windowSeconds) => add(key, 1, windowSeconds),
+    async takeBack(key) {
+      await (redis as unknown as { rateLimitTakeBack(key: string): Promise<number> }).rateLimitTakeBack(name(key));
+    },
     async reset(key) {
       await redis.del(name(key));
     },
@@ -184,6 +210,16 @@ export function syncedRateLimits(remote: RedisStore): RateLimitStore {
         return { count: known.total + known.pending, retryAfter: Math.max(1, Math.ceil((known.endsAt - now) / 1000)) };
       }
       return synchronise(key, known, windowSeconds, now);
+    },
+    async takeBack(key) {
+      // A hit not yet added to Redis is simply not added; otherwise Redis and the known total lose one.
+      const known = local.get(key);
+      if (known && known.pending > 0) {
+        known.pending -= 1;
+        return;
+      }
+      if (known && known.total > 0) known.total -= 1;
+      await remote.takeBack(key);
     },
     reset: (key) => {
       local.delete(key);

@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formOf, signIn, startOAuthApp } from '../../test/oauth.helpers.js';
 import { databaseRateLimits } from '../http/rate-limit.store.js';
-import { LOGIN_ATTEMPTS, LOGIN_ATTEMPTS_PER_ACCOUNT, LOGIN_ATTEMPTS_PER_IP, LOGIN_WINDOW_SECONDS, loginLimits } from './login.js';
+import {
+  attemptLogin,
+  LOGIN_ATTEMPTS,
+  LOGIN_ATTEMPTS_PER_ACCOUNT,
+  LOGIN_ATTEMPTS_PER_IP,
+  LOGIN_WINDOW_SECONDS,
+  loginLimits,
+} from './login.js';
 
 /** Signed in: the next page is the website choice, no longer the login form. */
 async function signsIn(step: Promise<{ status: number; html: string }>) {
@@ -40,4 +47,32 @@ test('a success clears the account counters, so the owner is not locked out by e
     for (let i = 0; i < LOGIN_ATTEMPTS - 1; i++) assert.equal((await signIn(a, a.owner.email, 'typo', from(1))).status, 400);
     assert.ok(await signsIn(signIn(a, a.owner.email, a.owner.password, from(1))), `round ${round + 1}`);
   }
+});
+
+test('only failures count: successful sign-ins from one address never use up its limit, failures do', async (t) => {
+  const a = await startOAuthApp(t, { config: { trustProxy: 1 } });
+  // An office whose address is one failure short of the limit (its earlier typos, or a spray).
+  const limits = databaseRateLimits(a.db.kysely);
+  const perIp = loginLimits('', '198.51.100.9').find((l) => l.limit === LOGIN_ATTEMPTS_PER_IP)!;
+  for (let i = 0; i < LOGIN_ATTEMPTS_PER_IP - 1; i++) await limits.hit(perIp.key, LOGIN_WINDOW_SECONDS);
+  for (let i = 0; i < 3; i++) {
+    assert.ok(await signsIn(signIn(a, a.owner.email, a.owner.password, from(9))), `success ${i + 1} is not counted`);
+  }
+  const failed = await signIn(a, 'someone-else@example.com', 'wrong password', from(9));
+  assert.equal(failed.status, 400, 'the last failure the address is allowed');
+  const blocked = await signIn(a, a.owner.email, a.owner.password, from(9));
+  assert.equal(blocked.status, 429, 'then even the right password waits');
+  assert.match(blocked.html, /Too many failed sign-in attempts\./);
+});
+
+test('a burst of wrong passwords cannot slip past the limit before the first is counted', async (t) => {
+  const a = await startOAuthApp(t);
+  const limits = databaseRateLimits(a.db.kysely);
+  const burst = await Promise.all(
+    Array.from({ length: LOGIN_ATTEMPTS + 3 }, () =>
+      attemptLogin(a.db.kysely, limits, { email: a.owner.email, password: 'guess', ip: '198.51.100.10' }),
+    ),
+  );
+  const statuses = burst.map((outcome) => (outcome.ok ? 200 : outcome.status)).sort();
+  assert.deepEqual(statuses, [...Array(LOGIN_ATTEMPTS).fill(400), 429, 429, 429]);
 });

@@ -12,9 +12,9 @@ export const LOGIN_ATTEMPTS_PER_IP = 50;
 export const LOGIN_WINDOW_SECONDS = 15 * 60;
 
 /**
- * The counters an attempt adds to, each with its limit. A success resets the first two: the
- * user has proved the password. Not the per-IP one, or a sprayer would clear it with an account
- * of its own.
+ * The counters of failed sign-ins, each with its limit. A success resets the first two: the user
+ * has proved the password. The per-IP one only loses the success's own count, or a sprayer would
+ * clear it with an account of its own.
  */
 export function loginLimits(email: string, ip: string) {
   return [
@@ -33,7 +33,10 @@ export type LoginOutcome =
 
 /**
  * One sign-in attempt, counted against the login limits: the OAuth login step and the owner
- * console both go through here, so a guesser gains nothing by switching pages.
+ * console both go through here, so a guesser gains nothing by switching pages. Only failures
+ * count: each attempt is counted before the password is checked, so a burst of guesses cannot
+ * all pass before the first is counted, and a success takes its count back. An office or a CI
+ * runner signing in often from one address is never held up by its successes.
  */
 export async function attemptLogin(
   db: DbHandle,
@@ -58,6 +61,6 @@ export async function attemptLogin(
   decoyHash ??= hashPassword(randomToken());
   const valid = await verifyPassword(input.password, user?.password_hash ?? (await decoyHash));
   if (!user || !valid) return { ok: false, status: 400, error: 'The e-mail address or password is not correct.' };
-  await Promise.all(counters.filter((c) => c.resetOnSuccess).map(({ key }) => limits.reset(key)));
+  await Promise.all(counters.map(({ key, resetOnSuccess }) => (resetOnSuccess ? limits.reset(key) : limits.takeBack(key))));
   return { ok: true, userId: user.id, email: user.email };
 }

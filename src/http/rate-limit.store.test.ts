@@ -119,3 +119,22 @@ test('synchronised Redis counts: counted locally between synchronisations, synch
   assert.deepEqual(await counts(a, 1, 10), [8]);
   assert.deepEqual(await counts(a, 1, 10), [13], 'at 9 a synchronises: the true total, refused beyond 10');
 });
+
+test('synchronised Redis counts take a hit back whether or not Redis has it yet', async (t) => {
+  const url = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  if (!(await redisAnswers(url))) {
+    t.skip('no Redis at TEST_REDIS_URL or 127.0.0.1:6379');
+    return;
+  }
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  const prefix = `test:${randomUUID()}:`;
+  const remote = redisRateLimits(url, prefix);
+  const store = syncedRateLimits(remote);
+  t.after(() => store.close());
+  assert.equal((await store.hit('k', 60, 100)).count, 1, 'synchronised: Redis has 1');
+  assert.equal((await store.hit('k', 60, 100)).count, 2, 'counted here, not yet in Redis');
+  await store.takeBack('k');
+  assert.equal((await remote.hit('k', 60)).count, 2, 'Redis still had 1: the hit taken back never reached it');
+  await store.takeBack('k');
+  assert.equal((await remote.hit('k', 60)).count, 2, 'a synchronised hit is taken back in Redis');
+});

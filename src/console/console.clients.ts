@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { BadRequestError } from '../errors.js';
 import { createClient, deleteOwnedClient, findOwnedClient, listOwnedClients, updateOwnedRedirectUris } from '../oauth/client.service.js';
 import { formValue } from '../oauth/interaction.context.js';
-import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler } from './console.http.js';
+import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
 
 const ClientParams = Type.Object({ clientId: Type.String({ pattern: '^[\\w-]{1,64}$' }) });
 const CLIENTS = `${CONSOLE_PATH}/clients`;
@@ -50,7 +50,7 @@ export async function registerClientPages(app: FastifyInstance, deps: ConsoleDep
       );
       if (!created) return ctx.reply;
       const { clientId } = created.result;
-      return ctx.seeOther(`${CLIENTS}/${clientId}`, { clientId, notice: `${name} is registered.` });
+      return ctx.seeOther(`${CLIENTS}/${clientId}`, { clientId, notice: `${isolated(name)} is registered.` });
     }),
   );
 
@@ -93,8 +93,8 @@ export async function registerClientPages(app: FastifyInstance, deps: ConsoleDep
       const { clientId } = ctx.request.params as { clientId: string };
       const client = await findOwnedClient(db, ctx.user.id, clientId);
       return ctx.page(200, 'console-confirm', 'clients', {
-        heading: `Delete ${client.name}?`,
-        message: `Every connection made with ${client.name}, on any website, ends now, and authorization requests with client_id ${client.client_id} are refused. This cannot be undone.`,
+        heading: `Delete ${isolated(client.name)}?`,
+        message: `Every connection made with ${isolated(client.name)}, on any website, ends now, and authorization requests with client_id ${client.client_id} are refused. This cannot be undone.`,
         action: `${CLIENTS}/${clientId}/delete`,
         confirm: 'Delete client',
         cancel: `${CLIENTS}/${clientId}`,

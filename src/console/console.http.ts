@@ -34,6 +34,14 @@ export interface ConsoleContext {
   seeOther(location: string, flash?: Flash): FastifyReply;
 }
 
+/**
+ * A name a client chose, inside a sentence of ours: FSI … PDI (the plain-text form of `<bdi>`) keep
+ * its text direction to itself, so a name stored before names were checked cannot reorder the rest.
+ */
+export function isolated(name: string): string {
+  return `\u2068${name}\u2069`;
+}
+
 /** The form token of a signed-in session: bound to the session's uid, which never leaves the server. */
 export function sessionCsrf(config: Config, user: ConsoleUser): string {
   return csrfToken(config.cookieSecrets, `console:${user.sessionUid}`);

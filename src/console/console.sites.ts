@@ -9,7 +9,7 @@ import { isVerifiedClient, listClients } from '../oauth/client.service.js';
 import { listConnections } from '../oauth/connection.service.js';
 import { formValue } from '../oauth/interaction.context.js';
 import { SCOPE_TITLES } from '../oauth/scopes.js';
-import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler } from './console.http.js';
+import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
 import { requireUserSite, revokeSiteConnection, revokeSiteCredential, siteCredentials } from './console.service.js';
 
 // An id as the console writes it in its links: decimal, no leading zero. `01` or `1e0` would
@@ -77,8 +77,8 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
       if (!connection) throw new NotFoundError(`Website ${siteId} has no connection ${connectionId}.`);
       if (connection.status !== 'active') return ctx.seeOther(sitePath(siteId), { error: 'That connection has already ended.' });
       return ctx.page(200, 'console-confirm', 'sites', {
-        heading: `Revoke ${connection.client_name}?`,
-        message: `${connection.client_name} loses access to ${site.name} at once: its next request is refused. Your other websites' connections are not affected. To connect it again, it has to ask you again.`,
+        heading: `Revoke ${isolated(connection.client_name)}?`,
+        message: `${isolated(connection.client_name)} loses access to ${site.name} at once: its next request is refused. Your other websites' connections are not affected. To connect it again, it has to ask you again.`,
         action: sitePath(siteId, `/connections/${connectionId}/revoke`),
         confirm: 'Revoke access',
         cancel: sitePath(siteId),

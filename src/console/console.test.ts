@@ -145,7 +145,9 @@ test('console: revoking a connection ends that token at once and leaves the othe
   assert.ok(connection);
   const confirm = await browser.request(`/console/sites/${a.site.siteId}/connections/${connection.id}/revoke`);
   assert.equal(confirm.status, 200);
-  assert.match(await confirm.text(), /Revoke Test app\?/);
+  // A client's name is isolated wherever it is shown, so no name can reorder the sentence around it.
+  assert.match(await confirm.text(), /Revoke \u2068Test app\u2069\?/);
+  assert.match(await (await browser.request(`/console/sites/${a.site.siteId}`)).text(), /<bdi class="client-name">Test app<\/bdi>/);
   const revoked = await browser.request(`/console/sites/${a.site.siteId}/connections/${connection.id}/revoke`, {
     form: { csrf: await csrfOf(browser) },
   });

@@ -48,7 +48,7 @@ test('in Chromium: sign in, see two websites, revoke one connection; its token g
   await page.getByRole('heading', { name: 'Connected applications' }).waitFor();
   await shot(page, '3-connections');
   await page.getByRole('link', { name: 'Revoke Test app' }).click();
-  await page.getByRole('heading', { name: 'Revoke Test app?' }).waitFor();
+  await page.getByRole('heading', { name: 'Revoke \u2068Test app\u2069?' }).waitFor();
   await shot(page, '4-revoke-confirm');
   await page.getByRole('button', { name: 'Revoke access' }).click();
   await page.getByRole('status').waitFor();

@@ -94,15 +94,20 @@ test('every accepted file field name works, and all five image types are accepte
   assert.equal((await filesIn(app.imagesDir)).length, 2 + 8, 'refused forms left no file');
 });
 
-test('files are judged by their bytes: PDF named .jpg, SVG, text and truncated images are 415', async (t) => {
+test('files are judged by their bytes: PDF named .jpg, SVG, text, truncated images and impossible sizes are 415', async (t) => {
   const app = await buildBlogApp(t);
   const jpeg = await image('jpeg');
+  // A PNG header claiming 2,155,967,524 pixels a side: more than any format allows or an integer column holds (PostgreSQL refused the row: a 500, found by the fuzz suite).
+  const huge = Buffer.from(await image('png'));
+  huge.writeUInt32BE(2_155_967_524, 16);
+  huge.writeUInt32BE(2_155_967_524, 20);
   const cases: Array<[string, Buffer, string, string]> = [
     ['uploadPrimaryImage', PDF, 'photo.jpg', 'image/jpeg'],
     ['uploadAdditionalImage', SVG, 'logo.svg', 'image/svg+xml'],
     ['additionalImages', Buffer.from('just some text, not an image at all'), 'notes.png', 'image/png'],
     ['primaryImage', jpeg.subarray(0, 20), 'cut.jpg', 'image/jpeg'],
     ['uploadAdditionalImages', Buffer.alloc(0), 'empty.jpg', 'image/jpeg'],
+    ['uploadPrimaryImage', huge, 'huge.png', 'image/png'],
   ];
   for (const [field, bytes, filename, type] of cases) {
     const response = await postForm(app, [

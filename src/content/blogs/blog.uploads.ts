@@ -12,6 +12,7 @@ import { imageSize } from 'image-size';
 import type { Config } from '../../config.js';
 import { AppError, BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from '../../errors.js';
 import { IMAGE_PATH_PREFIX, IMAGE_TYPES, type ImageMime, type ImageStorage, newImageName } from '../../storage/image-storage.js';
+import { INT32_MAX } from '../shared/schemas.js';
 import type { ReceivedImage } from './blog.images.js';
 import type { ImageRole } from './blog.table.js';
 
@@ -117,6 +118,10 @@ async function* parsed<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
   }
 }
 
+function validSide(pixels: number): boolean {
+  return Number.isInteger(pixels) && pixels >= 1 && pixels <= INT32_MAX;
+}
+
 async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageStorage, maxBytes: number): Promise<ReceivedImage> {
   const label = `${part.fieldname} "${part.filename}"`;
   const found: Partial<Inspection> = {};
@@ -125,10 +130,13 @@ async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageS
     // Busboy stops at the size limit and marks the stream truncated instead of failing it.
     if (part.file.truncated) throw new PayloadTooLargeError(`${label} is larger than ${maxBytes} bytes.`);
     const { sha256, bytes, mime, head } = found as Inspection;
-    let size: { width: number; height: number };
+    let size: { width: number; height: number } | undefined;
     try {
       size = imageSize(head);
-    } catch {
+    } catch {}
+    // A header cut or forged can claim any size; no format allows more than 2³¹−1 pixels a side
+    // (PNG's limit, the others' are lower), which is also what the integer columns hold.
+    if (!size || !validSide(size.width) || !validSide(size.height)) {
       throw new UnsupportedMediaTypeError(`${label}: the ${mime} image cannot be read (${ACCEPTED}).`);
     }
     const name = newImageName(mime);

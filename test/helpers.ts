@@ -141,6 +141,14 @@ export function json(response: { body: string }): any {
 }
 
 /** Whether a Redis (or anything) accepts connections at this redis:// URL, within a second. */
+/** The Redis tests use (TEST_REDIS_URL, or the local one); undefined, with the test skipped, when none answers. */
+export async function testRedis(t: TestContext): Promise<string | undefined> {
+  const url = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  if (await redisAnswers(url)) return url;
+  t.skip('no Redis at TEST_REDIS_URL or 127.0.0.1:6379');
+  return undefined;
+}
+
 export function redisAnswers(url: string): Promise<boolean> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {

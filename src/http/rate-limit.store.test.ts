@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { createTestDatabase, redisAnswers } from '../../test/helpers.js';
+import { createTestDatabase, testRedis } from '../../test/helpers.js';
 import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
 import { startRedis } from '../../test/redis-server.js';
 import { freePort } from '../../test/server-process.js';
@@ -92,11 +92,8 @@ test('Redis counters, and the login limit shared by two apps through Redis', asy
 });
 
 test('synchronised Redis counts: counted locally between synchronisations, synchronised on every hit near the quota', async (t) => {
-  const url = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-  if (!(await redisAnswers(url))) {
-    t.skip('no Redis at TEST_REDIS_URL or 127.0.0.1:6379');
-    return;
-  }
+  const url = await testRedis(t);
+  if (!url) return;
   // The clock moves only when the test says, so a slow machine cannot add synchronisations.
   t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
   const prefix = `test:${randomUUID()}:`;
@@ -121,11 +118,8 @@ test('synchronised Redis counts: counted locally between synchronisations, synch
 });
 
 test('synchronised Redis counts take a hit back whether or not Redis has it yet', async (t) => {
-  const url = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-  if (!(await redisAnswers(url))) {
-    t.skip('no Redis at TEST_REDIS_URL or 127.0.0.1:6379');
-    return;
-  }
+  const url = await testRedis(t);
+  if (!url) return;
   t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
   const prefix = `test:${randomUUID()}:`;
   const remote = redisRateLimits(url, prefix);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { Redis } from 'ioredis';
-import { buildTestApp, createTestDatabase, json, redisAnswers } from '../../test/helpers.js';
+import { buildTestApp, createTestDatabase, json, testRedis } from '../../test/helpers.js';
 import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
 
 test('RATE_LIMIT_API: each credential has its quota, announced in RateLimit-Policy and RateLimit; beyond it, 429', async (t) => {
@@ -61,11 +61,8 @@ test('an OAuth connection has a count of its own, apart from the API key of the 
 });
 
 test('with REDIS_URL, two nodes share one count per credential', async (t) => {
-  const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-  if (!(await redisAnswers(redisUrl))) {
-    t.skip('no Redis at TEST_REDIS_URL or 127.0.0.1:6379');
-    return;
-  }
+  const redisUrl = await testRedis(t);
+  if (!redisUrl) return;
   // A prefix of its own, so that tests running at the same time (SQLite and PostgreSQL) never meet.
   const redisKeyPrefix = `test:${randomUUID()}:`;
   t.after(async () => {

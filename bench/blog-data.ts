@@ -7,7 +7,7 @@ import sharp from 'sharp';
 import { BLOG_FIELDS, type BlogField } from '../src/content/blogs/blog.fields.js';
 import { storedBlog } from '../src/content/blogs/blog.record.js';
 import type { BlogRow } from '../src/content/blogs/blog.repository.js';
-import { htmlToText } from '../src/content/shared/filters.js';
+import { type BlogSearchFields, blogSearchText } from '../src/content/shared/search-text.js';
 import { formatTimestamp } from '../src/db/time.js';
 import { prng } from './seed.js';
 
@@ -64,7 +64,7 @@ export function seedBlogs(file: string, siteId: number, pageId: number, count: n
         cid: siteId,
         site_id: siteId,
       };
-      row.search_text = [row.info_title, row.info_metatitle, row.info_summary, row.info_tags, htmlToText(html)].join('\n');
+      row.search_text = blogSearchText(row as unknown as BlogSearchFields);
       const info_id = Number(insert.run(row).lastInsertRowid);
       store.run({ ...storedBlog({ ...row, info_id } as unknown as BlogRow), info_id });
     }

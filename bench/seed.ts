@@ -8,7 +8,7 @@ import { createCredential, createSite } from '../src/accounts/account.service.js
 import { PAGE_FIELDS, type PageField } from '../src/content/pages/page.fields.js';
 import { storedPage } from '../src/content/pages/page.record.js';
 import type { PageRow } from '../src/content/pages/page.repository.js';
-import { htmlToText } from '../src/content/shared/filters.js';
+import { type PageSearchFields, pageSearchText } from '../src/content/shared/search-text.js';
 import { createDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { formatTimestamp } from '../src/db/time.js';
@@ -123,9 +123,7 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
         page_thumb_dimensions: '300x200',
         site_id: site.id,
       };
-      row.search_text = [row.page_usertitle, row.page_menuname, row.page_metatitle, row.page_summary, row.page_keywords]
-        .concat([htmlToText(intro), htmlToText(content)])
-        .join('\n');
+      row.search_text = pageSearchText(row as unknown as PageSearchFields);
       const page = Number(insert.run(row).lastInsertRowid);
       ids.push(page);
       store.run({ ...storedPage({ ...row, page } as unknown as PageRow), page });

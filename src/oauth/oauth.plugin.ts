@@ -11,7 +11,7 @@ import { registerInteractions } from './interaction.routes.js';
 import { protectedResourceMetadata } from './metadata.js';
 import { purgeExpiredPayloads } from './oauth.adapter.js';
 import { AUTH_PATH, createProvider, issuerOf } from './provider.js';
-import { withoutRequestedScope } from './registration.body.js';
+import { registrationRequest } from './registration.body.js';
 import { protectedResources, type ResourceName } from './resources.js';
 
 const PURGE_EVERY_MS = 60 * 60 * 1000;
@@ -99,7 +99,7 @@ export function createOAuthServer({
       scope.post(`${AUTH_PATH}/reg`, { schema: { hide: true }, config: { public: true } }, async (request, reply) => {
         const perMinute = config.rateLimits.token;
         await limitTokenEndpoint(request, reply, { store: limits.perRequest, shared: limits.shared, perMinute, registration: true });
-        return forward(request, reply, '/reg', request.raw.url, await withoutRequestedScope(request.raw));
+        return forward(request, reply, '/reg', request.raw.url, await registrationRequest(request.raw));
       });
       // RFC 8414 §3.1: the metadata of issuer {base}/api/auth is also at /.well-known/…/api/auth.
       scope.get(`/.well-known/oauth-authorization-server${AUTH_PATH}`, { schema: { hide: true } }, (request, reply) =>

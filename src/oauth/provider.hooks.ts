@@ -7,6 +7,7 @@ import { NotFoundError } from '../errors.js';
 import { problemBody } from '../http/problem.js';
 import { touchConnection } from './connection.repository.js';
 import { authorizationServerMetadata } from './metadata.js';
+import { REGISTERED_METADATA } from './registration.body.js';
 
 type Body = Record<string, unknown>;
 
@@ -30,12 +31,15 @@ async function afterTokenIssued(ctx: KoaContextWithOIDC, db: DbHandle): Promise<
 }
 
 /**
- * oidc-provider mints a client_secret when a registration omits token_endpoint_auth_method, even
- * though the default (and only) method is none. Every client is public; no secret is shown or kept.
+ * A registration's answer: the client's id and the metadata it registered (REGISTERED_METADATA).
+ * Not the OpenID Connect defaults oidc-provider adds (`id_token_signed_response_alg`…), for
+ * features this server does not have, nor the client_secret it mints when a registration omits
+ * token_endpoint_auth_method: every client is public; no secret is shown or kept.
  */
-export function withoutSecret<T extends Body>(metadata: T): T {
-  const { client_secret: _secret, client_secret_expires_at: _expires, ...rest } = metadata;
-  return rest as T;
+export function registrationAnswer<T extends Body>(metadata: T): T {
+  return Object.fromEntries(
+    Object.entries(metadata).filter(([key]) => key === 'client_id' || key === 'client_id_issued_at' || REGISTERED_METADATA.has(key)),
+  ) as T;
 }
 
 /**
@@ -79,7 +83,7 @@ export function installProviderHooks(provider: Provider, db: DbHandle, issuer: s
     await next();
     const ctx = koa as KoaContextWithOIDC;
     if (ctx.status === 404 && ctx.body == null) return answerUnknownRoute(ctx);
-    if (ctx.oidc?.route === 'registration' && ctx.status === 201) ctx.body = withoutSecret(ctx.body as Body);
+    if (ctx.oidc?.route === 'registration' && ctx.status === 201) ctx.body = registrationAnswer(ctx.body as Body);
     if (ctx.oidc?.route === 'token' && ctx.status === 400) missingVerifierIsInvalidRequest(ctx);
     if (ctx.status !== 200) return;
     if (ctx.oidc?.route === 'token') await afterTokenIssued(ctx, db);

@@ -17,20 +17,39 @@ async function readAll(stream: IncomingMessage): Promise<Buffer> {
 }
 
 /**
- * An RFC 7591 registration request without its `scope`. MCP clients register the scopes they
- * found in the resource metadata; oidc-provider checks a client's `scope` against its own
- * (OpenID) scope list, which is empty here because every scope belongs to a resource, and would
- * refuse them all. RFC 7591 §2 lets the server replace requested metadata: the scopes are asked
- * for, and approved by the owner, at each authorization instead. Any other body is passed on
- * unchanged for the provider to judge.
+ * The client metadata a registration keeps (RFC 7591 §2): what a public client of the code flow
+ * with PKCE is described by. Everything else is dropped before oidc-provider sees it, as RFC 7591
+ * §2 lets a server do, and the answer shows what was kept:
+ * - `scope`: MCP clients register the scopes they found in the resource metadata, and
+ *   oidc-provider would check them against its own (OpenID) scope list, empty here because every
+ *   scope belongs to a resource; they are asked for, and approved, at each authorization instead;
+ * - OpenID Connect's metadata, for features this server does not have; among them
+ *   `sector_identifier_uri`, which oidc-provider fetches while it validates the registration: an
+ *   anonymous caller could have made the server connect to any address, internal ones included.
  */
-export async function withoutRequestedScope(raw: IncomingMessage): Promise<IncomingMessage> {
+export const REGISTERED_METADATA: ReadonlySet<string> = new Set([
+  'redirect_uris',
+  'client_name',
+  'client_uri',
+  'logo_uri',
+  'tos_uri',
+  'policy_uri',
+  'contacts',
+  'software_id',
+  'software_version',
+  'token_endpoint_auth_method',
+  'grant_types',
+  'response_types',
+  'application_type',
+]);
+
+/** An RFC 7591 registration request with only the metadata this server keeps (REGISTERED_METADATA). */
+export async function registrationRequest(raw: IncomingMessage): Promise<IncomingMessage> {
   let body = await readAll(raw);
   try {
     const metadata: unknown = JSON.parse(body.toString('utf8'));
-    if (metadata && typeof metadata === 'object' && !Array.isArray(metadata) && 'scope' in metadata) {
-      const { scope: _scope, ...rest } = metadata as Record<string, unknown>;
-      body = Buffer.from(JSON.stringify(rest));
+    if (metadata && typeof metadata === 'object' && !Array.isArray(metadata)) {
+      body = Buffer.from(JSON.stringify(Object.fromEntries(Object.entries(metadata).filter(([key]) => REGISTERED_METADATA.has(key)))));
     }
   } catch {
     // Not JSON: the provider answers invalid_request itself.

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { type AddressInfo, createServer } from 'node:net';
 import { test } from 'node:test';
 import { Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
 import { BadRequestError } from '../errors.js';
@@ -69,6 +70,42 @@ test('RFC 7591: bad redirect URIs and confidential or other grant types are refu
     assert.equal(response.status, 400, JSON.stringify(metadata));
     assert.match(String(response.body.error), /^invalid_(client_metadata|redirect_uri)$/, JSON.stringify(response.body));
   }
+});
+
+test('RFC 7591: metadata the server does not use is dropped unread, so a registration cannot make it fetch a URL', async (t) => {
+  const a = await startOAuthApp(t);
+  // oidc-provider fetched sector_identifier_uri (and would use jwks_uri) while validating: anyone could make the server connect anywhere.
+  let connections = 0;
+  const listener = createServer((socket) => {
+    connections += 1;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => listener.close(() => resolve())));
+  const target = `https://127.0.0.1:${(listener.address() as AddressInfo).port}/x`;
+  const created = await register(a.issuer, {
+    client_name: 'Agent Y',
+    redirect_uris: ['https://agent.example/cb'],
+    client_uri: 'https://agent.example/',
+    sector_identifier_uri: target,
+    jwks_uri: target,
+    request_uris: [target],
+    post_logout_redirect_uris: ['https://agent.example/bye'],
+    subject_type: 'pairwise',
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  assert.equal(connections, 0, 'no connection to the URLs in the metadata');
+  assert.deepEqual(Object.keys(created.body).sort(), [
+    'application_type',
+    'client_id',
+    'client_id_issued_at',
+    'client_name',
+    'client_uri',
+    'grant_types',
+    'redirect_uris',
+    'response_types',
+    'token_endpoint_auth_method',
+  ]);
 });
 
 /** Names that would rewrite or widen the sentence they are shown in. */

@@ -237,6 +237,11 @@ test('MCP: revoking the connection takes effect on the next call; tokens are bou
   const rest = await fetch(`${a.base}/api/page`, { headers: { authorization: `Bearer ${token}` } });
   assert.equal(rest.status, 401);
   assert.match(String(rest.headers.get('www-authenticate')), /error="invalid_token"/);
+  assert.match(
+    ((await rest.json()) as { detail: string }).detail,
+    /issued for .*\/mcp, not for /,
+    'it says the token is for the other resource',
+  );
   const restToken = (await connect(a)).tokens.access_token;
   assert.equal((await fetch(`${a.base}/api/page`, { headers: { authorization: `Bearer ${restToken}` } })).status, 200);
   const mcp = await postToolCall(a.base, restToken, 'list_pages');

@@ -74,7 +74,13 @@ export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
       const access = await readKept(db, `token:${hashed}`, () => readLiveAccess(db, hashed, at));
       if (!access?.payload || !liveAt(access, at)) throw invalid();
       const claims = claimsOf(access.payload);
-      if (claims.aud !== resource) throw invalid();
+      if (claims.aud !== resource) {
+        // Live, but for the other resource: say so, or a client would throw away a good token.
+        throw new UnauthorizedError(
+          `The access token was issued for ${String(claims.aud)}, not for ${resource}: ask for a token with resource=${resource}.`,
+          'invalid_token',
+        );
+      }
       if (lastUseIsStale(access.last_used_at, now)) await touchConnection(db, access.grant_id, { last_used_at: formatTimestamp(now) });
       return {
         siteId: access.site_id,

@@ -101,7 +101,12 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
       pushedAuthorizationRequests: { enabled: false },
       dPoP: { enabled: false },
       introspection: { enabled: false },
-      revocation: { enabled: true },
+      revocation: {
+        enabled: true,
+        // A client revokes only its own tokens; another client's is left alone with the same 200
+        // (RFC 7009 §2.2: every client is public, so nothing tells it the token is not its own).
+        allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+      },
       registration: {
         enabled: config.oauth.dynamicRegistration,
         initialAccessToken: false,

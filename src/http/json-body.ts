@@ -14,26 +14,37 @@ function charsetOf(contentType: string | undefined): string | undefined {
  * JSON bodies, read here rather than by Fastify's own parser so that a refusal says what is wrong:
  * the syntax error, or the `__proto__` or `constructor.prototype` key (refused like Fastify refuses
  * it, but no longer reported as "not valid JSON"). JSON is UTF-8 (RFC 8259 §8.1): a body declared
- * in another charset is a 415, where it was read as UTF-8 and stored garbled.
+ * in another charset is a 415, and bytes that are not UTF-8 a 400, where they were read as
+ * U+FFFD and stored garbled. A DELETE takes no body: many clients send Content-Type with every
+ * request, so an empty one is no body, not an error.
  */
 export function installJsonBodies(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    if (request.method === 'DELETE' && (body as Buffer).length === 0) return done(null, undefined);
     try {
-      done(null, jsonBody(request.headers['content-type'], body as string));
+      done(null, jsonBody(request.headers['content-type'], body as Buffer));
     } catch (error) {
       done(error as Error);
     }
   });
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 /** A JSON body's value; throws the 400 or 415 that says what is wrong with it. */
-export function jsonBody(contentType: string | undefined, body: string): unknown {
+export function jsonBody(contentType: string | undefined, bytes: Buffer): unknown {
   const charset = charsetOf(contentType);
   if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
     throw new UnsupportedMediaTypeError(`JSON bodies are UTF-8: send charset=utf-8 or no charset, not ${charset || 'an empty one'}.`);
   }
-  if (body === '') throw new BadRequestError('The body is empty: send a JSON object.');
+  if (bytes.length === 0) throw new BadRequestError('The body is empty: send a JSON object.');
+  let body: string;
+  try {
+    body = utf8.decode(bytes);
+  } catch {
+    throw new BadRequestError('The body is not valid UTF-8: JSON is sent as UTF-8 (RFC 8259).');
+  }
   try {
     return secureJson.parse(body, undefined, FORBIDDEN_KEYS);
   } catch (error) {

@@ -44,7 +44,7 @@ test('a value outside a set of literals is refused with the allowed values named
   assert.deepEqual(json(body).errors, [{ field: 'page_notify', message: 'must match format "email", or be ""' }]);
 });
 
-test('JSON bodies: a syntax error, an empty body and a __proto__ key are 400s that say which; another charset is 415', async (t) => {
+test('JSON bodies: a syntax error, an empty body, bytes that are not UTF-8 and a __proto__ key are 400s that say which; another charset is 415; a DELETE needs none', async (t) => {
   const { app, site } = await buildTestApp(t);
   const post = (contentType: string, payload: string | Buffer) =>
     app.inject({ method: 'POST', url: '/api/page', headers: { ...site.headers, 'content-type': contentType }, payload });
@@ -54,6 +54,7 @@ test('JSON bodies: a syntax error, an empty body and a __proto__ key are 400s th
     ['application/json', '{"__proto__":{"page_usertitle":"x"}}', 400, /"__proto__"/],
     ['application/json', '{"constructor":{"prototype":{"x":1}}}', 400, /"constructor.prototype"/],
     ['application/json; charset=iso-8859-1', Buffer.from('{"page_usertitle":"caf\xe9"}', 'latin1'), 415, /UTF-8.*iso-8859-1/],
+    ['application/json', Buffer.from('{"page_usertitle":"caf\xe9"}', 'latin1'), 400, /not valid UTF-8/],
   ];
   for (const [contentType, payload, status, detail] of cases) {
     const response = await post(contentType, payload);
@@ -66,4 +67,12 @@ test('JSON bodies: a syntax error, an empty body and a __proto__ key are 400s th
     assert.equal(response.statusCode, 201, contentType);
     assert.equal(json(response).data[0].page_usertitle, 'café');
   }
+  // A DELETE takes no body; clients that send Content-Type: application/json with every request still delete.
+  const id = json(await post('application/json', '{"page_usertitle":"gone"}')).data[0].page;
+  const deleted = await app.inject({
+    method: 'DELETE',
+    url: `/api/page/${id}`,
+    headers: { ...site.headers, 'content-type': 'application/json' },
+  });
+  assert.equal(deleted.statusCode, 204, deleted.body);
 });

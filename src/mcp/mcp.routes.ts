@@ -71,10 +71,10 @@ export async function registerMcp(app: FastifyInstance, { deps }: { deps: ToolDe
     // than the problem+json 400 of the rest of the service. The parser is the service's own (the
     // same UTF-8 rule and refusal of __proto__ keys); only its error is replaced.
     mcp.removeContentTypeParser('application/json');
-    mcp.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    mcp.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
       let value: unknown;
       try {
-        value = jsonBody(request.headers['content-type'], body as string);
+        value = jsonBody(request.headers['content-type'], body as Buffer);
       } catch {
         value = NOT_JSON;
       }

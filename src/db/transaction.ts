@@ -15,11 +15,18 @@ export async function inTransaction<T>(db: DbHandle, work: (trx: DbHandle) => Pr
 /**
  * PostgreSQL's advisory lock (class, key), held until the transaction `db` is in ends: transactions
  * on any node that take the same one run what follows one at a time. A string key is hashed
- * (hashtext). SQLite runs one write transaction at a time, so there is nothing to take. Classes in
- * use: 7301 page aliases and 7302 blog filenames, keyed by website; 7302 with key 0 the demo seed
- * (no website has id 0); 7303 OAuth grants.
+ * (hashtext). `shared` holders run beside each other and only exclude an exclusive holder (many
+ * writers, one clean-up). SQLite runs one write transaction at a time, so there is nothing to take.
+ * Classes in use: 7301 page aliases and 7302 blog filenames, keyed by website; 7302 with key 0 the
+ * demo seed (no website has id 0); 7303 OAuth grants; 7304 with key 0 image references.
  */
-export async function lockInTransaction(db: DbHandle, lockClass: number, key: number | string): Promise<void> {
+export async function lockInTransaction(
+  db: DbHandle,
+  lockClass: number,
+  key: number | string,
+  mode: 'exclusive' | 'shared' = 'exclusive',
+): Promise<void> {
   if (dialectOf(db) !== 'postgres') return;
-  await sql`select pg_advisory_xact_lock(${lockClass}, ${typeof key === 'string' ? sql`hashtext(${key})` : key})`.execute(db);
+  const lock = mode === 'shared' ? sql`pg_advisory_xact_lock_shared` : sql`pg_advisory_xact_lock`;
+  await sql`select ${lock}(${lockClass}, ${typeof key === 'string' ? sql`hashtext(${key})` : key})`.execute(db);
 }

@@ -20,6 +20,8 @@ const LIST_BATCH = 500;
  * arrives; the commit names it inside the record's transaction.
  */
 export class DatabaseImageStorage implements ImageStorage {
+  readonly inDatabase = true;
+
   constructor(private readonly db: DbHandle) {}
 
   async stage(chunks: AsyncIterable<Uint8Array>): Promise<StagedImage> {
@@ -79,8 +81,8 @@ export class DatabaseImageStorage implements ImageStorage {
       .catch(() => {});
   }
 
-  async remove(name: string): Promise<void> {
-    await this.db.deleteFrom('images').where('name', '=', name).execute();
+  async remove(name: string, within: DbHandle = this.db): Promise<void> {
+    await within.deleteFrom('images').where('name', '=', name).execute();
   }
 
   async exists(name: string): Promise<boolean> {

@@ -72,8 +72,14 @@ export interface ImageStorage {
   commit(staged: StagedImage, name: string, within?: DbHandle): Promise<void>;
   /** Never throws: a staged object that is already gone is fine. */
   discard(staged: StagedImage): Promise<void>;
-  /** Removes a committed image; a missing one is not an error. */
-  remove(name: string): Promise<void>;
+  /**
+   * Whether the images are in the database. Its `remove` then runs in `within`, the transaction
+   * that found the image unused, so the removal commits with that finding or not at all. A file
+   * elsewhere cannot be rolled back: it is removed only once that transaction has committed.
+   */
+  readonly inDatabase: boolean;
+  /** Removes a committed image; a missing one is not an error. `within`: see inDatabase. */
+  remove(name: string, within?: DbHandle): Promise<void>;
   exists(name: string): Promise<boolean>;
   open(name: string): Promise<StoredImage | undefined>;
   /** Removes staged objects last written before `before` (ms since the epoch); returns how many. */

@@ -28,6 +28,7 @@ async function filesIn(dir: string, keep: (name: string) => boolean): Promise<st
  * a public name. Only generated names are accepted, which rules out path traversal.
  */
 export class LocalImageStorage implements ImageStorage {
+  readonly inDatabase = false;
   private readonly staging: string;
   private ready: Promise<unknown> | undefined;
 

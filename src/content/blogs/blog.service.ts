@@ -6,6 +6,7 @@ import { BadRequestError, NotFoundError, ValidationError } from '../../errors.js
 import type { Precondition } from '../../http/etag.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../shared/content.queries.js';
+import { lockImageReferences } from '../shared/image-references.js';
 import { keysetCursor } from '../shared/cursor.js';
 import type { Listed, Saved } from '../shared/envelope.js';
 import { listWindow, queryBoolean } from '../shared/schemas.js';
@@ -18,6 +19,7 @@ import { type ImagePlan, planImages, type ReceivedImage } from './blog.images.js
 import { type BlogRecord, storedBlog, toBlogRecord } from './blog.record.js';
 import type { BlogRow } from './blog.repository.js';
 import * as repo from './blog.repository.js';
+import { removeImageIfUnused } from './image-cleanup.js';
 import type { BlogQuery, BlogWrite } from './blog.schemas.js';
 
 export type { BlogRecord } from './blog.record.js';
@@ -146,6 +148,8 @@ export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput,
     // last-step-before-COMMIT guarantee cannot hold for a COMMIT the caller makes later.
     if (deps.db.isTransaction && uploads.length > 0) throw new Error('saveBlog with uploads must own its transaction');
     outcome = await inTransaction(deps.db, async (trx) => {
+      // Before looking the image up: a clean-up cannot then remove it before this write commits.
+      await lockImageReferences(trx, 'shared');
       const known = input.info_img && input.info_img !== '' ? await repo.findImageByPath(trx, siteId, String(input.info_img)) : undefined;
       const imageRequest = {
         uploads,
@@ -243,13 +247,18 @@ async function update(db: DbHandle, siteId: number, id: number, changes: Stored,
   return { ...(await storeRecord(db, siteId, id)), plan };
 }
 
-/** Removes files this service stored that no record refers to any more. Best effort: the write stands. */
+/**
+ * Removes files this service stored that no record refers to any more. Best effort: the write
+ * stands. Inside a caller's transaction files are kept, since the caller may still roll back (a
+ * file left over costs disk space, a file removed under a restored record loses an image).
+ */
 async function removeUnused(deps: BlogDeps, paths: readonly string[]): Promise<void> {
+  if (deps.db.isTransaction) return;
   for (const path of paths) {
     const name = imageNameOf(path);
     if (!name) continue;
     try {
-      if (!(await repo.imagePathInUse(deps.db, path))) await deps.images.remove(name);
+      await removeImageIfUnused(deps.db, deps.images, name);
     } catch (error) {
       deps.warn?.(`could not remove image ${name}`, error);
     }
@@ -258,8 +267,7 @@ async function removeUnused(deps: BlogDeps, paths: readonly string[]): Promise<v
 
 /**
  * DELETE: the blog, its image rows, and then its files that nothing else uses. Joins a caller's
- * transaction like saveBlog; files are then kept, since the caller may still roll back (a file
- * left over costs disk space, a file removed under a restored record loses an image).
+ * transaction like saveBlog; files are then kept (removeUnused).
  */
 export async function deleteBlog(deps: BlogDeps, siteId: number, id: number, precondition?: Precondition): Promise<void> {
   const removed = await inTransaction(deps.db, async (trx) => {
@@ -271,5 +279,5 @@ export async function deleteBlog(deps: BlogDeps, siteId: number, id: number, pre
     await repo.deleteBlog(trx, siteId, id);
     return [record.info_img, ...record.info_more_images, ...rows.map((r) => r.path)].filter((p) => p !== '');
   });
-  if (!deps.db.isTransaction) await removeUnused(deps, [...new Set(removed)]);
+  await removeUnused(deps, [...new Set(removed)]);
 }

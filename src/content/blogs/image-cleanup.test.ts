@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
+import { sql } from 'kysely';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type BlogTestApp, buildBlogApp, DRIVERS, image, postForm, storageOf, storedImages } from '../../../test/blog-fixtures.js';
 import { buildTestApp, json } from '../../../test/helpers.js';
+import { dialectOf } from '../../db/database.js';
+import type { DbHandle } from '../../db/schema.js';
 import { newImageName } from '../../storage/image-storage.js';
+import { saveBlog } from './blog.service.js';
 import { removeOrphanImages } from './image-cleanup.js';
 
 const HOUR = 60 * 60 * 1000;
@@ -40,6 +44,28 @@ async function crashLeftovers(app: BlogTestApp) {
   return { storage, kept: [shown, embedded].sort(), orphan };
 }
 
+/**
+ * Until `work` is waiting for the image-references lock (PostgreSQL) or has settled. On SQLite a
+ * write waits for the one connection an open transaction holds, which cannot be seen: a pause.
+ */
+async function untilWaitingForImageLock(db: DbHandle, work: Promise<unknown>): Promise<void> {
+  let settled = false;
+  void work.finally(() => {
+    settled = true;
+  });
+  if (dialectOf(db) !== 'postgres') return sleep(200);
+  for (const deadline = Date.now() + 10_000; !settled && Date.now() < deadline; await sleep(10)) {
+    const waiting = await db
+      .selectFrom(sql<{ granted: boolean }>`pg_locks`.as('l'))
+      .select('l.granted')
+      .where(sql`locktype`, '=', 'advisory')
+      .where(sql`classid`, '=', 7304)
+      .where('l.granted', '=', false)
+      .execute();
+    if (waiting.length > 0) return;
+  }
+}
+
 for (const driver of DRIVERS) {
   const config = { images: { storage: driver, cleanupGraceMs: HOUR } };
 
@@ -55,6 +81,35 @@ for (const driver of DRIVERS) {
     assert.deepEqual(await removeOrphanImages(app.db.kysely, storage, 0, later), { staged: 1, unreferenced: 1 });
     assert.deepEqual(await storedImages(app), { committed: kept, staged: 0 }, 'what a record shows, in a field or in HTML, stays');
     assert.deepEqual(await removeOrphanImages(app.db.kysely, storage, 0, later), { staged: 0, unreferenced: 0 });
+  });
+
+  test(`${driver}: an image a blog drops is kept when another write, not yet committed, refers to it`, async (t) => {
+    const app = await buildBlogApp(t, config);
+    const saved = await postForm(app, [
+      ['data', JSON.stringify({ page: app.pageId, info_title: 'Drops its image' })],
+      ['uploadPrimaryImage', { file: await image('jpeg'), filename: 'a.jpg' }],
+    ]);
+    assert.equal(saved.statusCode, 201, saved.body);
+    const { info_id: dropping, info_img: path } = json(saved).data[0] as { info_id: number; info_img: string };
+    const db = app.db.kysely;
+    let drop: Promise<{ statusCode: number; body: string }> | undefined;
+    const referring = await db.transaction().execute(async (trx) => {
+      const write = await saveBlog({ db: trx, images: storageOf(app) }, app.site.siteId, {
+        page: app.pageId,
+        info_title: 'Refers to it',
+        info_img: path,
+      });
+      drop = app.app.inject({ method: 'POST', url: '/api/blog', headers: app.site.headers, payload: { id: dropping, info_img: '' } });
+      // The drop's clean-up must now wait for this transaction to end.
+      await untilWaitingForImageLock(db, drop);
+      return write.record;
+    });
+    const dropped = await drop!;
+    assert.equal(dropped.statusCode, 200, dropped.body);
+    assert.deepEqual(referring.info_img_json, { width: 40, height: 30, bytes: referring.info_img_json?.bytes, type: 'image/jpeg' });
+    const served = await app.app.inject({ method: 'GET', url: path });
+    assert.equal(served.statusCode, 200, 'the image of the blog that refers to it is still served');
+    assert.ok((await storedImages(app)).committed.includes(path.slice('/images/'.length)));
   });
 
   test(`${driver}: an app starting on the storage sweeps it`, async (t) => {

@@ -1,5 +1,7 @@
 import type { DbHandle } from '../../db/schema.js';
+import { inTransaction } from '../../db/transaction.js';
 import { IMAGE_PATH_PREFIX, type ImageStorage } from '../../storage/image-storage.js';
+import { lockImageReferences } from '../shared/image-references.js';
 import { imagePathInUse, pathsWithImageRows } from './blog.repository.js';
 
 export interface SweepResult {
@@ -7,6 +9,23 @@ export interface SweepResult {
   readonly staged: number;
   /** Committed images removed that no record shows. */
   readonly unreferenced: number;
+}
+
+/**
+ * Removes the stored image `name` if no record refers to it (imagePathInUse); returns whether it
+ * did. The check holds the image-references lock exclusively, so no write can be adding a
+ * reference meanwhile; a database storage removes in that transaction, a file goes after the
+ * COMMIT (files are never removed before the decision to remove them is committed).
+ */
+export async function removeImageIfUnused(db: DbHandle, storage: ImageStorage, name: string): Promise<boolean> {
+  const unused = await inTransaction(db, async (trx) => {
+    await lockImageReferences(trx, 'exclusive');
+    if (await imagePathInUse(trx, `${IMAGE_PATH_PREFIX}${name}`)) return false;
+    if (storage.inDatabase) await storage.remove(name, trx);
+    return true;
+  });
+  if (unused && !storage.inDatabase) await storage.remove(name);
+  return unused;
 }
 
 /** Names checked per round: one indexed query for the batch, then a full check of the few left. */
@@ -34,9 +53,7 @@ export async function removeOrphanImages(db: DbHandle, storage: ImageStorage, gr
     );
     for (const name of batch) {
       const path = `${IMAGE_PATH_PREFIX}${name}`;
-      if (shown.has(path) || (await imagePathInUse(db, path))) continue;
-      await storage.remove(name);
-      unreferenced++;
+      if (!shown.has(path) && (await removeImageIfUnused(db, storage, name))) unreferenced++;
     }
     batch = [];
   };

@@ -5,6 +5,7 @@ import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/etag.js';
 import { countBlogsOnPage } from '../shared/content.queries.js';
+import { lockImageReferences } from '../shared/image-references.js';
 import { keysetCursor } from '../shared/cursor.js';
 import type { Listed, Saved } from '../shared/envelope.js';
 import { listWindow, queryBoolean } from '../shared/schemas.js';
@@ -112,6 +113,8 @@ export async function savePage(db: DbHandle, siteId: number, input: PageInput, p
   const changes = storedChanges(input);
   const at = now();
   return inTransaction(db, async (tx) => {
+    // A page's image fields and HTML refer to images: no clean-up may remove one this write names.
+    await lockImageReferences(tx, 'shared');
     if (input.id === undefined) {
       precondition?.(undefined);
       return { ...(await insert(tx, siteId, changes, at)), created: true };

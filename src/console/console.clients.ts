@@ -1,14 +1,19 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import { BadRequestError } from '../errors.js';
-import { createClient, deleteOwnedClient, findOwnedClient, listOwnedClients, updateOwnedRedirectUris } from '../oauth/client.service.js';
+import {
+  CLIENT_NAME_MAX,
+  createClient,
+  deleteOwnedClient,
+  findOwnedClient,
+  listOwnedClients,
+  updateOwnedRedirectUris,
+} from '../oauth/client.service.js';
 import { formValue } from '../oauth/interaction.context.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
 
 const ClientParams = Type.Object({ clientId: Type.String({ pattern: '^[\\w-]{1,64}$' }) });
 const CLIENTS = `${CONSOLE_PATH}/clients`;
-const NAME_MAX = 100;
 
 /** One URI a line (or separated by spaces): how a person pastes a list into a text area. */
 function urisOf(text: string): string[] {
@@ -24,7 +29,7 @@ export async function registerClientPages(app: FastifyInstance, deps: ConsoleDep
       clients: await listOwnedClients(db, ctx.user.id),
       name: '',
       redirectUris: '',
-      nameMax: NAME_MAX,
+      nameMax: CLIENT_NAME_MAX,
       example: `${deps.config.publicUrl.startsWith('https:') ? 'https://app.example' : 'http://localhost:3000'}/callback`,
       ...data,
     });
@@ -43,10 +48,8 @@ export async function registerClientPages(app: FastifyInstance, deps: ConsoleDep
       const redirectUris = formValue(ctx.form, 'redirect_uris');
       const created = await changeOrFormAgain(
         (error) => listPage(ctx, 400, { name, redirectUris, error }),
-        async () => {
-          if (name.length > NAME_MAX) throw new BadRequestError(`A client name has at most ${NAME_MAX} characters.`);
-          return createClient(db, { name, redirectUris: urisOf(redirectUris), ownerUserId: ctx.user.id });
-        },
+        // createClient holds the rules for names (clientNameProblem) and redirect URIs, for the CLI too.
+        () => createClient(db, { name, redirectUris: urisOf(redirectUris), ownerUserId: ctx.user.id }),
       );
       if (!created) return ctx.reply;
       const { clientId } = created.result;

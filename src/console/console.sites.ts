@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { LABEL_MAX } from '../accounts/account.names.js';
 import { createCredential } from '../accounts/account.service.js';
 import { getPage, pageTree } from '../content/pages/page.service.js';
+import { INT32_MAX } from '../content/shared/schemas.js';
 import { NotFoundError } from '../errors.js';
 import { isVerifiedClient, listClients } from '../oauth/client.service.js';
 import { listConnections } from '../oauth/connection.service.js';
@@ -20,9 +21,6 @@ const ConnectionParams = Type.Object({ siteId: Id, connectionId: Type.String({ p
 const CredentialParams = Type.Object({ siteId: Id, apiId: Type.String({ pattern: '^ak_[\\w-]{1,64}$' }) });
 const PageParams = Type.Object({ siteId: Id, pageId: Id });
 
-/** The largest id the database's integer columns hold: a larger one names nothing. */
-const MAX_ID = 2 ** 31 - 1;
-
 interface SiteRouteParams {
   siteId: number;
   pageId: number;
@@ -35,7 +33,8 @@ function paramsOf(ctx: ConsoleContext): SiteRouteParams {
   const raw = ctx.request.params as Record<string, string>;
   const siteId = Number(raw.siteId);
   const pageId = Number(raw.pageId);
-  if (siteId > MAX_ID || pageId > MAX_ID) throw new NotFoundError('There is no such website or page.');
+  // Past the integer columns' range an id names nothing.
+  if (siteId > INT32_MAX || pageId > INT32_MAX) throw new NotFoundError('There is no such website or page.');
   return { ...raw, siteId, pageId } as SiteRouteParams;
 }
 

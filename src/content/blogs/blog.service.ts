@@ -6,9 +6,9 @@ import { BadRequestError, NotFoundError, ValidationError } from '../../errors.js
 import type { Precondition } from '../../http/etag.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../shared/content.queries.js';
-import { lockImageReferences } from '../shared/image-references.js';
 import { keysetCursor } from '../shared/cursor.js';
 import type { Listed, Saved } from '../shared/envelope.js';
+import { lockImageReferences } from '../shared/image-references.js';
 import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { blogSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
@@ -19,8 +19,8 @@ import { type ImagePlan, planImages, type ReceivedImage } from './blog.images.js
 import { type BlogRecord, storedBlog, toBlogRecord } from './blog.record.js';
 import type { BlogRow } from './blog.repository.js';
 import * as repo from './blog.repository.js';
-import { removeImageIfUnused } from './image-cleanup.js';
 import type { BlogQuery, BlogWrite } from './blog.schemas.js';
+import { removeImageIfUnused } from './image-cleanup.js';
 
 export type { BlogRecord } from './blog.record.js';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
-import { sql } from 'kysely';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import { type BlogTestApp, buildBlogApp, DRIVERS, image, postForm, storageOf, storedImages } from '../../../test/blog-fixtures.js';
 import { buildTestApp, json } from '../../../test/helpers.js';
 import { dialectOf } from '../../db/database.js';

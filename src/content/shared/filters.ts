@@ -3,7 +3,8 @@ import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import type { MatchType } from './schemas.js';
 
-function escapeLike(value: string): string {
+/** `value` as a LIKE pattern (with `escape '\'`) that matches it literally: %, _ and \ escaped. */
+export function escapeLike(value: string): string {
   return value.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 

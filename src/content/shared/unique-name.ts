@@ -1,6 +1,7 @@
 import { type SqlBool, sql } from 'kysely';
 import type { DbHandle } from '../../db/schema.js';
 import { lockInTransaction } from '../../db/transaction.js';
+import { escapeLike } from './filters.js';
 import { firstFree } from './slug.js';
 
 /** A website-unique SEO name column: page aliases, blog filenames. */
@@ -25,7 +26,7 @@ export const BLOG_FILENAME: NameColumn = { table: 'blogs', column: 'info_filenam
  */
 export async function uniqueName(db: DbHandle, target: NameColumn, siteId: number, wanted: string, self?: number): Promise<string> {
   await lockInTransaction(db, target.lockClass, siteId);
-  const pattern = `${wanted.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`;
+  const pattern = `${escapeLike(wanted)}-%`;
   const column = sql.ref(target.column);
   const rows = await sql<{ name: string }>`select ${column} as name from ${sql.table(target.table)}
     where site_id = ${siteId} and ${sql.ref(target.idColumn)} <> ${self ?? 0}

@@ -1,5 +1,6 @@
 import { hotRead } from '../db/database.js';
 import type { DbHandle } from '../db/schema.js';
+import type { MaybePromise } from '../maybe-async.js';
 
 export async function insertSite(db: DbHandle, name: string, createdAt: string): Promise<number> {
   const row = await db.insertInto('sites').values({ name, created_at: createdAt }).returning('id').executeTakeFirstOrThrow();
@@ -92,7 +93,7 @@ function credentialQuery(db: DbHandle, { apiId }: { apiId: string }) {
 export type CredentialRow = Awaited<ReturnType<ReturnType<typeof credentialQuery>['executeTakeFirstOrThrow']>>;
 
 /** Runs on every API-key request: a prepared statement on SQLite. */
-export function readCredential(db: DbHandle, apiId: string): Promise<CredentialRow | undefined> {
+export function readCredential(db: DbHandle, apiId: string): MaybePromise<CredentialRow | undefined> {
   return hotRead(db, credentialQuery, { apiId });
 }
 

@@ -1,4 +1,5 @@
 import type PG from 'pg';
+import type { MaybePromise } from '../maybe-async.js';
 import type { DbHandle } from './schema.js';
 
 /**
@@ -74,8 +75,11 @@ export class CredentialKeep {
     this.#generation += 1;
   }
 
-  /** The value kept for `key`, or `read()`'s, kept when nothing changed while it was read. */
-  async read<V>(key: string, read: () => Promise<V | undefined>): Promise<V | undefined> {
+  /**
+   * The value kept for `key`, at once, without a promise; or a promise of `read()`'s, kept when
+   * nothing changed while it was read.
+   */
+  read<V>(key: string, read: () => MaybePromise<V | undefined>): MaybePromise<V | undefined> {
     const usable = this.#remote.fresh();
     if (usable) {
       const entry = this.#entries.get(key);
@@ -84,6 +88,10 @@ export class CredentialKeep {
         return entry.value as V;
       }
     }
+    return this.#readAndKeep(key, read, usable);
+  }
+
+  async #readAndKeep<V>(key: string, read: () => MaybePromise<V | undefined>, usable: boolean): Promise<V | undefined> {
     const generation = this.#generation;
     const value = await read();
     this.counts.read += 1;
@@ -113,7 +121,7 @@ export function keepOf(db: DbHandle): CredentialKeep | undefined {
 }
 
 /** A read through the database's keep when it has one, or straight from the database. */
-export function readKept<V>(db: DbHandle, key: string, read: () => Promise<V | undefined>): Promise<V | undefined> {
+export function readKept<V>(db: DbHandle, key: string, read: () => MaybePromise<V | undefined>): MaybePromise<V | undefined> {
   const keep = keeps.get(db);
   return keep ? keep.read(key, read) : read();
 }

@@ -141,7 +141,7 @@ test('hotRead binds arguments by name, keeps the query constants, and refuses a 
   assert.deepEqual(await build(db.kysely, { a: 'y', c: 1 }).executeTakeFirst(), { a: 'y', b: 'fixed', c: 2 });
 
   const altered = (_db: unknown, { a }: { a: string }) => k.selectFrom('t').select('a').where('a', '=', a.toUpperCase());
-  await assert.rejects(hotRead(db.kysely, altered as never, { a: 'x' }), /argument "a" does not reach the query/);
+  assert.throws(() => hotRead(db.kysely, altered as never, { a: 'x' }), /argument "a" does not reach the query/);
 });
 
 test('PostgreSQL: hotRead runs a named statement, parsed once per connection; a transaction reads through Kysely', {
@@ -166,7 +166,7 @@ test('PostgreSQL: hotRead runs a named statement, parsed once per connection; a 
   assert.equal(named.length, 1, 'one statement for the three reads');
   assert.match(named[0]!.name, /^hot_\d+$/);
 
-  const inTransaction = await db.kysely.transaction().execute((trx) => run(trx, { a: 'y', c: 0 }));
+  const inTransaction = await db.kysely.transaction().execute(async (trx) => run(trx, { a: 'y', c: 0 }));
   assert.deepEqual(inTransaction, { a: 'y', b: 'fixed', c: 2 });
   assert.equal((await prepared()).filter((p) => p.statement.includes('"hot_t"')).length, 1, 'the transaction prepared nothing');
 });

@@ -13,6 +13,7 @@ import {
 } from 'kysely';
 import type PG from 'pg';
 import { DEFAULT_SQLITE_MMAP_MB } from '../config.js';
+import type { MaybePromise } from '../maybe-async.js';
 import { makePrivate } from '../private-files.js';
 import { CredentialKeep, connectionWatch, postgresRemoteChanges, registerKeep, sqliteRemoteChanges } from './credential-keep.js';
 import type { Database, DbHandle } from './schema.js';
@@ -256,12 +257,14 @@ function prepare(hot: HotReads, db: DbHandle, build: Build, args: Record<string,
  *   it once instead of on every run (issue 11). Hot reads name their columns, so a migration that
  *   adds a column does not change what a prepared statement returns.
  * A handle that is a transaction is not in the map: its reads run through Kysely, in it.
+ * On SQLite the row comes at once, without a promise, unless a commit is still being made durable
+ * (group commit): a GET by id then needs no promise from its credential to its answer.
  */
-export async function hotRead<A extends Record<string, string | number>, R>(
+export function hotRead<A extends Record<string, string | number>, R>(
   db: DbHandle,
   build: (db: DbHandle, args: A) => HotQuery<R>,
   args: A,
-): Promise<R | undefined> {
+): MaybePromise<R | undefined> {
   const hot = hotReads.get(db);
   if (!hot || hot.busy()) return build(db, args).executeTakeFirst();
   let prepared = hot.prepared.get(build);
@@ -269,7 +272,7 @@ export async function hotRead<A extends Record<string, string | number>, R>(
     prepared = prepare(hot, db, build as unknown as Build, args);
     hot.prepared.set(build, prepared);
   }
-  return (await prepared.run(prepared.bindings.map((b) => ('arg' in b ? args[b.arg] : b.value)))) as R | undefined;
+  return prepared.run(prepared.bindings.map((b) => ('arg' in b ? args[b.arg] : b.value))) as MaybePromise<R | undefined>;
 }
 
 /** Names of the PostgreSQL hot-read statements: unique in the process, so never two texts under one name on a connection. */

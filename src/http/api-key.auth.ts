@@ -1,11 +1,13 @@
 import type { FastifyRequest } from 'fastify';
-import { readCredential, touchCredential } from '../accounts/account.repository.js';
+import { type CredentialRow, readCredential, touchCredential } from '../accounts/account.repository.js';
 import { sameHash, sha256 } from '../accounts/secrets.js';
 import { readKept } from '../db/credential-keep.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
+import { andThen, type MaybePromise } from '../maybe-async.js';
 import { type AuthMethod, lastUseIsStale, type Principal } from './authenticate.js';
+import { basicText } from './basic-credentials.js';
 
 /** Legacy credentials carry every permission of their website (DESIGN §2). */
 const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everything:write']);
@@ -13,7 +15,7 @@ const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everythi
 function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string } | undefined {
   const authorization = request.headers.authorization;
   if (authorization && /^basic /i.test(authorization)) {
-    const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
+    const decoded = basicText(authorization.slice(6).trim());
     const colon = decoded.indexOf(':');
     if (colon < 1) throw new UnauthorizedError('HTTP Basic credentials must be API_ID:API_KEY.');
     return { apiId: decoded.slice(0, colon), apiKey: decoded.slice(colon + 1) };
@@ -28,20 +30,25 @@ function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string
 }
 
 export function apiKeyAuth(db: DbHandle): AuthMethod {
+  /** The principal of a credential as read, once the key sent matches it; at once unless its last use is due to be written. */
+  const admit = (credential: CredentialRow | undefined, apiKey: string): MaybePromise<Principal> => {
+    if (!credential || credential.revoked_at || !sameHash(credential.key_hash, sha256(apiKey))) {
+      throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
+    }
+    const principal: Principal = { siteId: credential.site_id, scopes: LEGACY_SCOPES, method: 'api-key', subject: credential.api_id };
+    const now = new Date();
+    if (!lastUseIsStale(credential.last_used_at, now)) return principal;
+    return touchCredential(db, credential.api_id, formatTimestamp(now)).then(() => principal);
+  };
   return {
     name: 'api-key',
-    async authenticate(request): Promise<Principal | undefined> {
+    authenticate(request) {
       const sent = credentialsOf(request);
       if (!sent) return undefined;
       // Kept per process until the database says a credential changed (credential-keep.ts); the
       // key itself is checked against the stored hash on every request.
-      const credential = await readKept(db, `key:${sent.apiId}`, () => readCredential(db, sent.apiId));
-      if (!credential || credential.revoked_at || !sameHash(credential.key_hash, sha256(sent.apiKey))) {
-        throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
-      }
-      const now = new Date();
-      if (lastUseIsStale(credential.last_used_at, now)) await touchCredential(db, credential.api_id, formatTimestamp(now));
-      return { siteId: credential.site_id, scopes: LEGACY_SCOPES, method: 'api-key', subject: credential.api_id };
+      const credential = readKept(db, `key:${sent.apiId}`, () => readCredential(db, sent.apiId));
+      return andThen(credential, (found) => admit(found, sent.apiKey));
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { timestampBefore } from '../db/time.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import { andThen, type MaybePromise } from '../maybe-async.js';
 import { protectedResources, type ResourceName } from '../oauth/resources.js';
 
 export const SCOPES = ['everything:read', 'everything:write', 'product:read', 'product:write', 'order:read', 'order:write'] as const;
@@ -17,11 +18,12 @@ export interface Principal {
 
 /**
  * One way of proving identity. Returns undefined when the request carries no credentials of this
- * kind (the next method is tried); throws UnauthorizedError when it carries bad ones.
+ * kind (the next method is tried); throws UnauthorizedError when it carries bad ones (or rejects,
+ * when it answers with a promise). It answers at once when what it needs is kept in memory.
  */
 export interface AuthMethod {
   readonly name: string;
-  authenticate(request: FastifyRequest): Promise<Principal | undefined>;
+  authenticate(request: FastifyRequest): MaybePromise<Principal | undefined>;
 }
 
 declare module 'fastify' {
@@ -116,33 +118,56 @@ const MISSING_CREDENTIALS: Record<ResourceName, string> = {
  */
 export type CountRequest = (request: FastifyRequest, reply: FastifyReply) => undefined | Promise<void>;
 
+/**
+ * The hook is callback-style, not async, and the methods and the count answer at once when they
+ * can: a request whose credential is kept is authenticated without a promise. Awaiting each step
+ * cost about a quarter of a GET by id (issue 11, bench/README.md).
+ */
 export function installAuthentication(
   app: FastifyInstance,
   methods: Readonly<Record<ResourceName, readonly AuthMethod[]>>,
   count?: CountRequest,
 ): void {
   app.decorateRequest('principal', undefined);
-  app.addHook('onRequest', async (request, reply) => {
-    const needed = request.routeOptions.config.scope;
-    if (!needed) return;
-    const resource = resourceOf(request);
-    let principal: Principal | undefined;
-    for (const method of methods[resource]) {
-      principal = await method.authenticate(request);
-      if (principal) break;
+  app.addHook('onRequest', (request, reply, done) => {
+    const { scope: needed, resource = 'api' } = request.routeOptions.config;
+    if (!needed) return done();
+    let admitted: MaybePromise<void>;
+    try {
+      const found = firstPrincipal(methods[resource], request, 0);
+      admitted = andThen(found, (principal) => {
+        request.principal = admit(request, principal, needed, resource);
+        return count?.(request, reply);
+      });
+    } catch (error) {
+      return done(error as Error);
     }
-    if (!principal) {
-      throw request.headers.authorization?.toLowerCase().startsWith('bearer ')
-        ? new UnauthorizedError('The access token is not valid.', 'invalid_token')
-        : new UnauthorizedError(MISSING_CREDENTIALS[resource]);
-    }
-    if (!hasScope(principal.scopes, needed)) {
-      throw new ForbiddenError(`This operation needs the scope ${needed}.`, needed);
-    }
-    request.principal = principal;
-    const counting = count?.(request, reply);
-    if (counting) await counting;
+    if (admitted instanceof Promise) admitted.then(() => done(), done);
+    else done();
   });
+}
+
+/** The principal of the first method, from `from` on, that finds credentials of its kind in the request. */
+function firstPrincipal(methods: readonly AuthMethod[], request: FastifyRequest, from: number): MaybePromise<Principal | undefined> {
+  for (let i = from; i < methods.length; i++) {
+    const found = methods[i]!.authenticate(request);
+    if (found instanceof Promise) return found.then((principal) => principal ?? firstPrincipal(methods, request, i + 1));
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** The principal, once it is known to exist and to hold the scope the route needs. */
+function admit(request: FastifyRequest, principal: Principal | undefined, needed: Scope, resource: ResourceName): Principal {
+  if (!principal) {
+    throw request.headers.authorization?.toLowerCase().startsWith('bearer ')
+      ? new UnauthorizedError('The access token is not valid.', 'invalid_token')
+      : new UnauthorizedError(MISSING_CREDENTIALS[resource]);
+  }
+  if (!hasScope(principal.scopes, needed)) {
+    throw new ForbiddenError(`This operation needs the scope ${needed}.`, needed);
+  }
+  return principal;
 }
 
 /** The principal of an authenticated route; a route without `config.scope` has none. */

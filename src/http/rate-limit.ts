@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { TooManyRequestsError } from '../errors.js';
+import { andThen } from '../maybe-async.js';
 import type { CountRequest } from './authenticate.js';
 import type { Hit, RateLimitStore } from './rate-limit.store.js';
 
@@ -66,6 +67,6 @@ export function apiRateLimit(perMinute: number, store: RateLimitStore): CountReq
   return (request, reply) => {
     const principal = request.principal!;
     const hit = store.hit(`api:${principal.method}:${principal.subject}`, RATE_WINDOW_SECONDS, perMinute);
-    return hit instanceof Promise ? hit.then((h) => counted(reply, h)) : counted(reply, hit);
+    return andThen(hit, (h) => counted(reply, h));
   };
 }

@@ -4,6 +4,7 @@ import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import { type AuthMethod, lastUseIsStale, type Principal } from '../http/authenticate.js';
+import { andThen, type MaybePromise } from '../maybe-async.js';
 import { type LiveAccess, readLiveAccess, touchConnection } from './connection.repository.js';
 
 function invalid(): UnauthorizedError {
@@ -59,9 +60,24 @@ function liveAt(access: LiveAccess, at: string): boolean {
  * The website comes from the connection.
  */
 export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
+  /** The principal of a token as read, once it is live for this resource; at once unless its last use is due to be written. */
+  const admit = (access: LiveAccess | undefined, now: Date, at: string): MaybePromise<Principal> => {
+    if (!access?.payload || !liveAt(access, at)) throw invalid();
+    const claims = claimsOf(access.payload);
+    if (claims.aud !== resource) {
+      // Live, but for the other resource: say so, or a client would throw away a good token.
+      throw new UnauthorizedError(
+        `The access token was issued for ${String(claims.aud)}, not for ${resource}: ask for a token with resource=${resource}.`,
+        'invalid_token',
+      );
+    }
+    const principal: Principal = { siteId: access.site_id, scopes: claims.scopes, method: 'bearer', subject: access.id };
+    if (!lastUseIsStale(access.last_used_at, now)) return principal;
+    return touchConnection(db, access.grant_id, { last_used_at: formatTimestamp(now) }).then(() => principal);
+  };
   return {
     name: 'bearer',
-    async authenticate(request): Promise<Principal | undefined> {
+    authenticate(request) {
       const header = request.headers.authorization;
       if (!header || !/^bearer /i.test(header)) return undefined;
       const value = header.slice(7).trim();
@@ -71,23 +87,8 @@ export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
       const hashed = sha256(value);
       // Kept per process until the database says a token or connection changed (credential-keep.ts);
       // the expiries are checked on every use, since a kept read was live when it was read.
-      const access = await readKept(db, `token:${hashed}`, () => readLiveAccess(db, hashed, at));
-      if (!access?.payload || !liveAt(access, at)) throw invalid();
-      const claims = claimsOf(access.payload);
-      if (claims.aud !== resource) {
-        // Live, but for the other resource: say so, or a client would throw away a good token.
-        throw new UnauthorizedError(
-          `The access token was issued for ${String(claims.aud)}, not for ${resource}: ask for a token with resource=${resource}.`,
-          'invalid_token',
-        );
-      }
-      if (lastUseIsStale(access.last_used_at, now)) await touchConnection(db, access.grant_id, { last_used_at: formatTimestamp(now) });
-      return {
-        siteId: access.site_id,
-        scopes: claims.scopes,
-        method: 'bearer',
-        subject: access.id,
-      };
+      const access = readKept(db, `token:${hashed}`, () => readLiveAccess(db, hashed, at));
+      return andThen(access, (found) => admit(found, now, at));
     },
   };
 }

@@ -3,6 +3,7 @@ import { sha256 } from '../accounts/secrets.js';
 import { dialectOf, hotRead } from '../db/database.js';
 import type { Database, DbHandle } from '../db/schema.js';
 import { inTransaction, lockInTransaction } from '../db/transaction.js';
+import type { MaybePromise } from '../maybe-async.js';
 import type { ConnectionStatus, OAuthConnectionsTable } from './oauth.tables.js';
 
 export type ConnectionRow = OAuthConnectionsTable;
@@ -59,7 +60,7 @@ export type LiveAccess = Awaited<ReturnType<ReturnType<typeof liveAccessQuery>['
  * revocation, replay detection, RFC 7009, lapse) deletes it and its tokens and marks the connection
  * in one transaction.
  */
-export function readLiveAccess(db: DbHandle, hashedToken: string, now: string): Promise<LiveAccess | undefined> {
+export function readLiveAccess(db: DbHandle, hashedToken: string, now: string): MaybePromise<LiveAccess | undefined> {
   return hotRead(db, liveAccessQuery, { hashedToken, now });
 }
 

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BadRequestError } from '../errors.js';
+import { basicText } from '../http/basic-credentials.js';
 import { type Counted, enforce, RATE_WINDOW_SECONDS } from '../http/rate-limit.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
 
@@ -28,7 +29,7 @@ export interface ClientRequest {
 /** RFC 6749 §2.3.1: HTTP Basic client authentication, the client id form-encoded as the user name. */
 function basicClientId(header: string | undefined): string | undefined {
   if (!header || !/^basic /i.test(header)) return undefined;
-  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const decoded = basicText(header.slice(6).trim());
   const colon = decoded.indexOf(':');
   try {
     return decodeURIComponent((colon < 0 ? decoded : decoded.slice(0, colon)).replace(/\+/g, ' ')) || undefined;

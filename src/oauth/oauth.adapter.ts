@@ -31,7 +31,7 @@ function liveByIdQuery(db: DbHandle, { model, now, hashedId }: { model: string; 
   return liveQuery(db, model, now).where('id', '=', hashedId);
 }
 
-function readLive(db: DbHandle, model: string, hashedId: string): Promise<PayloadRow | undefined> {
+async function readLive(db: DbHandle, model: string, hashedId: string): Promise<PayloadRow | undefined> {
   return hotRead(db, liveByIdQuery, { model, now: formatTimestamp(new Date()), hashedId });
 }
 

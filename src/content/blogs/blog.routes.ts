@@ -10,7 +10,7 @@ import type { Budget } from '../../http/budget.js';
 import { fieldErrors } from '../../http/validation.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
-import { Deleted, ifMatch, NoQuery, operations, sendList, sendRecord, sendSaved, withinBudget } from '../shared/envelope.js';
+import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { IdParams, pageSizeOf, queryBoolean } from '../shared/schemas.js';
 import { BlogForm, BlogList, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
 import * as blogs from './blog.service.js';
@@ -58,7 +58,7 @@ export async function registerBlogs(
   routes.get(
     '/blog/:id',
     read('Get one blog', DOCS.get, { params: IdParams, querystring: NoQuery, response: { 200: BlogList } }),
-    async (request, reply) => sendRecord(reply, await blogs.getStoredBlog(db, principalOf(request).siteId, request.params.id)),
+    (request, reply) => sendStored(reply, blogs.getStoredBlog(db, principalOf(request).siteId, request.params.id)),
   );
 
   // The body is declared per media type, which the type provider cannot read: JSON bodies are

@@ -4,6 +4,7 @@ import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, NotFoundError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/etag.js';
+import { andThen, type MaybePromise } from '../../maybe-async.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../shared/content.queries.js';
 import { keysetCursor } from '../shared/cursor.js';
@@ -71,11 +72,12 @@ export async function listBlogs(db: DbHandle, siteId: number, query: BlogListQue
   return { records: rows, total, offset, pageSize };
 }
 
-/** One blog as stored: its JSON text and ETag. */
-export async function getStoredBlog(db: DbHandle, siteId: number, id: number): Promise<StoredRecord> {
-  const stored = await repo.readStoredBlog(db, siteId, id);
-  if (!stored) throw new NotFoundError(`There is no blog ${id} on this website.`);
-  return stored;
+/** One blog as stored: its JSON text and ETag; at once when the read is (hotRead). */
+export function getStoredBlog(db: DbHandle, siteId: number, id: number): MaybePromise<StoredRecord> {
+  return andThen(repo.readStoredBlog(db, siteId, id), (stored) => {
+    if (!stored) throw new NotFoundError(`There is no blog ${id} on this website.`);
+    return stored;
+  });
 }
 
 /** One blog as an object (MCP): the stored text, parsed. */

@@ -11,6 +11,7 @@ import {
 import { type DialectName, dialectOf, hotRead } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
 import type { Database, DbHandle } from '../../db/schema.js';
+import type { MaybePromise } from '../../maybe-async.js';
 import { hiddenPages, listTotal } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
@@ -135,7 +136,7 @@ function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: num
 }
 
 /** One page's stored record, outside a transaction: the hottest read, a prepared statement on SQLite. */
-export function readStoredPage(db: DbHandle, siteId: number, id: number): Promise<StoredRecord | undefined> {
+export function readStoredPage(db: DbHandle, siteId: number, id: number): MaybePromise<StoredRecord | undefined> {
   return hotRead(db, storedByIdQuery, { siteId, id });
 }
 

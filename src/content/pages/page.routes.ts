@@ -4,7 +4,7 @@ import type { DbHandle } from '../../db/schema.js';
 import { principalOf } from '../../http/authenticate.js';
 import type { Budget } from '../../http/budget.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
-import { Deleted, ifMatch, NoQuery, operations, sendList, sendRecord, sendSaved, withinBudget } from '../shared/envelope.js';
+import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { IdParams, pageSizeOf } from '../shared/schemas.js';
 import { PageList, PageQuery, PageWrite, PageWritten } from './page.schemas.js';
 import * as pages from './page.service.js';
@@ -48,7 +48,7 @@ export async function registerPages(
   routes.get(
     '/page/:id',
     read('Get one page', DOCS.get, { params: IdParams, querystring: NoQuery, response: { 200: PageList } }),
-    async (request, reply) => sendRecord(reply, await pages.getStoredPage(db, principalOf(request).siteId, request.params.id)),
+    (request, reply) => sendStored(reply, pages.getStoredPage(db, principalOf(request).siteId, request.params.id)),
   );
 
   routes.post(

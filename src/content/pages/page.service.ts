@@ -4,6 +4,7 @@ import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/etag.js';
+import { andThen, type MaybePromise } from '../../maybe-async.js';
 import { countBlogsOnPage } from '../shared/content.queries.js';
 import { keysetCursor } from '../shared/cursor.js';
 import type { Listed, Saved } from '../shared/envelope.js';
@@ -52,11 +53,12 @@ export async function listPages(db: DbHandle, siteId: number, query: PageListQue
   return { records: rows, total, offset, pageSize };
 }
 
-/** One page as stored: its JSON text and ETag. */
-export async function getStoredPage(db: DbHandle, siteId: number, id: number): Promise<StoredRecord> {
-  const stored = await repo.readStoredPage(db, siteId, id);
-  if (!stored) throw new NotFoundError(`There is no page ${id} on this website.`);
-  return stored;
+/** One page as stored: its JSON text and ETag; at once when the read is (hotRead). */
+export function getStoredPage(db: DbHandle, siteId: number, id: number): MaybePromise<StoredRecord> {
+  return andThen(repo.readStoredPage(db, siteId, id), (stored) => {
+    if (!stored) throw new NotFoundError(`There is no page ${id} on this website.`);
+    return stored;
+  });
 }
 
 /** One page as an object (MCP, the console): the stored text, parsed. */

@@ -7,6 +7,7 @@ import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
 import { Type } from 'typebox';
 import type { Budget } from '../../http/budget.js';
 import { ifMatchCheck, type Precondition } from '../../http/etag.js';
+import type { MaybePromise } from '../../maybe-async.js';
 import { DEFAULT_PAGE_SIZE } from './schemas.js';
 import { listTag, type StoredItem, type StoredRecord } from './stored.js';
 
@@ -87,6 +88,21 @@ export function sendRecord(reply: FastifyReply, stored: StoredRecord): FastifyRe
     .header('etag', stored.etag)
     .type(JSON_TYPE)
     .send(`{"data":[${stored.record_json}],"meta":{"total":1,"offset":0,"pageSize":${DEFAULT_PAGE_SIZE}}}`);
+}
+
+/**
+ * One stored record as a GET by id's answer. Read at once, it is sent at once and the handler
+ * returns nothing (no promise); read later, the handler's promise ends once the reply has been
+ * sent (a reply is awaitable), as an async handler's `return reply` does.
+ */
+export function sendStored(reply: FastifyReply, stored: MaybePromise<StoredRecord>): undefined | Promise<void> {
+  if (stored instanceof Promise) {
+    return stored.then(async (record) => {
+      await sendRecord(reply, record);
+    });
+  }
+  sendRecord(reply, stored);
+  return undefined;
 }
 
 /** A POST's answer: 201 with Location for an insert, 200 for an update; the record's stored ETag either way. */

@@ -17,7 +17,7 @@ import { installCompression } from './http/compression.js';
 import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { installJsonBodies } from './http/json-body.js';
-import { loggerOptions, requestLogger } from './http/logging.js';
+import { loggerOptions, requestLines, requestLogger } from './http/logging.js';
 import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
 import { apiRateLimit } from './http/rate-limit.js';
 import { rateLimitStores } from './http/rate-limit.store.js';
@@ -45,6 +45,7 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   const app = Fastify({
     logger: loggerOptions(config.logLevel, logStream),
     childLoggerFactory: requestLogger as never,
+    logController: requestLines(config.logLevel),
     genReqId: (req) => {
       const sent = req.headers['x-request-id'];
       return typeof sent === 'string' && /^[\w.-]{1,64}$/.test(sent) ? sent : randomUUID();

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import { type FastifyRequest, LogController } from 'fastify';
 import type pino from 'pino';
 import type { LogLevel } from '../config.js';
 
@@ -90,6 +90,24 @@ class RequestLogger {
     return this.#real().isLevelEnabled(level);
   }
 }
+
+/**
+ * Fastify's own per-request lines, 'incoming request' and 'request completed', are written at
+ * info. When info is off they are skipped before Fastify builds them: it made each line's object and
+ * read the clock before the logger could say no, about 1 µs of a GET by id under load (issue 11).
+ * A request that ended in an error still has its line, and every other line is Fastify's as before.
+ */
+export function requestLines(level: LogLevel): LogController {
+  if (LEVEL_ORDER.indexOf(level) <= LEVEL_ORDER.indexOf('info')) return new LogController();
+  return new (class extends LogController {
+    override incomingRequest(): void {}
+    override requestCompleted(...args: Parameters<LogController['requestCompleted']>): void {
+      if (args[0]) super.requestCompleted(...args);
+    }
+  })();
+}
+
+const LEVEL_ORDER: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 /** Fastify's childLoggerFactory: each request's logger, made a pino child on its first line (RequestLogger). */
 export function requestLogger(logger: pino.Logger, bindings: pino.Bindings, options: pino.ChildLoggerOptions): pino.Logger {

@@ -3,10 +3,9 @@ import { type CredentialRow, readCredential, touchCredential } from '../accounts
 import { sameHash, sha256 } from '../accounts/secrets.js';
 import { readKept } from '../db/credential-keep.js';
 import type { DbHandle } from '../db/schema.js';
-import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
-import { type AuthMethod, lastUseIsStale, type Principal } from './authenticate.js';
+import { type AuthMethod, afterLastUse, type Principal } from './authenticate.js';
 import { basicText } from './basic-credentials.js';
 
 /** Legacy credentials carry every permission of their website (DESIGN §2). */
@@ -36,9 +35,7 @@ export function apiKeyAuth(db: DbHandle): AuthMethod {
       throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
     }
     const principal: Principal = { siteId: credential.site_id, scopes: LEGACY_SCOPES, method: 'api-key', subject: credential.api_id };
-    const now = new Date();
-    if (!lastUseIsStale(credential.last_used_at, now)) return principal;
-    return touchCredential(db, credential.api_id, formatTimestamp(now)).then(() => principal);
+    return afterLastUse(principal, credential.last_used_at, new Date(), (at) => touchCredential(db, credential.api_id, at));
   };
   return {
     name: 'api-key',

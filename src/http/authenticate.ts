@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { timestampBefore } from '../db/time.js';
+import { formatTimestamp, timestampBefore } from '../db/time.js';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import { protectedResources, type ResourceName } from '../oauth/resources.js';
@@ -50,6 +50,20 @@ const TOUCH_EVERY_MS = 10 * 60 * 1000;
 export function lastUseIsStale(lastUsedAt: string | null, now: Date): boolean {
   // As text, to the second: parsing the stored time on every request was 1.4 % of a GET by id.
   return lastUsedAt === null || lastUsedAt < timestampBefore(now, TOUCH_EVERY_MS);
+}
+
+/**
+ * A principal as soon as it is known, or once its last use has been written when that is due
+ * (lastUseIsStale): `touch` writes the time, stored form, on the credential or connection.
+ */
+export function afterLastUse(
+  principal: Principal,
+  lastUsedAt: string | null,
+  now: Date,
+  touch: (at: string) => Promise<unknown>,
+): MaybePromise<Principal> {
+  if (!lastUseIsStale(lastUsedAt, now)) return principal;
+  return touch(formatTimestamp(now)).then(() => principal);
 }
 
 /** everything:write carries the corresponding reads (spec §5.5). */
@@ -130,8 +144,9 @@ export function installAuthentication(
 ): void {
   app.decorateRequest('principal', undefined);
   app.addHook('onRequest', (request, reply, done) => {
-    const { scope: needed, resource = 'api' } = request.routeOptions.config;
+    const needed = request.routeOptions.config.scope;
     if (!needed) return done();
+    const resource = resourceOf(request);
     let admitted: MaybePromise<void>;
     try {
       const found = firstPrincipal(methods[resource], request, 0);

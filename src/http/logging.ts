@@ -1,5 +1,5 @@
 import { type FastifyRequest, LogController } from 'fastify';
-import type pino from 'pino';
+import pino from 'pino';
 import type { LogLevel } from '../config.js';
 
 /** Query parameters that can carry secrets; they are logged as [redacted]. */
@@ -98,7 +98,8 @@ class RequestLogger {
  * A request that ended in an error still has its line, and every other line is Fastify's as before.
  */
 export function requestLines(level: LogLevel): LogController {
-  if (LEVEL_ORDER.indexOf(level) <= LEVEL_ORDER.indexOf('info')) return new LogController();
+  // pino has no number for 'silent': above every level.
+  if ((pino.levels.values[level] ?? Number.POSITIVE_INFINITY) <= pino.levels.values.info!) return new LogController();
   return new (class extends LogController {
     override incomingRequest(): void {}
     override requestCompleted(...args: Parameters<LogController['requestCompleted']>): void {
@@ -106,8 +107,6 @@ export function requestLines(level: LogLevel): LogController {
     }
   })();
 }
-
-const LEVEL_ORDER: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 /** Fastify's childLoggerFactory: each request's logger, made a pino child on its first line (RequestLogger). */
 export function requestLogger(logger: pino.Logger, bindings: pino.Bindings, options: pino.ChildLoggerOptions): pino.Logger {

@@ -3,7 +3,7 @@ import { readKept } from '../db/credential-keep.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
-import { type AuthMethod, lastUseIsStale, type Principal } from '../http/authenticate.js';
+import { type AuthMethod, afterLastUse, type Principal } from '../http/authenticate.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import { type LiveAccess, readLiveAccess, touchConnection } from './connection.repository.js';
 
@@ -72,8 +72,7 @@ export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
       );
     }
     const principal: Principal = { siteId: access.site_id, scopes: claims.scopes, method: 'bearer', subject: access.id };
-    if (!lastUseIsStale(access.last_used_at, now)) return principal;
-    return touchConnection(db, access.grant_id, { last_used_at: formatTimestamp(now) }).then(() => principal);
+    return afterLastUse(principal, access.last_used_at, now, (last_used_at) => touchConnection(db, access.grant_id, { last_used_at }));
   };
   return {
     name: 'bearer',

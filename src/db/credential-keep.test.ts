@@ -91,6 +91,27 @@ test('an API key is read once and then kept; a revocation refuses the very next 
   assert.equal(await status(a), 401, 'the next request, without waiting for anything');
 });
 
+test('what is kept is keyed by the hash of the credentials as sent: no API key or token is held in the clear', async (t) => {
+  const a = await startOAuthApp(t);
+  const { tokens } = await connect(a);
+  const basic = { authorization: a.site.headers.authorization! };
+  const pair = { 'x-api-id': a.site.apiId, 'x-api-key': a.site.apiKey };
+  const bearer = { authorization: `Bearer ${tokens.access_token}` };
+  for (const headers of [basic, pair, bearer]) await untilKept(a, headers);
+  const keys = keep(a.db).keys();
+  assert.deepEqual(
+    keys.sort(),
+    [
+      `key:${sha256(`${a.site.apiId}\n${a.site.apiKey}`)}`,
+      `key:${sha256(basic.authorization)}`,
+      `token:${a.base}:${sha256(tokens.access_token)}`,
+    ].sort(),
+  );
+  for (const secret of [a.site.apiKey, tokens.access_token, basic.authorization.slice('Basic '.length)]) {
+    assert.ok(!keys.some((key) => key.includes(secret)), 'no secret in a key');
+  }
+});
+
 test('a wrong key for a kept API ID is still refused: the key is checked on every request', async (t) => {
   const a = await buildTestApp(t);
   await untilKept(a);

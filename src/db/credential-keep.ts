@@ -3,8 +3,10 @@ import type { MaybePromise } from '../maybe-async.js';
 import type { DbHandle } from './schema.js';
 
 /**
- * Credentials and access tokens as read on the last request that used them, kept per process so
- * that a request needs no read of its own to be authenticated (issue 11). Whatever the database
+ * Who a credential proved to be on the last request that presented it, kept per process so that a
+ * request needs no read, decoding or key check of its own to be authenticated (issue 11): the
+ * methods key what they keep by the SHA-256 of the credentials as sent (api-key.auth.ts,
+ * bearer.auth.ts), so no key or token is held in the clear. Whatever the database
  * says changed drops every kept value at once: changes are rare (a revocation, a token's end, a
  * connection's end), and reading again is what a request did anyway. Nothing kept is state another
  * node needs: each node learns of a change from the database.
@@ -77,9 +79,10 @@ export class CredentialKeep {
 
   /**
    * The value kept for `key`, at once, without a promise; or a promise of `read()`'s, kept when
-   * nothing changed while it was read.
+   * nothing changed while it was read, for KEEP_MS or until the time (ms) `until` gives for it,
+   * whichever comes first: a value that stops being true at a known time is not used past it.
    */
-  read<V>(key: string, read: () => MaybePromise<V | undefined>): MaybePromise<V | undefined> {
+  read<V>(key: string, read: () => MaybePromise<V | undefined>, until?: (value: V) => number | undefined): MaybePromise<V | undefined> {
     const usable = this.#remote.fresh();
     if (usable) {
       const entry = this.#entries.get(key);
@@ -88,19 +91,29 @@ export class CredentialKeep {
         return entry.value as V;
       }
     }
-    return this.#readAndKeep(key, read, usable);
+    return this.#readAndKeep(key, read, usable, until);
   }
 
-  async #readAndKeep<V>(key: string, read: () => MaybePromise<V | undefined>, usable: boolean): Promise<V | undefined> {
+  async #readAndKeep<V>(
+    key: string,
+    read: () => MaybePromise<V | undefined>,
+    usable: boolean,
+    until: ((value: V) => number | undefined) | undefined,
+  ): Promise<V | undefined> {
     const generation = this.#generation;
     const value = await read();
     this.counts.read += 1;
     // A listening connection lost or opened meanwhile has dropped everything too (RemoteChanges).
     if (usable && value !== undefined && generation === this.#generation) {
       if (this.#entries.size >= KEEP_MAX) this.#entries.clear();
-      this.#entries.set(key, { value, until: Date.now() + KEEP_MS });
+      this.#entries.set(key, { value, until: Math.min(Date.now() + KEEP_MS, until?.(value) ?? Number.POSITIVE_INFINITY) });
     }
     return value;
+  }
+
+  /** The keys of what is kept now, for the tests. */
+  keys(): string[] {
+    return [...this.#entries.keys()];
   }
 
   close(): Promise<void> {
@@ -120,10 +133,15 @@ export function keepOf(db: DbHandle): CredentialKeep | undefined {
   return keeps.get(db);
 }
 
-/** A read through the database's keep when it has one, or straight from the database. */
-export function readKept<V>(db: DbHandle, key: string, read: () => MaybePromise<V | undefined>): MaybePromise<V | undefined> {
+/** A read through the database's keep when it has one (see CredentialKeep.read), or straight from the database. */
+export function readKept<V>(
+  db: DbHandle,
+  key: string,
+  read: () => MaybePromise<V | undefined>,
+  until?: (value: V) => number | undefined,
+): MaybePromise<V | undefined> {
   const keep = keeps.get(db);
-  return keep ? keep.read(key, read) : read();
+  return keep ? keep.read(key, read, until) : read();
 }
 
 /**

@@ -28,6 +28,18 @@ function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string
   return { apiId, apiKey };
 }
 
+/**
+ * The credentials exactly as the request sent them, one string: the Basic Authorization header,
+ * or the X-Api-Id and X-Api-Key pair (a line break cannot occur in a header value). Undefined when
+ * there are none of this kind, as credentialsOf says.
+ */
+function presentedOf(request: FastifyRequest): string | undefined {
+  const { authorization, 'x-api-id': apiId, 'x-api-key': apiKey } = request.headers;
+  if (authorization && /^basic /i.test(authorization)) return authorization;
+  if (apiId === undefined && apiKey === undefined) return undefined;
+  return `${String(apiId)}\n${String(apiKey)}`;
+}
+
 export function apiKeyAuth(db: DbHandle): AuthMethod {
   /** The principal of a credential as read, once the key sent matches it; at once unless its last use is due to be written. */
   const admit = (credential: CredentialRow | undefined, apiKey: string): MaybePromise<Principal> => {
@@ -37,15 +49,21 @@ export function apiKeyAuth(db: DbHandle): AuthMethod {
     const principal: Principal = { siteId: credential.site_id, scopes: LEGACY_SCOPES, method: 'api-key', subject: credential.api_id };
     return afterLastUse(principal, credential.last_used_at, new Date(), (at) => touchCredential(db, credential.api_id, at));
   };
+  const verify = (request: FastifyRequest): MaybePromise<Principal | undefined> => {
+    const sent = credentialsOf(request);
+    if (!sent) return undefined;
+    return andThen(readCredential(db, sent.apiId), (found) => admit(found, sent.apiKey));
+  };
   return {
     name: 'api-key',
     authenticate(request) {
-      const sent = credentialsOf(request);
-      if (!sent) return undefined;
-      // Kept per process until the database says a credential changed (credential-keep.ts); the
-      // key itself is checked against the stored hash on every request.
-      const credential = readKept(db, `key:${sent.apiId}`, () => readCredential(db, sent.apiId));
-      return andThen(credential, (found) => admit(found, sent.apiKey));
+      const presented = presentedOf(request);
+      if (presented === undefined) return undefined;
+      // The principal these exact credentials proved, kept per process by their hash until the
+      // database says a credential changed (credential-keep.ts): decoding them, reading the
+      // credential and checking the key against its hash cost a sixth of a GET by id (issue 11).
+      // Credentials that fail are never kept: each attempt is checked again.
+      return readKept(db, `key:${sha256(presented)}`, () => verify(request));
     },
   };
 }

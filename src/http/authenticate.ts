@@ -14,6 +14,8 @@ export interface Principal {
   readonly method: 'api-key' | 'bearer';
   /** API ID or OAuth connection id: what to name in logs, never a secret. */
   readonly subject: string;
+  /** When the credential stops being valid (ms since the epoch): an access token's end; none for an API key. */
+  readonly expiresAt?: number;
 }
 
 /**

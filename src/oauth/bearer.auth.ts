@@ -1,7 +1,7 @@
 import { sha256 } from '../accounts/secrets.js';
 import { readKept } from '../db/credential-keep.js';
 import type { DbHandle } from '../db/schema.js';
-import { formatTimestamp } from '../db/time.js';
+import { formatTimestamp, parseTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import { type AuthMethod, afterLastUse, type Principal } from '../http/authenticate.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
@@ -43,6 +43,14 @@ function claimsOf(payload: string): TokenClaims {
   return claims;
 }
 
+/** When a live token stops being live: its own end or its connection's, whichever comes first (ms). */
+function endOf(access: LiveAccess): number {
+  const connectionEnds = parseTimestamp(access.expires_at);
+  return access.token_expires_at === null ? connectionEnds : Math.min(parseTimestamp(access.token_expires_at), connectionEnds);
+}
+
+const expiryOf = (principal: Principal) => principal.expiresAt;
+
 /** Whether a token read as live still is at `at`: neither it nor its connection has expired since. */
 function liveAt(access: LiveAccess, at: string): boolean {
   return (access.token_expires_at === null || access.token_expires_at > at) && access.expires_at > at;
@@ -71,8 +79,19 @@ export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
         'invalid_token',
       );
     }
-    const principal: Principal = { siteId: access.site_id, scopes: claims.scopes, method: 'bearer', subject: access.id };
+    const principal: Principal = {
+      siteId: access.site_id,
+      scopes: claims.scopes,
+      method: 'bearer',
+      subject: access.id,
+      expiresAt: endOf(access),
+    };
     return afterLastUse(principal, access.last_used_at, now, (last_used_at) => touchConnection(db, access.grant_id, { last_used_at }));
+  };
+  const verify = (hashed: string): MaybePromise<Principal> => {
+    const now = new Date();
+    const at = formatTimestamp(now);
+    return andThen(readLiveAccess(db, hashed, at), (found) => admit(found, now, at));
   };
   return {
     name: 'bearer',
@@ -81,13 +100,11 @@ export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
       if (!header || !/^bearer /i.test(header)) return undefined;
       const value = header.slice(7).trim();
       if (!value) throw invalid();
-      const now = new Date();
-      const at = formatTimestamp(now);
       const hashed = sha256(value);
-      // Kept per process until the database says a token or connection changed (credential-keep.ts);
-      // the expiries are checked on every use, since a kept read was live when it was read.
-      const access = readKept(db, `token:${hashed}`, () => readLiveAccess(db, hashed, at));
-      return andThen(access, (found) => admit(found, now, at));
+      // The principal the token proved for this resource (a token for the other one is refused,
+      // never kept under this key), kept per process until the database says a token or
+      // connection changed (credential-keep.ts), and never past the token's or connection's end.
+      return readKept(db, `token:${resource}:${hashed}`, () => verify(hashed), expiryOf);
     },
   };
 }

@@ -124,6 +124,36 @@ test("SQLite reads through a memory map of SQLITE_MMAP_MB megabytes, 2047 MB (SQ
   assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_MMAP_MB: '1g' }), /SQLITE_MMAP_MB must be a whole number/);
 });
 
+test("SQLite: a hot read answers at once, but while a transaction is open on the connection it waits behind it and never sees the transaction's uncommitted rows", async (t) => {
+  const db = createDatabase('sqlite::memory:');
+  t.after(() => db.close());
+  await sql`create table t (a integer, b text)`.execute(db.kysely);
+  await sql`insert into t values (1, 'one')`.execute(db.kysely);
+  const k = db.kysely as unknown as Kysely<{ t: { a: number; b: string } }>;
+  const build = (_db: unknown, { a }: { a: number }) => k.selectFrom('t').select(['a', 'b']).where('a', '=', a);
+  const read = (a: number) => hotRead(db.kysely, build as never, { a });
+  assert.deepEqual(read(1), { a: 1, b: 'one' }, 'a row, not a promise');
+
+  let during: unknown;
+  await assert.rejects(
+    db.kysely.transaction().execute(async (trx) => {
+      await sql`insert into t values (2, 'uncommitted')`.execute(trx);
+      during = read(2);
+      assert.ok(during instanceof Promise, 'through Kysely, queued behind the transaction');
+      throw new Error('roll back');
+    }),
+    /roll back/,
+  );
+  assert.equal(await during, undefined, 'the rolled-back row was never seen');
+  assert.deepEqual(read(1), { a: 1, b: 'one' }, 'at once again once the transaction has ended');
+
+  await db.kysely.transaction().execute(async (trx) => {
+    await sql`insert into t values (3, 'three')`.execute(trx);
+    during = read(3);
+  });
+  assert.deepEqual(await during, { a: 3, b: 'three' }, 'read after the commit');
+});
+
 test('hotRead binds arguments by name, keeps the query constants, and refuses a build that alters an argument', async (t) => {
   const db = createDatabase('sqlite::memory:');
   t.after(() => db.close());

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type pino from 'pino';
@@ -19,6 +18,7 @@ import { registerHealth } from './http/health.routes.js';
 import { installJsonBodies } from './http/json-body.js';
 import { loggerOptions, requestLines, requestLogger } from './http/logging.js';
 import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
+import { requestIds } from './http/request-id.js';
 import { apiRateLimit } from './http/rate-limit.js';
 import { rateLimitStores } from './http/rate-limit.store.js';
 import { installRequestHeaders, trustProxyOption } from './http/trust-proxy.js';
@@ -46,10 +46,7 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
     logger: loggerOptions(config.logLevel, logStream),
     childLoggerFactory: requestLogger as never,
     logController: requestLines(config.logLevel),
-    genReqId: (req) => {
-      const sent = req.headers['x-request-id'];
-      return typeof sent === 'string' && /^[\w.-]{1,64}$/.test(sent) ? sent : randomUUID();
-    },
+    genReqId: requestIds(),
     requestIdHeader: false,
     trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: 5 * 1024 * 1024,

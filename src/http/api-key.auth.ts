@@ -11,33 +11,40 @@ import { basicText } from './basic-credentials.js';
 /** Legacy credentials carry every permission of their website (DESIGN §2). */
 const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everything:write']);
 
-function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string } | undefined {
+/** The Authorization header when it carries HTTP Basic credentials: they come first. */
+function basicOf(request: FastifyRequest): string | undefined {
   const authorization = request.headers.authorization;
-  if (authorization && /^basic /i.test(authorization)) {
-    const decoded = basicText(authorization.slice(6).trim());
+  return authorization && /^basic /i.test(authorization) ? authorization : undefined;
+}
+
+/**
+ * The credentials exactly as the request sent them, one string: the Basic Authorization header,
+ * or the X-Api-Id and X-Api-Key pair (a line break cannot occur in a header value). Undefined when
+ * the request sends none of this kind.
+ */
+function presentedOf(request: FastifyRequest): string | undefined {
+  const basic = basicOf(request);
+  if (basic) return basic;
+  const { 'x-api-id': apiId, 'x-api-key': apiKey } = request.headers;
+  if (apiId === undefined && apiKey === undefined) return undefined;
+  return `${String(apiId)}\n${String(apiKey)}`;
+}
+
+/** The API ID and key of credentials presentedOf found; refuses a malformed pair or Basic text. */
+function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string } {
+  const basic = basicOf(request);
+  if (basic) {
+    const decoded = basicText(basic.slice(6).trim());
     const colon = decoded.indexOf(':');
     if (colon < 1) throw new UnauthorizedError('HTTP Basic credentials must be API_ID:API_KEY.');
     return { apiId: decoded.slice(0, colon), apiKey: decoded.slice(colon + 1) };
   }
   const apiId = request.headers['x-api-id'];
   const apiKey = request.headers['x-api-key'];
-  if (apiId === undefined && apiKey === undefined) return undefined;
   if (typeof apiId !== 'string' || typeof apiKey !== 'string' || !apiId || !apiKey) {
     throw new UnauthorizedError('Send both X-Api-Id and X-Api-Key.');
   }
   return { apiId, apiKey };
-}
-
-/**
- * The credentials exactly as the request sent them, one string: the Basic Authorization header,
- * or the X-Api-Id and X-Api-Key pair (a line break cannot occur in a header value). Undefined when
- * there are none of this kind, as credentialsOf says.
- */
-function presentedOf(request: FastifyRequest): string | undefined {
-  const { authorization, 'x-api-id': apiId, 'x-api-key': apiKey } = request.headers;
-  if (authorization && /^basic /i.test(authorization)) return authorization;
-  if (apiId === undefined && apiKey === undefined) return undefined;
-  return `${String(apiId)}\n${String(apiKey)}`;
 }
 
 export function apiKeyAuth(db: DbHandle): AuthMethod {
@@ -49,9 +56,8 @@ export function apiKeyAuth(db: DbHandle): AuthMethod {
     const principal: Principal = { siteId: credential.site_id, scopes: LEGACY_SCOPES, method: 'api-key', subject: credential.api_id };
     return afterLastUse(principal, credential.last_used_at, new Date(), (at) => touchCredential(db, credential.api_id, at));
   };
-  const verify = (request: FastifyRequest): MaybePromise<Principal | undefined> => {
+  const verify = (request: FastifyRequest): MaybePromise<Principal> => {
     const sent = credentialsOf(request);
-    if (!sent) return undefined;
     return andThen(readCredential(db, sent.apiId), (found) => admit(found, sent.apiKey));
   };
   return {

@@ -1,8 +1,8 @@
 /**
  * The real app as production runs it (buildApp + listen), in a child process of a bench so its RSS
  * and event loop are its own. Configured by the environment like the service (DATA_DIR,
- * LOG_LEVEL=silent…); listens on 127.0.0.1 on a free port and reports it over IPC. A message or
- * the parent going away closes it cleanly, which also lets --cpu-prof write its profile.
+ * LOG_LEVEL=silent…); listens on 127.0.0.1 on a free port and reports it over IPC. A message (but
+ * 'gc') or the parent going away closes it cleanly, which also lets --cpu-prof write its profile.
  */
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
@@ -27,5 +27,11 @@ async function stop() {
   await db.close();
   process.exit(0);
 }
-process.on('message', stop);
+// 'gc' asks for a full collection (the soak, run with --expose-gc) and is answered once it is done;
+// any other message stops the server.
+process.on('message', (message) => {
+  if (message !== 'gc') return void stop();
+  (globalThis as { gc?: () => void }).gc?.();
+  process.send?.({ collected: true });
+});
 process.on('disconnect', stop);

@@ -83,6 +83,24 @@ export async function stopServer({ child }: Server): Promise<void> {
   children.delete(child);
 }
 
+/**
+ * Asks app-server.js (started with --expose-gc) for a full collection and waits until it is done,
+ * then lets the OS settle for a moment: memory read next is what the process holds, not garbage.
+ */
+export async function collectGarbage({ child }: Server): Promise<void> {
+  const done = new Promise<void>((resolve) => {
+    const answered = (message: unknown) => {
+      if ((message as { collected?: boolean } | null)?.collected !== true) return;
+      child.off('message', answered);
+      resolve();
+    };
+    child.on('message', answered);
+  });
+  child.send('gc');
+  await done;
+  await new Promise((resolve) => setTimeout(resolve, 200));
+}
+
 export function rssMB(pid: number): number {
   return memoryMB(pid).rss;
 }

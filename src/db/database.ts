@@ -98,18 +98,21 @@ function withStatementCache(sqlite: SQLite.Database, keep: CredentialKeep, wal: 
   const watch = connectionWatch(keep);
   /** False only when no statement has gone out since SQLite last said no transaction was open. */
   let mayBeOpen = true;
+  /**
+   * Whether a transaction is open on the connection. Only a statement run through `prepare`
+   * (every one Kysely runs) can open one, so SQLite is asked (a call into its native code, about
+   * 1 µs of a GET by id under load) only when one has gone out since it last said no.
+   */
+  const inTransaction = (): boolean => {
+    if (mayBeOpen) mayBeOpen = sqlite.inTransaction;
+    return mayBeOpen;
+  };
   return {
     close: () => sqlite.close(),
-    /**
-     * Whether a transaction is open on the connection. Only a statement run through `prepare`
-     * (every one Kysely runs) can open one, so SQLite is asked (a call into its native code, about
-     * 1 µs of a GET by id under load) only when one has gone out since it last said no.
-     */
-    inTransaction(): boolean {
-      if (mayBeOpen) mayBeOpen = sqlite.inTransaction;
-      return mayBeOpen;
-    },
+    inTransaction,
     prepare(sql: string) {
+      // Whether a transaction is open before this statement runs; it may open one.
+      const open = inTransaction();
       mayBeOpen = true;
       let statement = statements.get(sql);
       if (!statement) {
@@ -120,7 +123,7 @@ function withStatementCache(sqlite: SQLite.Database, keep: CredentialKeep, wal: 
       // The keep sees each statement as it goes out (credential-keep.ts). better-sqlite3 runs it
       // right after this returns, before any other request's code, so what comes after it can be
       // said now. Reads (most statements) only cost the test of their first word.
-      if (watch.before(sql, sqlite.inTransaction)) watch.after();
+      if (watch.before(sql, open)) watch.after();
       // Kysely's COMMIT is this text; BEGIN and COMMIT count as read-only to SQLite.
       if (wal && (!statement.readonly || sql === 'commit')) wal.wrote();
       return statement;

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import SQLite from 'better-sqlite3';
 import { type Kysely, sql } from 'kysely';
 import { TEST_DATABASE_URL } from '../../test/helpers.js';
 import { ConfigError, loadConfig } from '../config.js';
@@ -152,6 +153,46 @@ test("SQLite: a hot read answers at once, but while a transaction is open on the
     during = read(3);
   });
   assert.deepEqual(await during, { a: 3, b: 'three' }, 'read after the commit');
+});
+
+test("SQLite: the hot reads of one turn of the event loop share one read transaction, which ends with the turn or before any statement of Kysely's", async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'turns.sqlite');
+  const db = createDatabase(`sqlite:${file}`);
+  t.after(() => db.close());
+  await sql`create table t (a integer primary key, b text)`.execute(db.kysely);
+  await sql`insert into t values (1, 'one')`.execute(db.kysely);
+  // Another process's connection, as the CLI's would be.
+  const other = new SQLite(file);
+  t.after(() => other.close());
+  const set = other.prepare('update t set b = ? where a = 1');
+  const k = db.kysely as unknown as Kysely<{ t: { a: number; b: string } }>;
+  const build = (_db: unknown, { a }: { a: number }) => k.selectFrom('t').select(['a', 'b']).where('a', '=', a);
+  const read = () => hotRead(db.kysely, build as never, { a: 1 });
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+  await nextTurn();
+  assert.deepEqual(read(), { a: 1, b: 'one' });
+  set.run('two');
+  assert.deepEqual(read(), { a: 1, b: 'one' }, 'the same turn reads the snapshot its first read took');
+  await nextTurn();
+  assert.deepEqual(read(), { a: 1, b: 'two' }, 'the next turn sees the commit');
+
+  set.run('three');
+  const viaKysely = await sql<{ b: string }>`select b from t where a = 1`.execute(db.kysely);
+  assert.deepEqual(viaKysely.rows, [{ b: 'three' }], "a statement of Kysely's runs outside the snapshot, in the same turn");
+  assert.deepEqual(read(), { a: 1, b: 'three' }, 'and the hot read after it takes a new one');
+
+  // A write and a transaction of Kysely's in the turn of a hot read: neither meets its transaction.
+  await sql`insert into t values (2, 'written')`.execute(db.kysely);
+  assert.deepEqual(hotRead(db.kysely, build as never, { a: 2 }), { a: 2, b: 'written' });
+  await db.kysely.transaction().execute(async (trx) => {
+    await sql`update t set b = 'in a transaction' where a = 2`.execute(trx);
+  });
+  assert.deepEqual(hotRead(db.kysely, build as never, { a: 2 }), { a: 2, b: 'in a transaction' });
+  await nextTurn();
+  assert.equal(other.prepare('select b from t where a = 2').pluck().get(), 'in a transaction', 'committed for every connection');
 });
 
 test('hotRead binds arguments by name, keeps the query constants, and refuses a build that alters an argument', async (t) => {

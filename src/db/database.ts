@@ -17,6 +17,7 @@ import type { MaybePromise } from '../maybe-async.js';
 import { makePrivate } from '../private-files.js';
 import { CredentialKeep, connectionWatch, postgresRemoteChanges, registerKeep, sqliteRemoteChanges } from './credential-keep.js';
 import type { Database, DbHandle } from './schema.js';
+import { TurnSnapshot } from './turn-snapshot.js';
 import { WalSync } from './wal-sync.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -93,7 +94,7 @@ function openSqlite(file: string, mmapMB: number): SQLite.Database {
  * the set of texts is small; the cache is bounded all the same). Nothing here streams rows, which
  * is the one case where a statement cannot be shared.
  */
-function withStatementCache(sqlite: SQLite.Database, keep: CredentialKeep, wal: WalSync | undefined, limit = 1000) {
+function withStatementCache(sqlite: SQLite.Database, keep: CredentialKeep, wal: WalSync | undefined, snapshot: TurnSnapshot, limit = 1000) {
   const statements = new Map<string, SQLite.Statement>();
   const watch = connectionWatch(keep);
   /** False only when no statement has gone out since SQLite last said no transaction was open. */
@@ -108,9 +109,14 @@ function withStatementCache(sqlite: SQLite.Database, keep: CredentialKeep, wal: 
     return mayBeOpen;
   };
   return {
-    close: () => sqlite.close(),
+    close: () => {
+      snapshot.end();
+      sqlite.close();
+    },
     inTransaction,
     prepare(sql: string) {
+      // Kysely's statements run on their own, never inside the hot reads' snapshot (turn-snapshot.ts).
+      snapshot.end();
       // Whether a transaction is open before this statement runs; it may open one.
       const open = inTransaction();
       mayBeOpen = true;
@@ -298,19 +304,31 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
     const file = url.slice('sqlite:'.length);
     const sqlite = openSqlite(file, options.mmapMB ?? DEFAULT_SQLITE_MMAP_MB);
     const wal = options.synchronous === 'normal' || !sqlite.name || sqlite.memory ? undefined : new WalSync(`${file}-wal`);
+    const snapshot = new TurnSnapshot(sqlite);
+    let statements: ReturnType<typeof withStatementCache> | undefined;
+    /** A hot read must go through Kysely: a transaction of Kysely's is open on the connection (or nothing is set up yet). */
+    const busy = () => !snapshot.open && (statements?.inTransaction() ?? true);
     const dataVersion = sqlite.prepare('pragma data_version').pluck();
-    const keep = new CredentialKeep((changed) => sqliteRemoteChanges(() => dataVersion.get() as number, changed));
-    const config = { database: withStatementCache(sqlite, keep, wal) };
+    // Asked once a turn, inside the turn's snapshot when it can be: the read after it shares its locks.
+    const keep = new CredentialKeep((changed) =>
+      sqliteRemoteChanges(() => {
+        if (!busy()) snapshot.enter();
+        return dataVersion.get() as number;
+      }, changed),
+    );
+    statements = withStatementCache(sqlite, keep, wal, snapshot);
+    const config = { database: statements };
     const kysely = new Kysely<Database>({
       dialect: wal ? new GroupCommitDialect(config, wal) : new SqliteDialect(config),
       ...(options.log ? { log: options.log } : {}),
     });
     if (wal) walSyncs.set(kysely.getExecutor().adapter, wal);
     hotReads.set(kysely, {
-      busy: () => config.database.inTransaction(),
+      busy,
       prepare(sql) {
         const statement = sqlite.prepare(sql);
         return (values) => {
+          snapshot.enter();
           const row: unknown = statement.get(...values);
           const durable = wal?.pending();
           return durable ? durable.then(() => row) : row;

@@ -5,6 +5,7 @@ import { readKept } from '../db/credential-keep.js';
 import type { DbHandle } from '../db/schema.js';
 import { UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
+import { perTurn } from '../turn-memo.js';
 import { type AuthMethod, afterLastUse, type Principal } from './authenticate.js';
 import { basicText } from './basic-credentials.js';
 
@@ -48,6 +49,8 @@ function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string
 }
 
 export function apiKeyAuth(db: DbHandle): AuthMethod {
+  /** The keep's key for credentials as sent: their SHA-256, computed once a turn (turn-memo.ts). */
+  const keyOf = perTurn((presented) => `key:${sha256(presented)}`);
   /** The principal of a credential as read, once the key sent matches it; at once unless its last use is due to be written. */
   const admit = (credential: CredentialRow | undefined, apiKey: string): MaybePromise<Principal> => {
     if (!credential || credential.revoked_at || !sameHash(credential.key_hash, sha256(apiKey))) {
@@ -69,7 +72,7 @@ export function apiKeyAuth(db: DbHandle): AuthMethod {
       // database says a credential changed (credential-keep.ts): decoding them, reading the
       // credential and checking the key against its hash cost a sixth of a GET by id (issue 11).
       // Credentials that fail are never kept: each attempt is checked again.
-      return readKept(db, `key:${sha256(presented)}`, () => verify(request));
+      return readKept(db, keyOf(presented), () => verify(request));
     },
   };
 }

@@ -5,6 +5,7 @@ import { formatTimestamp, parseTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import { type AuthMethod, afterLastUse, type Principal } from '../http/authenticate.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
+import { perTurn } from '../turn-memo.js';
 import { type LiveAccess, readLiveAccess, touchConnection } from './connection.repository.js';
 
 function invalid(): UnauthorizedError {
@@ -68,6 +69,8 @@ function liveAt(access: LiveAccess, at: string): boolean {
  * The website comes from the connection.
  */
 export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
+  /** A token's SHA-256, computed once a turn (turn-memo.ts). */
+  const hashOf = perTurn(sha256);
   /** The principal of a token as read, once it is live for this resource; at once unless its last use is due to be written. */
   const admit = (access: LiveAccess | undefined, now: Date, at: string): MaybePromise<Principal> => {
     if (!access?.payload || !liveAt(access, at)) throw invalid();
@@ -100,7 +103,7 @@ export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
       if (!header || !/^bearer /i.test(header)) return undefined;
       const value = header.slice(7).trim();
       if (!value) throw invalid();
-      const hashed = sha256(value);
+      const hashed = hashOf(value);
       // The principal the token proved for this resource (a token for the other one is refused,
       // never kept under this key), kept per process until the database says a token or
       // connection changed (credential-keep.ts), and never past the token's or connection's end.

@@ -84,7 +84,8 @@ export async function stopServer({ child }: Server): Promise<void> {
 }
 
 /**
- * Asks app-server.js (started with --expose-gc) for a full collection and waits until it is done,
+ * Asks app-server.js (started with --expose-gc) for a full collection (V8's last-resort one, which
+ * also gives back the free pages a regular one keeps) and waits until it is done,
  * then lets the OS settle for a moment: memory read next is what the process holds, not garbage.
  */
 export async function collectGarbage({ child }: Server): Promise<void> {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { type Kysely, sql } from 'kysely';
 import { TEST_DATABASE_URL } from '../../test/helpers.js';
@@ -10,9 +10,23 @@ import { ConfigError, loadConfig } from '../config.js';
 import { createDatabase, hotRead, walSyncOf } from './database.js';
 import { withRequestTransaction, writeHandle } from './request-transaction.js';
 
-test('SQLite opens in WAL mode; with SQLITE_SYNCHRONOUS=full (the default) commits are made durable by group commit, with normal not', async (t) => {
+/** A folder of its own for the test's database files, removed after it. */
+function tempFolder(t: TestContext): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A SQLite database in a file (WAL, group commit) in a folder of its own, closed after the test. */
+function fileDatabase(t: TestContext, name: string) {
+  const file = path.join(tempFolder(t), name);
+  const db = createDatabase(`sqlite:${file}`);
+  t.after(() => db.close());
+  return { file, db };
+}
+
+test('SQLite opens in WAL mode; with SQLITE_SYNCHRONOUS=full (the default) commits are made durable by group commit, with normal not', async (t) => {
+  const dir = tempFolder(t);
   const opened = async (synchronous?: 'full' | 'normal') => {
     const db = createDatabase(`sqlite:${path.join(dir, `${synchronous ?? 'default'}.sqlite`)}`, synchronous ? { synchronous } : {});
     const pragma = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(db.kysely)).rows[0] as object)[0];
@@ -38,10 +52,7 @@ test('SQLite opens in WAL mode; with SQLITE_SYNCHRONOUS=full (the default) commi
 });
 
 test('group commit: no write, commit or read settles before what was committed is on disk, and concurrent commits share flushes', async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const db = createDatabase(`sqlite:${path.join(dir, 'group.sqlite')}`);
-  t.after(() => db.close());
+  const { db } = fileDatabase(t, 'group.sqlite');
   const wal = walSyncOf(db.kysely)!;
   await sql`create table t (a integer primary key, b text)`.execute(db.kysely);
   const durable = () => assert.equal(wal.synced, wal.written, 'everything written is on disk');
@@ -87,11 +98,7 @@ test('group commit: no write, commit or read settles before what was committed i
 });
 
 test('group commit: once a flush of the log fails, every later write, read and readiness check fails with it', async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'lost.sqlite');
-  const db = createDatabase(`sqlite:${file}`);
-  t.after(() => db.close());
+  const { file, db } = fileDatabase(t, 'lost.sqlite');
   await db.ping();
   // A real fault: the log is gone from under the connection before the first flush opened it.
   // SQLite goes on writing to the unlinked file, which no flush can reach.
@@ -107,8 +114,7 @@ test('group commit: once a flush of the log fails, every later write, read and r
 });
 
 test("SQLite reads through a memory map of SQLITE_MMAP_MB megabytes, 2047 MB (SQLite's limit) by default, 0 for none", async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempFolder(t);
   const mmapSize = async (mmapMB?: number) => {
     const db = createDatabase(`sqlite:${path.join(dir, `${mmapMB ?? 'default'}.sqlite`)}`, mmapMB === undefined ? {} : { mmapMB });
     const rows = (await sql<{ mmap_size: number }>`pragma mmap_size`.execute(db.kysely)).rows;
@@ -156,11 +162,7 @@ test("SQLite: a hot read answers at once, but while a transaction is open on the
 });
 
 test("SQLite: the hot reads of one turn of the event loop share one read transaction, which ends with the turn or before any statement of Kysely's", async (t) => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cms-db-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'turns.sqlite');
-  const db = createDatabase(`sqlite:${file}`);
-  t.after(() => db.close());
+  const { file, db } = fileDatabase(t, 'turns.sqlite');
   await sql`create table t (a integer primary key, b text)`.execute(db.kysely);
   await sql`insert into t values (1, 'one')`.execute(db.kysely);
   // Another process's connection, as the CLI's would be.

@@ -93,3 +93,16 @@ export class UnsupportedMediaTypeError extends AppError {
     super(415, 'Unsupported media type', detail);
   }
 }
+
+/**
+ * A dependency (the database, Redis) cannot answer now; the client may try again after
+ * `retryAfter` seconds, which the problem handler sends as Retry-After.
+ */
+export class ServiceUnavailableError extends AppError {
+  constructor(
+    detail: string,
+    readonly retryAfter = 5,
+  ) {
+    super(503, 'Service unavailable', detail);
+  }
+}

@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isUnstorableText } from '../db/errors.js';
-import { AppError, BadRequestError, ForbiddenError, UnauthorizedError, ValidationError } from '../errors.js';
+import { AppError, BadRequestError, ForbiddenError, ServiceUnavailableError, UnauthorizedError, ValidationError } from '../errors.js';
 import { fieldErrors } from './validation.js';
 
 /** Problem types are relative URI references (RFC 9457 §3.1.1); docs/errors.md lists them. */
@@ -27,6 +27,7 @@ export function problemBody(error: AppError, path: string): Record<string, unkno
 }
 
 export function sendProblem(reply: FastifyReply, error: AppError, extra: Record<string, unknown> = {}): FastifyReply {
+  if (error instanceof ServiceUnavailableError) reply.header('retry-after', String(error.retryAfter));
   return reply
     .code(error.status)
     .type('application/problem+json')

@@ -41,7 +41,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     synchronous: config.sqliteSynchronous,
     mmapMB: config.sqliteMmapMB,
     keepCredentials: config.keepCredentials,
-    onIdleConnectionError: (err) => app?.log.warn({ err }, 'the database closed an idle connection; the next query opens another'),
+    onConnectionLost: (err) => app?.log.warn({ err }, 'lost a database connection; the pool drops it and opens another for the next query'),
     onChangesUnheard: (err) =>
       app?.log.warn(
         { err },

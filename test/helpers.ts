@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
@@ -11,6 +14,13 @@ import { migrateToLatest } from '../src/db/migrate.js';
 import { checkResponses } from './response-contract.js';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
+
+/** A folder of its own for one test (a server's DATA_DIR, say), removed afterwards. */
+export async function tempDir(t: TestContext): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'cms-test-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 export interface TestSite {
   siteId: number;

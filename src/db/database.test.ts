@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { type TestContext, test } from 'node:test';
@@ -8,7 +9,9 @@ import { type Kysely, sql } from 'kysely';
 import { TEST_DATABASE_URL } from '../../test/helpers.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { createDatabase, hotRead, walSyncOf } from './database.js';
+import { isDatabaseUnavailable } from './errors.js';
 import { withRequestTransaction, writeHandle } from './request-transaction.js';
+import type { Database } from './schema.js';
 
 /** A folder of its own for the test's database files, removed after it. */
 function tempFolder(t: TestContext): string {
@@ -248,7 +251,7 @@ test('PostgreSQL: a pooled connection the server closes is reported and replaced
   skip: TEST_DATABASE_URL ? false : 'PostgreSQL only (set TEST_DATABASE_URL)',
 }, async (t) => {
   const lost: Error[] = [];
-  const db = createDatabase(TEST_DATABASE_URL!, { poolSize: 1, onIdleConnectionError: (error) => lost.push(error) });
+  const db = createDatabase(TEST_DATABASE_URL!, { poolSize: 1, onConnectionLost: (error) => lost.push(error) });
   t.after(() => db.close());
   const pid = async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db.kysely)).rows[0]!.pid;
   const before = await pid();
@@ -262,4 +265,58 @@ test('PostgreSQL: a pooled connection the server closes is reported and replaced
   assert.equal((lost[0] as { code?: string } | undefined)?.code, '57P01', 'admin_shutdown, reported');
   assert.notEqual(await pid(), before, 'the next query runs on a new connection');
   await db.ping();
+});
+
+test('PostgreSQL: a connection lost inside a transaction fails it as unavailable, is reported and never reused; the process lives on', {
+  skip: TEST_DATABASE_URL ? false : 'PostgreSQL only (set TEST_DATABASE_URL)',
+}, async (t) => {
+  const lost: Error[] = [];
+  const db = createDatabase(TEST_DATABASE_URL!, { poolSize: 1, onConnectionLost: (error) => lost.push(error) });
+  t.after(() => db.close());
+  const admin = createDatabase(TEST_DATABASE_URL!, { poolSize: 1 });
+  t.after(() => admin.close());
+  const pidOf = async (handle: Kysely<Database>) =>
+    (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(handle)).rows[0]!.pid;
+  // Checked out by the transaction, between two statements: pg-pool does not listen to it then.
+  const failed = await db.kysely
+    .transaction()
+    .execute(async (trx) => {
+      const pid = await pidOf(trx);
+      await sql`select pg_terminate_backend(${pid})`.execute(admin.kysely);
+      const deadline = Date.now() + 5000;
+      while (lost.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await sql`select 1`.execute(trx);
+      return pid;
+    })
+    .then(
+      () => assert.fail('the transaction cannot go on without its connection'),
+      (error: unknown) => error,
+    );
+  assert.ok(lost.length >= 1, 'the lost connection is reported');
+  assert.ok(isDatabaseUnavailable(failed), `answered as unavailable: ${String(failed)}`);
+  await db.ping();
+  assert.equal((await db.kysely.transaction().execute(async (trx) => sql<{ n: number }>`select 1 as n`.execute(trx))).rows[0]?.n, 1);
+});
+
+test('a database that does not answer is unavailable (a 503), a refused statement is not', async (t) => {
+  const { port } = await new Promise<{ port: number }>((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const address = probe.address() as net.AddressInfo;
+      probe.close(() => resolve(address));
+    });
+  });
+  const db = createDatabase(`postgres://postgres@127.0.0.1:${port}/none`, { poolSize: 1 });
+  t.after(() => db.close());
+  const refused = await sql`select 1`.execute(db.kysely).then(
+    () => assert.fail('nothing listens there'),
+    (error: unknown) => error,
+  );
+  assert.ok(isDatabaseUnavailable(refused), String(refused));
+  const sqlite = createDatabase('sqlite::memory:');
+  t.after(() => sqlite.close());
+  const invalid = await sql`select * from no_such_table`.execute(sqlite.kysely).then(
+    () => assert.fail('no such table'),
+    (error: unknown) => error,
+  );
+  assert.equal(isDatabaseUnavailable(invalid), false);
 });

@@ -44,8 +44,8 @@ export interface DatabaseOptions {
   readonly synchronous?: 'full' | 'normal';
   /** SQLite's memory-mapped reads, in MB (0: off): see Config.sqliteMmapMB. DEFAULT_SQLITE_MMAP_MB when absent. */
   readonly mmapMB?: number;
-  /** PostgreSQL only: told when the server closes an idle pooled connection (the pool has dropped it already). */
-  readonly onIdleConnectionError?: (error: Error) => void;
+  /** PostgreSQL only: told when a pooled connection fails (the server closed it, or it broke): the pool drops it. */
+  readonly onConnectionLost?: (error: Error) => void;
   /** Keep credentials and access tokens per process until the database says one changed (credential-keep.ts); true when absent. */
   readonly keepCredentials?: boolean;
   /** PostgreSQL only: told when the connection that listens for credential changes is lost (it is opened again). */
@@ -188,11 +188,23 @@ class GroupCommitDialect extends SqliteDialect {
 /**
  * A pool whose connections tell the keep of each write to a watched table, and of the end of the
  * transaction that made it (credential-keep.ts). Kysely uses `connect`, `query` and `release`.
+ *
+ * Every connection listens for its own 'error' for as long as it lives. pg-pool listens only
+ * while a connection is idle; one checked out (a transaction between two statements, say) whose
+ * server goes away would emit an 'error' nobody hears, and that ends the process. A connection
+ * that failed is destroyed when released, never handed out again; the query in flight on it
+ * fails with the connection's error, which the problem handler answers as a 503.
  */
-function watchedPool(pool: PG.Pool, keep: CredentialKeep) {
+function watchedPool(pool: PG.Pool, keep: CredentialKeep, onLost: (error: Error) => void) {
   const clients = new WeakMap<PG.PoolClient, PG.PoolClient>();
   const watching = (client: PG.PoolClient): PG.PoolClient => {
     const watch = connectionWatch(keep);
+    let broken: Error | undefined;
+    client.on('error', (error) => {
+      if (broken) return;
+      broken = error;
+      onLost(error);
+    });
     const query = (...args: unknown[]) => {
       const first = args[0] as string | { text?: string } | undefined;
       const ends = watch.before(typeof first === 'string' ? first : (first?.text ?? ''));
@@ -205,7 +217,7 @@ function watchedPool(pool: PG.Pool, keep: CredentialKeep) {
     };
     const release = (error?: Error | boolean) => {
       watch.released();
-      client.release(error);
+      client.release(error || broken);
     };
     return { query, release } as unknown as PG.PoolClient;
   };
@@ -361,10 +373,12 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   // A restart, failover or pg_terminate_backend ends the idle connections too, and pg reports that
   // as an 'error' event of the pool: without a listener it is an uncaught exception, and every node
   // on the database would exit at once. The pool has dropped the connection and opens a new one
-  // for the next query, so there is nothing more to do than say so.
-  pool.on('error', (error) => options.onIdleConnectionError?.(error));
+  // for the next query, so there is nothing more to do than say so. Checked-out connections are
+  // covered by watchedPool.
+  const lost = (error: Error) => options.onConnectionLost?.(error);
+  pool.on('error', lost);
   const kysely = new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: watchedPool(pool, keep) as unknown as PG.Pool }),
+    dialect: new PostgresDialect({ pool: watchedPool(pool, keep, lost) as unknown as PG.Pool }),
     ...(options.log ? { log: options.log } : {}),
   });
   if (options.keepCredentials !== false) registerKeep(kysely, keep);

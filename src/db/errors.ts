@@ -42,3 +42,44 @@ export async function refusedAs<T>(write: Promise<T>, refusals: ConstraintRefusa
     throw error;
   }
 }
+
+/** What a 503 for an unavailable database tells the client to wait (Retry-After): a failover takes seconds. */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
+
+/** Node's socket errors: the database's address does not answer, or the connection broke. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * pg's own errors for a connection that is gone or could not be had in time; they carry no code.
+ * Matched by message, since pg has no other mark for them.
+ */
+const PG_CONNECTION_MESSAGES =
+  /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect|Query read timeout)/;
+
+/**
+ * The database cannot answer now, though the request itself may be fine: the connection was lost
+ * (restart, failover, pg_terminate_backend, a proxy's restart), none could be opened, the server
+ * is shutting down or starting (57P01–57P03), it has no connection slot left (53300), a
+ * connection exception (class 08), or SQLite stayed busy past its timeout. The server rolls back
+ * a transaction whose connection it lost, so the request changed nothing and may be sent again:
+ * a 503. (Only a COMMIT whose answer was lost on the way can have taken effect unseen.)
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (NETWORK_CODES.has(code) || code === 'SQLITE_BUSY' || code === '53300' || code.startsWith('08')) return true;
+    if (code === '57P01' || code === '57P02' || code === '57P03') return true;
+  }
+  if (error instanceof AggregateError && error.errors.some(isDatabaseUnavailable)) return true;
+  return PG_CONNECTION_MESSAGES.test(error.message);
+}

@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isUnstorableText } from '../db/errors.js';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, isUnstorableText } from '../db/errors.js';
 import { AppError, BadRequestError, ForbiddenError, ServiceUnavailableError, UnauthorizedError, ValidationError } from '../errors.js';
 import { fieldErrors } from './validation.js';
 
@@ -97,6 +97,13 @@ export function frameworkErrorAnswer(error: FastifyError, _request: FastifyReque
 
 export function installProblemHandler(app: FastifyInstance, options: ProblemOptions): void {
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+    if (isDatabaseUnavailable(error)) {
+      request.log.warn({ err: error }, 'the database is unavailable; answered 503');
+      return sendProblem(
+        reply,
+        new ServiceUnavailableError('The database is unavailable for a moment; try again shortly.', DATABASE_RETRY_AFTER_SECONDS),
+      );
+    }
     const appError = error instanceof AppError ? error : isUnstorableText(error) ? unstorableText() : fromFastifyError(error);
     if (!appError) {
       request.log.error({ err: error }, 'unhandled error');

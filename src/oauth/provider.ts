@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import Provider, { type Configuration, errors, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider';
 import { findUser } from '../accounts/account.repository.js';
 import type { Config } from '../config.js';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/errors.js';
 import { readHandle } from '../db/request-transaction.js';
 import type { DbHandle } from '../db/schema.js';
 import { newClientId } from './client.service.js';
@@ -186,6 +187,16 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
   provider.proxy = true;
   installProviderHooks(provider, db, issuerOf(config));
 
-  provider.on('server_error', (_ctx, err: Error) => log.error({ err }, 'OAuth server error'));
+  provider.on('server_error', (ctx, err: Error) => {
+    if (!isDatabaseUnavailable(err)) return log.error({ err }, 'OAuth server error');
+    // The database went away under the request: nothing was granted or rotated (its transaction
+    // did not commit), so the client may try again, as with the API's 503.
+    log.warn({ err }, 'the database is unavailable; OAuth request answered 503');
+    ctx.status = 503;
+    ctx.set('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+    if (ctx.type !== 'text/html') {
+      ctx.body = { error: 'temporarily_unavailable', error_description: 'The database is unavailable for a moment; try again shortly.' };
+    }
+  });
   return provider;
 }

@@ -40,6 +40,9 @@ export interface AppDeps {
   readonly logStream?: pino.DestinationStream;
 }
 
+/** Headers come first and are small: they get less time than the body may take. */
+const HEADERS_TIMEOUT_MS = 20_000;
+
 /** The whole wiring, in order. server.ts only listens; tests call this and use app.inject. */
 export async function buildApp({ config, db, images, logStream }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -51,8 +54,20 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
     trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: 5 * 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
-    // installRequestHeaders answers a missing Host with a problem; Node's check answers an empty 400.
-    http: { requireHostHeader: false },
+    // Slow or silent clients cannot hold a connection for good (docs/deploy.md, Timeouts): a
+    // connection silent both ways for idleTimeoutMs is closed; a request whose headers or body
+    // are not all in within their time is answered 408 (clientErrorAnswer) and closed. Node checks
+    // those two every connectionsCheckingInterval, so that is what a limit may overrun by.
+    connectionTimeout: config.http.idleTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    requestTimeout: config.http.requestTimeoutMs,
+    http: {
+      // installRequestHeaders answers a missing Host with a problem; Node's check answers an empty 400.
+      requireHostHeader: false,
+      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, config.http.requestTimeoutMs),
+      requestTimeout: config.http.requestTimeoutMs,
+      connectionsCheckingInterval: 1000,
+    },
     clientErrorHandler: clientErrorAnswer,
     frameworkErrors: frameworkErrorAnswer,
   });

@@ -45,6 +45,15 @@ export interface Config {
   readonly keepCredentials: boolean;
   readonly cookieSecrets: readonly string[];
   readonly logLevel: LogLevel;
+  /** How long a client may take, in milliseconds (docs/deploy.md, Timeouts). */
+  readonly http: {
+    /** A connection that sends nothing and is sent nothing for this long is closed (HTTP_IDLE_TIMEOUT_SECONDS). */
+    readonly idleTimeoutMs: number;
+    /** A request's headers and body must all arrive within this, or it is answered 408 (HTTP_REQUEST_TIMEOUT_SECONDS). */
+    readonly requestTimeoutMs: number;
+    /** A kept-alive connection waits this long for the next request (HTTP_KEEP_ALIVE_TIMEOUT_SECONDS). */
+    readonly keepAliveTimeoutMs: number;
+  };
   readonly uploads: {
     readonly maxFileBytes: number;
     readonly maxFiles: number;
@@ -220,6 +229,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cookieSecretsOf(env.COOKIE_SECRETS, dataDir, databaseUrl.startsWith('sqlite:') && !databaseUrl.endsWith(':memory:')),
     ),
     logLevel,
+    http: Object.freeze({
+      idleTimeoutMs: integer(env, 'HTTP_IDLE_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
+      requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_SECONDS', 120, 1, 3600) * 1000,
+      keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600) * 1000,
+    }),
     uploads: Object.freeze({
       maxFileBytes: integer(env, 'UPLOAD_MAX_FILE_BYTES', 10 * 1024 * 1024, 1024, 1024 ** 3),
       maxFiles: integer(env, 'UPLOAD_MAX_FILES', 20, 1, 1000),

@@ -1,0 +1,166 @@
+/**
+ * Slow, silent and malformed clients against the real server process, over raw sockets: an idle
+ * connection is closed, a request whose headers or body stop arriving gets a 408 problem and is
+ * closed (a stalled upload leaves nothing staged), a refused oversized OAuth form does not leave
+ * the connection hanging, and two Host headers are a 400. Short limits are set for the test.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { readdir, readFile } from 'node:fs/promises';
+import { connect, type Socket } from 'node:net';
+import path from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DemoCredentials } from '../src/demo/credentials.js';
+import { tempDir } from './helpers.js';
+import { basic, listening, type Started, start } from './server-process.js';
+
+interface Opened {
+  socket: Socket;
+  /** Everything the server sent so far. */
+  received(): string;
+  /** Resolves with the milliseconds from opening until the server closed the connection. */
+  closed: Promise<number>;
+}
+
+function open(t: TestContext, base: string): Promise<Opened> {
+  const url = new URL(base);
+  const began = Date.now();
+  const socket = connect(Number(url.port), url.hostname);
+  t.after(() => socket.destroy());
+  let received = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => (received += chunk));
+  socket.on('error', () => {});
+  const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - began)));
+  return once(socket, 'connect').then(() => ({ socket, received: () => received, closed }));
+}
+
+/** Writes `bytes` one at a time, `everyMs` apart, until done or the socket closes. */
+async function trickle(socket: Socket, bytes: string, everyMs: number): Promise<void> {
+  for (const byte of bytes) {
+    if (socket.destroyed || !socket.writable) return;
+    socket.write(byte);
+    await sleep(everyMs);
+  }
+}
+
+/** The status line and the problem body of a raw answer. */
+function answer(raw: string): { status: number; headers: string; body: Record<string, unknown> } {
+  const [head = '', body = ''] = raw.split('\r\n\r\n');
+  return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), headers: head.toLowerCase(), body: body ? JSON.parse(body) : {} };
+}
+
+let server: Started;
+let authorization: string;
+let dataDir: string;
+
+test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
+  dataDir = await tempDir(t);
+  server = await start(t, { DATA_DIR: dataDir, HTTP_IDLE_TIMEOUT_SECONDS: '1', HTTP_REQUEST_TIMEOUT_SECONDS: '2', RATE_LIMIT_TOKEN: '0' });
+  await listening(server);
+  const credentials = JSON.parse(await readFile(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as DemoCredentials;
+  authorization = basic(credentials);
+  const host = new URL(server.base).host;
+
+  await t.test('a connection that sends nothing is closed after the idle timeout', async (t) => {
+    const idle = await open(t, server.base);
+    const ms = await idle.closed;
+    assert.ok(ms >= 900 && ms < 5000, `closed after ${ms} ms`);
+    assert.equal(idle.received(), '', 'nothing is sent to a connection that asked nothing');
+  });
+
+  await t.test('headers that arrive a byte at a time get a 408 problem once the request timeout passes', async (t) => {
+    const slow = await open(t, server.base);
+    void trickle(
+      slow.socket,
+      `GET /api/page HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${authorization}\r\nX-Filler: ${'x'.repeat(200)}\r\n\r\n`,
+      300,
+    );
+    const ms = await slow.closed;
+    const { status, body } = answer(slow.received());
+    assert.equal(status, 408, slow.received());
+    assert.equal(body.type, '/problems/request-timeout');
+    assert.ok(ms < 6000, `closed after ${ms} ms`);
+  });
+
+  await t.test('a JSON body that stops arriving gets a 408 problem and writes nothing', async (t) => {
+    const title = `slow body ${Date.now()}`;
+    const json = JSON.stringify({ page_usertitle: title });
+    const slow = await open(t, server.base);
+    slow.socket.write(
+      `POST /api/page HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${json.length + 50}\r\n\r\n`,
+    );
+    // A byte every 300 ms: never idle for a second, but never done either.
+    void trickle(slow.socket, json + ' '.repeat(50), 300);
+    const ms = await slow.closed;
+    const { status, headers, body } = answer(slow.received());
+    assert.equal(status, 408, slow.received());
+    assert.match(headers, /content-type: application\/problem\+json/);
+    assert.equal(body.status, 408);
+    assert.ok(ms < 6000, `closed after ${ms} ms`);
+    const list = await fetch(`${server.base}/api/page?title=${encodeURIComponent(title)}`, { headers: { authorization } });
+    assert.equal(((await list.json()) as { meta: { total: number } }).meta.total, 0, 'the page was not created');
+  });
+
+  await t.test('an upload that stops arriving gets a 408 problem and leaves nothing staged', async (t) => {
+    const boundary = 'slowboundary';
+    const head =
+      `--${boundary}\r\nContent-Disposition: form-data; name="data"\r\n\r\n{"info_title":"Slow upload","page":1}\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="uploadPrimaryImage"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`;
+    const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+    const slow = await open(t, server.base);
+    slow.socket.write(
+      `POST /api/blog HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${authorization}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 100000\r\n\r\n`,
+    );
+    slow.socket.write(head);
+    slow.socket.write(png);
+    void trickle(slow.socket, 'x'.repeat(100), 300);
+    await sleep(1000);
+    assert.equal((await readdir(path.join(dataDir, 'images', '.staging'))).length, 1, 'the upload is being staged');
+    const ms = await slow.closed;
+    assert.equal(answer(slow.received()).status, 408, slow.received());
+    assert.ok(ms < 6000, `closed after ${ms} ms`);
+    // Clean-up runs as the request's stream fails; give it a moment.
+    let staged: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      staged = await readdir(path.join(dataDir, 'images', '.staging')).catch(() => []);
+      if (staged.length === 0) break;
+      await sleep(100);
+    }
+    assert.deepEqual(staged, [], 'no staged upload is left behind');
+  });
+
+  await t.test('after an oversized OAuth form is refused, the connection answers at once or is closed', async (t) => {
+    for (const endpoint of ['/api/auth/token', '/api/auth/revoke', '/api/auth/reg']) {
+      const conn = await open(t, server.base);
+      const type = endpoint.endsWith('/reg') ? 'application/json' : 'application/x-www-form-urlencoded';
+      const size = 2 * 1024 * 1024;
+      conn.socket.write(`POST ${endpoint} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: ${type}\r\nContent-Length: ${size}\r\n\r\n`);
+      conn.socket.write('a'.repeat(64 * 1024));
+      // The client, seeing the early answer or not, goes on with its next request on the same connection.
+      await sleep(200);
+      if (!conn.socket.destroyed) conn.socket.write(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+      const outcome = await Promise.race([conn.closed.then(() => 'closed'), sleep(1500).then(() => 'open')]);
+      const refusal = answer(conn.received());
+      assert.ok(refusal.status === 413 || refusal.status === 400, `${endpoint}: refused (${conn.received().slice(0, 200)})`);
+      if (outcome === 'open') {
+        assert.match(conn.received(), /HTTP\/1\.1 200[\s\S]*"status":"ok"/, `${endpoint}: the next request was answered`);
+      } else {
+        assert.match(refusal.headers, /connection: close/, `${endpoint}: the refusal says the connection closes`);
+      }
+    }
+  });
+
+  await t.test('two Host headers are a 400 problem', async (t) => {
+    const conn = await open(t, server.base);
+    conn.socket.write(`GET /api/page HTTP/1.1\r\nHost: ${host}\r\nHost: evil.example\r\nAuthorization: ${authorization}\r\n\r\n`);
+    await Promise.race([conn.closed, sleep(3000)]);
+    const { status, headers, body } = answer(conn.received());
+    assert.equal(status, 400, conn.received());
+    assert.match(headers, /content-type: application\/problem\+json/);
+    assert.match(String(body.detail), /Host/);
+  });
+
+  assert.equal(server.child.exitCode, null, 'the server is still running');
+});

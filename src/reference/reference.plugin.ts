@@ -91,6 +91,29 @@ export async function registerReference(app: FastifyInstance, config: Config): P
   });
 
   await app.register(swagger, openapiOptions(config));
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list', deepLinking: true } });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+    // The same rules as the other HTML pages: the page's credentials dialog must not be framed and
+    // overlaid, and it runs only its own files (swagger-ui's scripts are all files, none inline).
+    // Its styles are its own files too, but it sets style attributes as it renders.
+    staticCSP: [
+      "default-src 'none'",
+      "script-src 'self'",
+      "style-src 'self' 'unsafe-inline'",
+      "img-src 'self' data:",
+      "connect-src 'self'",
+      "font-src 'self' data:",
+      "base-uri 'none'",
+      "form-action 'none'",
+      "frame-ancestors 'none'",
+    ].join('; '),
+    uiHooks: {
+      onRequest: (_request, reply, done) => {
+        reply.header('x-frame-options', 'DENY').header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer');
+        done();
+      },
+    },
+  });
   app.get('/api/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
 }

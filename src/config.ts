@@ -73,7 +73,8 @@ export interface Config {
     readonly clientMetadataDocuments: boolean;
     /**
      * Tests only, never read from the environment: metadata documents are fetched trusting this
-     * certificate authority, and from loopback or private addresses, which are refused otherwise.
+     * certificate authority, and may come from loopback addresses (the tests' servers), which are
+     * refused otherwise. Every other rule of the outbound guard still applies.
      */
     readonly clientMetadataFetch?: { readonly ca: string };
   };

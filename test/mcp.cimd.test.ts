@@ -1,60 +1,12 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:https';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { DOCUMENT_FETCHES_PER_MINUTE } from '../src/oauth/client-metadata.js';
 import { listConnections } from '../src/oauth/connection.service.js';
 import { AGENT_REDIRECT, AgentAuth, connectAgent } from './mcp.helpers.js';
 import { authorizeUrl, type OAuthTestApp, pkcePair, startOAuthApp } from './oauth.helpers.js';
-
-/** A certificate authority made for this test, and a certificate it signed for 127.0.0.1. */
-function certificates(t: TestContext) {
-  const dir = mkdtempSync(path.join(tmpdir(), 'cimd-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const file = (name: string) => path.join(dir, name);
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl(
-    'req',
-    '-x509',
-    ...ec,
-    '-keyout',
-    file('ca.key'),
-    '-out',
-    file('ca.crt'),
-    '-subj',
-    '/CN=CIMD test CA',
-    '-days',
-    '1',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign',
-  );
-  openssl('req', ...ec, '-keyout', file('site.key'), '-out', file('site.csr'), '-subj', '/CN=127.0.0.1');
-  writeFileSync(file('san.ext'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl(
-    'x509',
-    '-req',
-    '-in',
-    file('site.csr'),
-    '-CA',
-    file('ca.crt'),
-    '-CAkey',
-    file('ca.key'),
-    '-CAcreateserial',
-    '-out',
-    file('site.crt'),
-    '-days',
-    '1',
-    '-extfile',
-    file('san.ext'),
-  );
-  return { ca: readFileSync(file('ca.crt'), 'utf8'), key: readFileSync(file('site.key')), cert: readFileSync(file('site.crt')) };
-}
+import { testCertificates as certificates } from './test-ca.js';
 
 /** The agent's web site over HTTPS: its metadata document, and some that must be refused. */
 async function agentSite(t: TestContext, tls: { key: Buffer; cert: Buffer }) {
@@ -161,8 +113,36 @@ test('Client ID Metadata Documents: documents that do not describe themselves, c
     assert.match(answer.html, /This request cannot continue/, name);
     if (name === '/slow.json') assert.ok(Date.now() - started < 10_000, 'the fetch has a time limit');
   }
+  const fetched = (name: string) => site.requests.filter((path) => path === name).length;
+  for (const name of [...refused, '/slow.json']) assert.equal(fetched(name), 1, `${name}: one request fetches once`);
+
+  // A failure is remembered: asking again within the window fetches nothing.
+  for (const name of [...refused, '/slow.json']) {
+    const started = Date.now();
+    const answer = await authorize(a, `${site.origin}${name}`);
+    assert.equal(answer.status, 400, name);
+    assert.ok(Date.now() - started < 1000, `${name}: answered without waiting for the host`);
+    assert.equal(fetched(name), 1, `${name}: not fetched again`);
+  }
   const connections = await listConnections(a.db.kysely, a.site.siteId);
   assert.deepEqual(connections, []);
+});
+
+test('Client ID Metadata Documents: one address may make the server fetch a few new documents a minute', async (t) => {
+  const tls = certificates(t);
+  const site = await agentSite(t, tls);
+  const a = await startOAuthApp(t, { config: { oauth: { ...OAUTH, clientMetadataFetch: { ca: tls.ca } } } });
+  for (let i = 1; i <= DOCUMENT_FETCHES_PER_MINUTE; i++) {
+    const answer = await authorize(a, `${site.origin}/fresh-${i}.json`);
+    assert.equal(answer.status, 400);
+    assert.match(answer.html, /invalid_client/);
+  }
+  const over = await authorize(a, `${site.origin}/client.json`);
+  assert.equal(over.status, 400);
+  assert.equal(over.location, null);
+  assert.match(over.html, /temporarily_unavailable/);
+  assert.match(over.html, /more than 10 new client_id metadata documents in a minute/);
+  assert.equal(site.requests.length, DOCUMENT_FETCHES_PER_MINUTE, 'the eleventh was not fetched');
 });
 
 test('Client ID Metadata Documents: loopback and private addresses are refused outside tests, before any request is sent', async (t) => {
@@ -172,11 +152,14 @@ test('Client ID Metadata Documents: loopback and private addresses are refused o
   const answer = await authorize(a, `${site.origin}/client.json`);
   assert.equal(answer.status, 400);
   assert.deepEqual(site.requests, [], 'nothing was fetched from 127.0.0.1');
-  const { resolvesToPublic } = await import('../src/oauth/client-metadata.js');
-  for (const host of ['127.0.0.1', '[::1]', '10.1.2.3', '192.168.0.1', '169.254.169.254', '[::ffff:127.0.0.1]', '[fd00::1]', 'localhost']) {
-    assert.equal(await resolvesToPublic(host), false, host);
+  // The same server by other names: a host resolving to loopback, IPv4-mapped IPv6, a decimal IPv4.
+  const port = new URL(site.origin).port;
+  for (const host of ['localhost', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '2130706433', '[::127.0.0.1]']) {
+    const other = await authorize(a, `https://${host}:${port}/client.json`);
+    assert.equal(other.status, 400, host);
+    assert.match(other.html, /invalid_client/, host);
   }
-  assert.equal(await resolvesToPublic('93.184.215.14'), true);
+  assert.deepEqual(site.requests, [], 'nothing was fetched from 127.0.0.1 by any name');
 
   const off = await startOAuthApp(t, { config: { oauth: { dynamicRegistration: true, clientMetadataDocuments: false } } });
   const metadata = (await (await fetch(`${off.issuer}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;

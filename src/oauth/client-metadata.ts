@@ -1,99 +1,130 @@
-import { lookup } from 'node:dns/promises';
-import { request } from 'node:https';
-import { BlockList, isIP } from 'node:net';
-import { Readable } from 'node:stream';
-import type { Configuration } from 'oidc-provider';
+import { type Configuration, errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.js';
+import { type OutboundFetch, outboundFetch } from '../http/outbound.js';
+import type { RateLimitStore } from '../http/rate-limit.store.js';
 import { type ApplicationType, clientNameProblem, redirectUriProblem } from './client.service.js';
 
-/**
- * Loopback, private, link-local, shared, reserved and multicast ranges: never fetched from.
- * (BlockList matches an IPv4 address against ::ffff:0:0/96 too, so IPv4-mapped IPv6 is handled
- * by unwrapping the IPv4 address instead.)
- */
-const NOT_PUBLIC = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 3],
-] as const)
-  NOT_PUBLIC.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 127],
-  ['64:ff9b::', 96],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const)
-  NOT_PUBLIC.addSubnet(net, prefix, 'ipv6');
+/** oidc-provider's own limit for a document (fetchResponseBodyLimits); the guard stops reading there too. */
+const DOCUMENT_MAX_BYTES = 5 * 1024;
+/** New documents one address may make the server fetch per minute. */
+export const DOCUMENT_FETCHES_PER_MINUTE = 10;
+/** How long a document that could not be used is not fetched again. */
+export const FAILURE_SECONDS = 30;
+/** URLs remembered as failed at most; the oldest is forgotten first. */
+const MAX_FAILURES = 1000;
 
-/** Whether every address the host name resolves to is public. IPv4-mapped IPv6 counts as its IPv4 address. */
-export async function resolvesToPublic(hostname: string): Promise<boolean> {
-  const host = hostname.replace(/^\[|\]$/g, '');
-  try {
-    const addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await lookup(host, { all: true, verbatim: true });
-    return (
-      addresses.length > 0 &&
-      addresses.every(({ address, family }) => {
-        const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
-        if (mapped) return !NOT_PUBLIC.check(mapped, 'ipv4');
-        return !NOT_PUBLIC.check(address, family === 6 ? 'ipv6' : 'ipv4');
-      })
-    );
-  } catch {
-    return false;
+/**
+ * URLs whose document failed (no answer, not a 200, too large, not a valid document), remembered
+ * briefly so that repeated requests do not fetch from a failing or hostile host again and again.
+ */
+export class FailedDocuments {
+  readonly #until = new Map<string, number>();
+  constructor(
+    private readonly seconds = FAILURE_SECONDS,
+    private readonly max = MAX_FAILURES,
+  ) {}
+
+  add(url: string): void {
+    this.#until.delete(url);
+    if (this.#until.size >= this.max) {
+      const now = Date.now();
+      for (const [key, until] of this.#until) if (until <= now) this.#until.delete(key);
+      // Insertion order is expiry order: the first is the oldest.
+      for (const key of this.#until.keys()) {
+        if (this.#until.size < this.max) break;
+        this.#until.delete(key);
+      }
+    }
+    this.#until.set(url, Date.now() + this.seconds * 1000);
+  }
+
+  /** Seconds until the URL may be fetched again; 0 if it has not failed lately. */
+  secondsLeft(url: string): number {
+    const until = this.#until.get(url);
+    if (until === undefined) return 0;
+    const left = until - Date.now();
+    if (left > 0) return Math.ceil(left / 1000);
+    this.#until.delete(url);
+    return 0;
   }
 }
 
-/**
- * Tests only: a fetch that trusts the test's certificate authority and may reach loopback.
- * oidc-provider's own limits still apply around it (its 2.5 s abort signal, the body size limit).
- */
-function fetchTrusting(ca: string): NonNullable<Configuration['fetch']> {
-  return (url, options = {}) =>
-    new Promise((resolve, reject) => {
-      const headers = Object.fromEntries(new Headers(options.headers as ConstructorParameters<typeof Headers>[0]).entries());
-      const outgoing = request(
-        String(url),
-        { method: options.method ?? 'GET', headers, ca, signal: options.signal ?? undefined },
-        (incoming) => {
-          const responseHeaders = new Headers();
-          for (const [name, value] of Object.entries(incoming.headers)) if (typeof value === 'string') responseHeaders.set(name, value);
-          resolve(
-            new Response(Readable.toWeb(incoming) as ReadableStream, { status: incoming.statusCode ?? 500, headers: responseHeaders }),
-          );
-        },
-      );
-      outgoing.on('error', reject);
-      outgoing.end();
-    });
+/** What one provider request did about each document it asked for: fetched it, or was refused (kept to answer the same again). */
+type Outcomes = Map<string, 'fetched' | Error>;
+const OUTCOMES = 'clientMetadataDocuments';
+
+function outcomesOf(ctx: KoaContextWithOIDC): Outcomes {
+  const state = ctx.state as Record<string, Outcomes | undefined>;
+  state[OUTCOMES] ??= new Map();
+  return state[OUTCOMES];
+}
+
+export interface MetadataDocumentDeps {
+  /** Counts the fetches per address of the request that caused them. */
+  readonly limits: RateLimitStore;
+  /** The guarded fetch; built from the configuration unless given. */
+  readonly fetch?: OutboundFetch;
+  readonly failures?: FailedDocuments;
+}
+
+/** The outbound guard for documents; with config.oauth.clientMetadataFetch (tests only) it trusts the test CA and reaches loopback. */
+function documentFetch(config: Config): OutboundFetch {
+  const tests = config.oauth.clientMetadataFetch;
+  return outboundFetch({ maxBytes: DOCUMENT_MAX_BYTES, ...(tests ? { testHooks: { ca: tests.ca, loopback: true } } : {}) });
 }
 
 /**
  * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document): a client whose
  * client_id is an https URL is described by the JSON document at that URL. oidc-provider fetches
- * it (2.5 s, 5 KiB, no redirects, special-use addresses refused when connecting), checks that the
- * document's client_id is its URL and that it has no secret, and builds the client from it; here
- * the host must also resolve to public addresses only, and its redirect URIs and name must pass
- * the rules every client follows. Documents are cached per process for 30 s to 5 min (their Cache-Control
- * within that range), so a changed document reaches every node within 5 minutes.
+ * it, checks that the document's client_id is its URL and that it has no secret, and builds the
+ * client from it; its redirect URIs and name must also pass the rules every client follows.
+ * Documents are cached per process for 30 s to 5 min (their Cache-Control within that range), so
+ * a changed document reaches every node within 5 minutes.
+ *
+ * Anyone can make the server fetch a URL by naming it as client_id, so:
+ * - every fetch goes through the outbound guard (src/http/outbound.ts): public addresses only,
+ *   one DNS resolution, no redirects, 5 KiB, 2.5 s (oidc-provider's own abort signal);
+ * - an address may cause DOCUMENT_FETCHES_PER_MINUTE fetches a minute (the perRequest counters:
+ *   Redis, else this process). The consent step looks the client up outside a provider request,
+ *   for a signed-in owner, and is not counted;
+ * - a document that failed is not fetched again for FAILURE_SECONDS, by this process.
  */
-export function clientMetadataDocuments(config: Config): Pick<Configuration, 'fetch'> & {
+export function clientMetadataDocuments(
+  config: Config,
+  { limits, fetch = documentFetch(config), failures = new FailedDocuments() }: MetadataDocumentDeps,
+): Pick<Configuration, 'fetch'> & {
   feature: NonNullable<Configuration['features']>['clientIdMetadataDocument'];
 } {
-  const trusted = config.oauth.clientMetadataFetch;
   return {
     feature: {
       enabled: config.oauth.clientMetadataDocuments,
       ack: 'draft-02',
-      allowFetch: async (_ctx, clientId) => Boolean(trusted) || resolvesToPublic(new URL(clientId).hostname),
+      allowFetch: async (context, clientId) => {
+        // Undefined outside a provider request (the consent step).
+        const ctx = context as KoaContextWithOIDC | undefined;
+        const outcomes = ctx ? outcomesOf(ctx) : undefined;
+        const earlier = outcomes?.get(clientId);
+        if (earlier instanceof Error) throw earlier;
+        // Asked again in the same request (the authorization error handler looks the client up once
+        // more): the fetch gave no client, so the document failed, whatever oidc-provider found wrong.
+        if (earlier === 'fetched') failures.add(clientId);
+        const wait = failures.secondsLeft(clientId);
+        if (wait > 0) {
+          throw new errors.InvalidClient(`the client_id metadata document could not be used; it is not fetched again for ${wait} seconds`);
+        }
+        if (ctx && outcomes) {
+          const hit = await limits.hit(`metadata-document:ip:${ctx.ip}`, 60, DOCUMENT_FETCHES_PER_MINUTE);
+          if (hit.count > DOCUMENT_FETCHES_PER_MINUTE) {
+            const refusal = new errors.TemporarilyUnavailable(
+              `this address asked for more than ${DOCUMENT_FETCHES_PER_MINUTE} new client_id metadata documents in a minute; try again in ${hit.retryAfter} seconds`,
+            );
+            outcomes.set(clientId, refusal);
+            throw refusal;
+          }
+          outcomes.set(clientId, 'fetched');
+        }
+        return true;
+      },
       allowClient: async (_ctx, client) => {
         const type: ApplicationType = client.applicationType === 'native' ? 'native' : 'web';
         const uris = client.redirectUris ?? [];
@@ -103,7 +134,19 @@ export function clientMetadataDocuments(config: Config): Pick<Configuration, 'fe
       },
       cacheDuration: { min: 30, max: 300 },
     },
-    ...(trusted ? { fetch: fetchTrusting(trusted.ca) } : {}),
+    // Every fetch of the provider; with clientAuthMethods 'none' and no request objects it fetches nothing but documents.
+    fetch: async (url, options = {}) => {
+      const href = String(url);
+      try {
+        const headers = Object.fromEntries(new Headers(options.headers as ConstructorParameters<typeof Headers>[0]).entries());
+        const response = await fetch(href, { method: options.method ?? 'GET', headers, signal: options.signal ?? null });
+        if (response.status !== 200) failures.add(href);
+        return response;
+      } catch (error) {
+        failures.add(href);
+        throw error;
+      }
+    },
   };
 }
 

@@ -42,7 +42,7 @@ export function createOAuthServer({
   log: FastifyBaseLogger;
   limits: RateLimitStores;
 }): OAuthServer {
-  const provider = createProvider(config, db, log);
+  const provider = createProvider(config, db, log, limits.perRequest);
   const resources = protectedResources(config.publicUrl);
   const callback = provider.callback();
 

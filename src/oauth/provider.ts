@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/errors.js';
 import { readHandle } from '../db/request-transaction.js';
 import type { DbHandle } from '../db/schema.js';
+import type { RateLimitStore } from '../http/rate-limit.store.js';
 import { newClientId } from './client.service.js';
 import { clientMetadataDocuments } from './client-metadata.js';
 import { readConnectionSite } from './connection.repository.js';
@@ -68,14 +69,15 @@ function renderError(ctx: KoaContextWithOIDC, out: { error: string; error_descri
   ctx.body = page.html;
 }
 
-export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLogger): Provider {
+/** `limits`: the counters of metadata document fetches per address (client-metadata.ts). */
+export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLogger, limits: RateLimitStore): Provider {
   const publicUrl = config.publicUrl;
   const resourceList = Object.values(protectedResources(publicUrl))
     .map((r) => r.url)
     .join(' or ');
-  const documents = clientMetadataDocuments(config);
+  const documents = clientMetadataDocuments(config, { limits });
   const configuration: Configuration = {
-    ...(documents.fetch ? { fetch: documents.fetch } : {}),
+    fetch: documents.fetch,
     adapter: (name: string) => new KyselyAdapter(db, name),
     clientAuthMethods: ['none'],
     clientDefaults: {

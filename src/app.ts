@@ -99,7 +99,7 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   );
   installEntityTags(app);
 
-  registerHealth(app, db);
+  registerHealth(app, db, limits.redis);
   await oauth.register(app);
   await registerConsole(app, { provider: oauth.provider, db: db.kysely, config, limits: limits.shared });
   registerFrontDoor(app, { config, db: db.kysely });

@@ -6,6 +6,7 @@ import { createTestDatabase, testRedis } from '../../test/helpers.js';
 import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
 import { startRedis, startRedisProcess } from '../../test/redis-server.js';
 import { freePort } from '../../test/server-process.js';
+import { sha256 } from '../accounts/secrets.js';
 import {
   databaseRateLimits,
   type Hit,
@@ -105,6 +106,33 @@ test('with a fallback: the primary while it is usable, the fallback while not an
   await store.reset('k');
   assert.equal((await primary.hit('k', 60)).count, 1);
   assert.equal((await fallback.hit('k', 60)).count, 1, 'a success does not leave counts in the fallback for the next outage');
+});
+
+test('an error reply from Redis: answered by the fallback, reported once, and the recovery reported at the next success', async (t) => {
+  const url = await startRedis(t);
+  if (!url) {
+    t.skip('redis-server is not installed');
+    return;
+  }
+  const db = await createTestDatabase(t);
+  const events: Array<RedisFailure | 'recovered'> = [];
+  const stores = rateLimitStores(
+    db.kysely,
+    { redisUrl: url, redisKeyPrefix: 'cms:' },
+    { outage: (failure) => events.push(failure), recovered: () => events.push('recovered') },
+  );
+  t.after(() => stores.close());
+  await stores.redis!.firstConnection;
+  const inspect = new Redis(url);
+  t.after(() => inspect.disconnect());
+  // A value INCRBY cannot count: Redis answers every hit of this key with an error.
+  await inspect.set(`cms:rl:${sha256('login')}`, 'not a number');
+  assert.equal((await stores.shared.hit('login', 900)).count, 1, 'counted in the database');
+  assert.equal((await stores.shared.hit('login', 900)).count, 2);
+  assert.equal(events.length, 1);
+  assert.match((events[0] as RedisFailure).message, /not an integer/);
+  assert.equal((await stores.shared.hit('another', 900)).count, 1);
+  assert.deepEqual(events.slice(1), ['recovered']);
 });
 
 async function until(condition: () => boolean, what: string): Promise<void> {

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Redis, ReplyError } from 'ioredis';
 import { sql } from 'kysely';
 import { sha256 } from '../accounts/secrets.js';
 import type { Config } from '../config.js';
@@ -173,6 +173,8 @@ export function redisRateLimits(url: string, prefix = 'cms:', events?: RedisEven
     out = false;
     events?.recovered();
   };
+  // A command refused because the connection is down is a symptom: the connection's own error
+  // event names the cause. An error reply is reported here, since the connection stays up.
   const watched = <T>(command: Promise<T>): Promise<T> =>
     command.then(
       (value) => {
@@ -180,7 +182,7 @@ export function redisRateLimits(url: string, prefix = 'cms:', events?: RedisEven
         return value;
       },
       (error: Error) => {
-        failed(error);
+        if (error instanceof ReplyError) failed(error);
         throw error;
       },
     );

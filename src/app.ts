@@ -94,10 +94,17 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   await installCompression(app);
   // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
-  const limits = rateLimitStores(db.kysely, config, (err) =>
-    app.log.warn({ err }, 'Redis is unreachable: requests that need a rate-limit counter fail until it is back'),
-  );
+  const limits = rateLimitStores(db.kysely, config, {
+    outage: (redis) =>
+      app.log.warn(
+        { redis },
+        'Redis is unreachable: rate limits are counted in the database (sign-in, registration) and in each process (content API, token endpoints) until it is back',
+      ),
+    recovered: () => app.log.info('Redis is reachable again: rate limits are counted in Redis'),
+  });
   app.addHook('onClose', () => limits.close());
+  // Waits for one connection attempt (bounded by the client timeouts), so that a Redis that is up counts from the first request.
+  await limits.redis?.firstConnection;
   const oauth = createOAuthServer({ config, db: db.kysely, log: app.log, limits });
   // The API limit is per credential, counted once authenticated. docs/rate-limits.md says why in-process without Redis.
   installAuthentication(
@@ -107,7 +114,7 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   );
   installEntityTags(app);
 
-  registerHealth(app, db);
+  registerHealth(app, db, limits.redis);
   await oauth.register(app);
   await registerConsole(app, { provider: oauth.provider, db: db.kysely, config, limits: limits.shared });
   registerFrontDoor(app, { config, db: db.kysely });

@@ -194,7 +194,7 @@ test('OpenAPI 3.1 document and the docs page come from the same schemas', async 
 test('health and readiness', async (t) => {
   const { app, db } = await buildTestApp(t);
   assert.deepEqual(json(await app.inject({ url: '/healthz' })), { status: 'ok' });
-  assert.deepEqual(json(await app.inject({ url: '/readyz' })), { status: 'ok' });
+  assert.deepEqual(json(await app.inject({ url: '/readyz' })), { status: 'ok', database: 'ok' });
   await db.close();
   assert.equal((await app.inject({ url: '/readyz' })).statusCode, 503);
 });

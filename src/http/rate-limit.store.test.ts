@@ -1,17 +1,23 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import { Redis } from 'ioredis';
 import { createTestDatabase, testRedis } from '../../test/helpers.js';
 import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
-import { startRedis } from '../../test/redis-server.js';
+import { startRedis, startRedisProcess } from '../../test/redis-server.js';
 import { freePort } from '../../test/server-process.js';
+import { sha256 } from '../accounts/secrets.js';
 import {
   databaseRateLimits,
+  type Hit,
   memoryRateLimits,
   purgeRateLimits,
   type RateLimitStore,
+  type RedisFailure,
+  rateLimitStores,
   redisRateLimits,
   syncedRateLimits,
+  withFallback,
 } from './rate-limit.store.js';
 
 async function countsAndResets(store: RateLimitStore) {
@@ -55,14 +61,131 @@ test('database counters are atomic under concurrency', async (t) => {
   );
 });
 
-test('Redis out of reach: counting fails, and the outage is reported once, not at every retry', async (t) => {
-  const errors: Error[] = [];
-  const store = redisRateLimits(`redis://127.0.0.1:${await freePort()}`, 'cms:', (error) => errors.push(error));
+test('Redis out of reach: a command fails at once, without retries, and the outage is reported once', async (t) => {
+  const failures: RedisFailure[] = [];
+  const store = redisRateLimits(`redis://127.0.0.1:${await freePort()}`, 'cms:', {
+    outage: (failure) => failures.push(failure),
+    recovered: () => assert.fail('never connected, never recovered'),
+  });
   t.after(() => store.close());
+  await store.firstConnection;
+  assert.equal(store.connected(), false);
+  const began = Date.now();
+  await assert.rejects(async () => store.hit('k', 60), /enableOfflineQueue/);
   await assert.rejects(async () => store.hit('k', 60));
-  await assert.rejects(async () => store.hit('k', 60));
-  assert.equal(errors.length, 1);
-  assert.match(errors[0]!.message, /ECONNREFUSED/);
+  assert.equal(await store.answers(), false);
+  assert.ok(Date.now() - began < 1500, 'no retries, no queue: the commands fail without waiting for a reconnection');
+  assert.equal(failures.length, 1);
+  assert.deepEqual(Object.keys(failures[0]!).sort(), ['code', 'message'], 'the message and code only, never the command and its arguments');
+  assert.equal(failures[0]!.code, 'ECONNREFUSED');
+});
+
+test('with a fallback: the primary while it is usable, the fallback while not and when a command fails, and a reset clears both', async () => {
+  const primary = memoryRateLimits();
+  const fallback = memoryRateLimits();
+  let usable = true;
+  let failing = false;
+  const flaky: RateLimitStore = {
+    ...primary,
+    hit: (key, windowSeconds) => (failing ? Promise.reject(new Error('Command timed out')) : primary.hit(key, windowSeconds)),
+  };
+  const store = withFallback(flaky, fallback, () => usable);
+  const hit = store.hit('k', 60);
+  assert.ok(!(hit instanceof Promise), 'a store that answers at once still does through the fallback wrapper');
+  assert.equal((hit as Hit).count, 1);
+  usable = false;
+  assert.equal((await store.hit('k', 60)).count, 1, 'counted again from one in the fallback');
+  assert.equal((await store.hit('k', 60)).count, 2);
+  await store.takeBack('k');
+  assert.equal((await fallback.hit('k', 60)).count, 2, 'taken back in the fallback');
+  assert.equal((await primary.hit('k', 60)).count, 2, 'the primary was not asked while unusable');
+  usable = true;
+  failing = true;
+  assert.equal((await store.hit('k', 60)).count, 3, 'a failed command is answered by the fallback');
+  failing = false;
+  await store.reset('k');
+  assert.equal((await primary.hit('k', 60)).count, 1);
+  assert.equal((await fallback.hit('k', 60)).count, 1, 'a success does not leave counts in the fallback for the next outage');
+});
+
+test('an error reply from Redis: answered by the fallback, reported once, and the recovery reported at the next success', async (t) => {
+  const url = await startRedis(t);
+  if (!url) {
+    t.skip('redis-server is not installed');
+    return;
+  }
+  const db = await createTestDatabase(t);
+  const events: Array<RedisFailure | 'recovered'> = [];
+  const stores = rateLimitStores(
+    db.kysely,
+    { redisUrl: url, redisKeyPrefix: 'cms:' },
+    { outage: (failure) => events.push(failure), recovered: () => events.push('recovered') },
+  );
+  t.after(() => stores.close());
+  await stores.redis!.firstConnection;
+  const inspect = new Redis(url);
+  t.after(() => inspect.disconnect());
+  // A value INCRBY cannot count: Redis answers every hit of this key with an error.
+  await inspect.set(`cms:rl:${sha256('login')}`, 'not a number');
+  assert.equal((await stores.shared.hit('login', 900)).count, 1, 'counted in the database');
+  assert.equal((await stores.shared.hit('login', 900)).count, 2);
+  assert.equal(events.length, 1);
+  assert.match((events[0] as RedisFailure).message, /not an integer/);
+  assert.equal((await stores.shared.hit('another', 900)).count, 1);
+  assert.deepEqual(events.slice(1), ['recovered']);
+});
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`waited 10 s for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+test('Redis killed, then started again: counted in the database and the process meanwhile, in Redis again once it is back', async (t) => {
+  const server = await startRedisProcess(t);
+  if (!server) {
+    t.skip('redis-server is not installed');
+    return;
+  }
+  const db = await createTestDatabase(t);
+  const events: string[] = [];
+  const stores = rateLimitStores(
+    db.kysely,
+    { redisUrl: server.url, redisKeyPrefix: 'cms:' },
+    { outage: () => events.push('outage'), recovered: () => events.push('recovered') },
+  );
+  t.after(() => stores.close());
+  await stores.redis!.firstConnection;
+  const databaseCounts = async () => (await db.kysely.selectFrom('rate_limits').select('count').execute()).map((r) => r.count);
+  assert.equal((await stores.shared.hit('login', 900)).count, 1);
+  assert.equal((await stores.shared.hit('login', 900)).count, 2);
+  assert.equal((await stores.perRequest.hit('api', 60, 100)).count, 1);
+  assert.deepEqual(await databaseCounts(), [], 'in Redis while it answers');
+
+  await server.kill();
+  assert.equal((await stores.shared.hit('login', 900)).count, 1, 'the shared count starts again, in the database');
+  assert.equal((await stores.shared.hit('login', 900)).count, 2);
+  assert.deepEqual(await databaseCounts(), [2]);
+  const perRequest = stores.perRequest.hit('api', 60, 100);
+  assert.equal((await perRequest).count, 1, 'the per-request count starts again, in this process');
+  assert.equal(await stores.redis!.answers(), false);
+  await until(() => events.length > 0, 'the outage to be reported');
+  assert.ok(!(stores.perRequest.hit('api', 60, 100) instanceof Promise), 'once the outage is known, counted here without a promise');
+
+  await server.restart();
+  await until(() => events.includes('recovered'), 'the reconnection');
+  assert.deepEqual(events, ['outage', 'recovered'], 'one line when it went, one when it came back');
+  assert.equal(await stores.redis!.answers(), true);
+  assert.equal((await stores.shared.hit('login', 900)).count, 1, 'counted in the new, empty Redis');
+  assert.deepEqual(await databaseCounts(), [2], 'not in the database');
+  await stores.shared.reset('login');
+  assert.deepEqual(await databaseCounts(), [], 'a reset clears what the database counted during the outage');
+  await stores.perRequest.hit('api, a new window', 60, 100);
+  const inspect = new Redis(server.url);
+  t.after(() => inspect.disconnect());
+  assert.equal((await inspect.keys('cms:rl:*')).length, 1, 'the per-request count is back in Redis too');
 });
 
 test('Redis counters, and the login limit shared by two apps through Redis', async (t) => {
@@ -73,6 +196,7 @@ test('Redis counters, and the login limit shared by two apps through Redis', asy
   }
   const store = redisRateLimits(url);
   t.after(() => store.close());
+  await store.firstConnection;
   await countsAndResets(store);
 
   const db = await createTestDatabase(t);
@@ -97,7 +221,9 @@ test('synchronised Redis counts: counted locally between synchronisations, synch
   // The clock moves only when the test says, so a slow machine cannot add synchronisations.
   t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
   const prefix = `test:${randomUUID()}:`;
-  const [a, b] = [syncedRateLimits(redisRateLimits(url, prefix)), syncedRateLimits(redisRateLimits(url, prefix))];
+  const remotes = [redisRateLimits(url, prefix), redisRateLimits(url, prefix)];
+  await Promise.all(remotes.map((remote) => remote.firstConnection));
+  const [a, b] = remotes.map(syncedRateLimits) as [RateLimitStore, RateLimitStore];
   t.after(() => Promise.all([a.close(), b.close()]));
   const counts = async (store: RateLimitStore, n: number, quota: number) => {
     const seen = [];
@@ -125,6 +251,7 @@ test('synchronised Redis counts take a hit back whether or not Redis has it yet'
   const remote = redisRateLimits(url, prefix);
   const store = syncedRateLimits(remote);
   t.after(() => store.close());
+  await remote.firstConnection;
   assert.equal((await store.hit('k', 60, 100)).count, 1, 'synchronised: Redis has 1');
   assert.equal((await store.hit('k', 60, 100)).count, 2, 'counted here, not yet in Redis');
   await store.takeBack('k');

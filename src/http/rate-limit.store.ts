@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Redis, ReplyError } from 'ioredis';
 import { sql } from 'kysely';
 import { sha256 } from '../accounts/secrets.js';
 import type { Config } from '../config.js';
@@ -113,28 +113,84 @@ return {n, redis.call('PTTL', KEYS[1])}`;
 const TAKE_BACK_SCRIPT = `if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
 return 0`;
 
-interface RedisStore extends RateLimitStore {
+/** The client's bounds: a request never waits on Redis longer than this, nor retries. */
+const REDIS_TIMEOUT_MS = 500;
+/** The pause between attempts to reconnect grows with each attempt, up to this. */
+const REDIS_RECONNECT_MAX_MS = 2000;
+
+/** What an outage is reported with: the error's message and code, never its command (an AUTH's arguments hold the password). */
+export interface RedisFailure {
+  message: string;
+  code?: string;
+}
+
+/** Told once when Redis stops answering (a failed connection or command), and once when it answers again. */
+export interface RedisEvents {
+  outage(failure: RedisFailure): void;
+  recovered(): void;
+}
+
+export interface RedisStore extends RateLimitStore {
   /** Adds `amount` hits at once. */
   add(key: string, amount: number, windowSeconds: number): Promise<Hit>;
+  /** Whether the connection is up now: a command sent while it is not fails at once. */
+  connected(): boolean;
+  /** Settles once the first attempt to connect has succeeded or failed. */
+  readonly firstConnection: Promise<void>;
+  /** Whether Redis answers a PING, within the command timeout. */
+  answers(): Promise<boolean>;
 }
 
 /**
  * `prefix` starts every key, so that several deployments (or tests) can share one Redis.
- * `onUnreachable` is told once per outage, when the connection to Redis fails (and again after it came back).
+ * While the connection is down a command fails at once (no offline queue, no retry per
+ * command); a command or a connection attempt that gets no answer fails after REDIS_TIMEOUT_MS.
+ * The client reconnects in the background, on its own, as long as the store is open.
  */
-export function redisRateLimits(url: string, prefix = 'cms:', onUnreachable?: (error: Error) => void): RedisStore {
-  // Auto-pipelining: the hits of concurrent requests go out in one write, not one each.
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, enableAutoPipelining: true });
-  // Without a listener ioredis writes each failed reconnection to stderr, outside the JSON log,
-  // every few seconds for as long as Redis is away. Meanwhile the requests that need a counter fail.
-  let reported = false;
-  redis.on('error', (error: Error) => {
-    if (reported) return;
-    reported = true;
-    onUnreachable?.(error);
+export function redisRateLimits(url: string, prefix = 'cms:', events?: RedisEvents): RedisStore {
+  const redis = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: REDIS_TIMEOUT_MS,
+    commandTimeout: REDIS_TIMEOUT_MS,
+    // A Redis that takes a command and never answers (stopped, or behind a dropped route) is a
+    // lost connection: the socket is closed and the client reconnects, so later requests do not wait too.
+    socketTimeout: REDIS_TIMEOUT_MS,
+    retryStrategy: (attempt) => Math.min(attempt * 100, REDIS_RECONNECT_MAX_MS),
+    // Auto-pipelining: the hits of concurrent requests go out in one write, not one each.
+    enableAutoPipelining: true,
   });
-  redis.on('ready', () => {
-    reported = false;
+  // Without a listener ioredis writes each failed reconnection to stderr, outside the JSON log,
+  // every few seconds for as long as Redis is away.
+  let out = false;
+  const failed = (error: Error & { code?: string }) => {
+    if (out) return;
+    out = true;
+    events?.outage(error.code ? { message: error.message, code: error.code } : { message: error.message });
+  };
+  const succeeded = () => {
+    if (!out) return;
+    out = false;
+    events?.recovered();
+  };
+  // A command refused because the connection is down is a symptom: the connection's own error
+  // event names the cause. An error reply is reported here, since the connection stays up.
+  const watched = <T>(command: Promise<T>): Promise<T> =>
+    command.then(
+      (value) => {
+        succeeded();
+        return value;
+      },
+      (error: Error) => {
+        if (error instanceof ReplyError) failed(error);
+        throw error;
+      },
+    );
+  redis.on('error', failed);
+  redis.on('ready', succeeded);
+  const firstConnection = new Promise<void>((resolve) => {
+    redis.once('ready', resolve);
+    redis.once('error', () => resolve());
   });
   // A defined command is sent by its SHA1 (EVALSHA), not as the script's text on every request.
   redis.defineCommand('rateLimitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
@@ -144,18 +200,25 @@ export function redisRateLimits(url: string, prefix = 'cms:', onUnreachable?: (e
   );
   const name = (key: string) => `${prefix}rl:${sha256(key)}`;
   const add = async (key: string, amount: number, windowSeconds: number) => {
-    const [count, ttl] = await run(name(key), windowSeconds * 1000, amount);
+    const [count, ttl] = await watched(run(name(key), windowSeconds * 1000, amount));
     return { count, retryAfter: Math.max(1, Math.ceil(ttl / 1000)) };
   };
   return {
     add,
     hit: (key, windowSeconds) => add(key, 1, windowSeconds),
     async takeBack(key) {
-      await (redis as unknown as { rateLimitTakeBack(key: string): Promise<number> }).rateLimitTakeBack(name(key));
+      await watched((redis as unknown as { rateLimitTakeBack(key: string): Promise<number> }).rateLimitTakeBack(name(key)));
     },
     async reset(key) {
-      await redis.del(name(key));
+      await watched(redis.del(name(key)));
     },
+    connected: () => redis.status === 'ready',
+    firstConnection,
+    answers: () =>
+      watched(redis.ping()).then(
+        () => true,
+        () => false,
+      ),
     async close() {
       redis.disconnect();
     },
@@ -230,34 +293,65 @@ export function syncedRateLimits(remote: RedisStore): RateLimitStore {
 }
 
 /**
+ * `primary` while `usable()` says so, else `fallback`; a command of `primary` that fails (the
+ * connection lost on the way, a timeout, an error reply) is answered by `fallback` too. So a
+ * request never waits for Redis to come back and never fails because it is away. A reset clears
+ * both stores: a success must not leave guesses counted during an outage for the next one.
+ * Switching stores starts the count of the current window again in the other store.
+ */
+export function withFallback(primary: RateLimitStore, fallback: RateLimitStore, usable: () => boolean): RateLimitStore {
+  return {
+    hit(key, windowSeconds, quota) {
+      if (!usable()) return fallback.hit(key, windowSeconds, quota);
+      const hit = primary.hit(key, windowSeconds, quota);
+      return hit instanceof Promise ? hit.catch(() => fallback.hit(key, windowSeconds, quota)) : hit;
+    },
+    takeBack: (key) => (usable() ? primary.takeBack(key).catch(() => fallback.takeBack(key)) : fallback.takeBack(key)),
+    async reset(key) {
+      await Promise.all([fallback.reset(key), usable() ? primary.reset(key).catch(() => undefined) : undefined]);
+    },
+    async close() {
+      await Promise.all([primary.close(), fallback.close()]);
+    },
+  };
+}
+
+/**
  * The app's two kinds of counters. `shared` counts what an attacker would multiply across nodes
  * (sign-in guesses, registrations): in Redis, else in the database. `perRequest` counts limits
  * checked on every request of a kind (the content API, the token endpoints): in Redis, else in
  * this process, since a database write on each would cost more than the limit protects.
  * With Redis both share one connection; the per-request counts are synchronised with Redis at
- * most every 100 ms per key away from the quota (syncedRateLimits). docs/rate-limits.md says more.
+ * most every 100 ms per key away from the quota (syncedRateLimits). While Redis is away each
+ * falls back to what it would use without Redis: `shared` to the database (still shared by every
+ * node, so a guesser gains nothing from the outage), `perRequest` to this process (a load limit:
+ * each node keeps its own quota). docs/rate-limits.md says more.
  */
 export interface RateLimitStores {
   readonly shared: RateLimitStore;
   readonly perRequest: RateLimitStore;
+  /** With REDIS_URL: the connection, for /readyz and to wait for at start. */
+  readonly redis?: Pick<RedisStore, 'firstConnection' | 'answers'>;
   close(): Promise<void>;
 }
 
-export function rateLimitStores(
-  db: DbHandle,
-  config: Pick<Config, 'redisUrl' | 'redisKeyPrefix'>,
-  onUnreachable?: (error: Error) => void,
-): RateLimitStores {
+export function rateLimitStores(db: DbHandle, config: Pick<Config, 'redisUrl' | 'redisKeyPrefix'>, events?: RedisEvents): RateLimitStores {
+  const database = databaseRateLimits(db);
+  const local = memoryRateLimits();
   if (config.redisUrl) {
-    const store = redisRateLimits(config.redisUrl, config.redisKeyPrefix, onUnreachable);
-    return { shared: store, perRequest: syncedRateLimits(store), close: () => store.close() };
+    const redis = redisRateLimits(config.redisUrl, config.redisKeyPrefix, events);
+    const connected = () => redis.connected();
+    return {
+      shared: withFallback(redis, database, connected),
+      perRequest: withFallback(syncedRateLimits(redis), local, connected),
+      redis,
+      close: () => Promise.all([redis.close(), local.close()]).then(() => undefined),
+    };
   }
-  const shared = databaseRateLimits(db);
-  const perRequest = memoryRateLimits();
-  return { shared, perRequest, close: () => perRequest.close() };
+  return { shared: database, perRequest: local, close: () => local.close() };
 }
 
-/** Deletes windows that have ended (database store only). */
+/** Deletes windows that have ended (database store: without Redis, or counted while Redis was away). */
 export async function purgeRateLimits(db: DbHandle): Promise<void> {
   await db.deleteFrom('rate_limits').where('reset_at', '<=', formatTimestamp(new Date())).execute();
 }

@@ -122,7 +122,8 @@ export function createOAuthServer({
       try {
         await expireLapsedConnections(db);
         await purgeExpiredPayloads(db);
-        if (!config.redisUrl) await purgeRateLimits(db);
+        // With Redis too: the database counts sign-ins and registrations while Redis is away.
+        await purgeRateLimits(db);
       } catch (err) {
         log.warn({ err }, 'OAuth clean-up failed');
       }

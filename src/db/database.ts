@@ -308,6 +308,9 @@ export function hotRead<A extends Record<string, string | number>, R>(
   return prepared.run(prepared.bindings.map((b) => ('arg' in b ? args[b.arg] : b.value))) as MaybePromise<R | undefined>;
 }
 
+/** How long a PostgreSQL connection may take to open, or to be had from a full pool. */
+const CONNECT_TIMEOUT_MS = 5000;
+
 /** Names of the PostgreSQL hot-read statements: unique in the process, so never two texts under one name on a connection. */
 let pgStatements = 0;
 
@@ -366,7 +369,17 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Db {
   }
   const pg = loadPg();
   const connection = { connectionString: url, ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}) };
-  const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 10 });
+  // A database host that does not answer at all (a failover moving its address, a partition)
+  // would otherwise hold a request for the operating system's TCP timeout, minutes: a connection
+  // must be made within CONNECT_TIMEOUT_MS (the request then answers 503), and an idle one whose
+  // peer vanished is found by TCP keep-alive.
+  const pool = new pg.Pool({
+    ...connection,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  });
   const keep = new CredentialKeep((changed) =>
     postgresRemoteChanges(pg, connection, (error) => options.onChangesUnheard?.(error), changed),
   );

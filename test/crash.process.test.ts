@@ -7,11 +7,10 @@
  * On SQLite, and on PostgreSQL with TEST_DATABASE_URL (see CASES for the image storage of each).
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { type TestContext, test } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
@@ -19,7 +18,7 @@ import type { ImageStorageKind } from '../src/config.js';
 import type { DemoCredentials } from '../src/demo/credentials.js';
 import { image, noisyJpeg } from './blog-fixtures.js';
 import { type Shared, sha256, Writer } from './crash-writers.js';
-import { TEST_DATABASE_URL } from './helpers.js';
+import { ownPostgresDatabase, TEST_DATABASE_URL } from './helpers.js';
 import { basic, listening, type Started, start } from './server-process.js';
 
 const KILLS = 5;
@@ -42,21 +41,6 @@ const CASES: Case[] = [
   ...(TEST_DATABASE_URL ? [{ database: 'postgres', storage: 'database' }] : []),
   ...(TEST_DATABASE_URL && BOTH ? [{ database: 'postgres', storage: 'local' }] : []),
 ] as Case[];
-
-/** A database of its own on the test server (the process runs in `public`, as in production). */
-async function postgresDatabase(t: TestContext): Promise<string> {
-  const name = `crash_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  t.after(async () => {
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  });
-  const url = new URL(TEST_DATABASE_URL as string);
-  url.pathname = `/${name}`;
-  return url.href;
-}
 
 /** The image names the storage holds, and how many staged objects, read beside the running server. */
 type Inventory = () => Promise<{ committed: string[]; staged: number }>;
@@ -128,7 +112,7 @@ for (const c of CASES) {
     const began = Date.now();
     const dataDir = await mkdtemp(path.join(tmpdir(), 'cms-crash-'));
     t.after(() => rm(dataDir, { recursive: true, force: true }));
-    const databaseUrl = c.database === 'postgres' ? await postgresDatabase(t) : undefined;
+    const databaseUrl = c.database === 'postgres' ? (await ownPostgresDatabase(t, 'crash')).url : undefined;
     const env = {
       DATA_DIR: dataDir,
       IMAGE_STORAGE: c.storage,

@@ -15,6 +15,31 @@ import { checkResponses } from './response-contract.js';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
 
+export interface OwnDatabase {
+  readonly name: string;
+  readonly url: string;
+  /** A connection to the test server's own database, open until the test's end (then the database is dropped). */
+  readonly admin: pg.Client;
+}
+
+/**
+ * A PostgreSQL database of its own on the test server (TEST_DATABASE_URL), named `prefix_…`, for
+ * a server process that runs in `public` as in production; dropped after the test.
+ */
+export async function ownPostgresDatabase(t: TestContext, prefix: string): Promise<OwnDatabase> {
+  const name = `${prefix}_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  t.after(async () => {
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  });
+  const url = new URL(TEST_DATABASE_URL as string);
+  url.pathname = `/${name}`;
+  return { name, url: url.href, admin };
+}
+
 /** A folder of its own for one test (a server's DATA_DIR, say), removed afterwards. */
 export async function tempDir(t: TestContext): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'cms-test-'));

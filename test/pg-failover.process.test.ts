@@ -8,31 +8,17 @@
  * PostgreSQL only (TEST_DATABASE_URL).
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type TestContext, test } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { DemoCredentials } from '../src/demo/credentials.js';
-import { TEST_DATABASE_URL, tempDir } from './helpers.js';
+import { ownPostgresDatabase, TEST_DATABASE_URL, tempDir } from './helpers.js';
 import { basic, listening, start } from './server-process.js';
 
 const WRITERS = 12;
 const TERMINATIONS = 8;
-
-/** A database of its own on the test server, dropped afterwards; its name and URL. */
-async function ownDatabase(t: TestContext, admin: pg.Client): Promise<{ name: string; url: string }> {
-  const name = `failover_${randomBytes(5).toString('hex')}`;
-  await admin.query(`create database ${name}`);
-  t.after(async () => {
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  });
-  const url = new URL(TEST_DATABASE_URL as string);
-  url.pathname = `/${name}`;
-  return { name, url: url.href };
-}
 
 interface Tally {
   acknowledged: Map<number, string>;
@@ -78,9 +64,8 @@ test('backends terminated again and again under concurrent writes: the process s
   skip: !TEST_DATABASE_URL && 'PostgreSQL only',
   timeout: 120_000,
 }, async (t) => {
-  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await admin.connect();
-  const database = await ownDatabase(t, admin);
+  const database = await ownPostgresDatabase(t, 'failover');
+  const { admin } = database;
   const dataDir = await tempDir(t);
   const server = await start(t, { DATA_DIR: dataDir, DATABASE_URL: database.url, RATE_LIMIT_API: '0' });
   await listening(server);

@@ -32,7 +32,7 @@ export interface Config {
   /**
    * SQLite only. How much of the database file is read through a memory map (SQLITE_MMAP_MB,
    * megabytes; 0 turns it off). Reads then take pages straight from the OS page cache instead of a
-   * read() system call per page: lists of 200 about 3× faster, a page by id about 1.7× (issue 11).
+   * read() system call per page: lists of 200 about 3× faster, a page by id about 1.7×.
    * The mapped pages count in the process's RSS as file-backed, shared memory (docs/deploy.md).
    */
   readonly sqliteMmapMB: number;
@@ -142,7 +142,7 @@ function trustedProxyOf(entry: string): string {
 
 /**
  * Off unless set. "true" is refused on purpose: believing every X-Forwarded-For lets any client
- * choose its own address, which is how the login limit was bypassed (issue 9).
+ * choose its own address, which is how the login limit was bypassed.
  */
 function trustProxyOf(raw: string | undefined): TrustProxy {
   const value = raw?.trim().toLowerCase() ?? '';

@@ -2,7 +2,7 @@
  * A value that is here now, or a promise of it. The paths every request takes (authentication, its
  * rate-limit count) answer at once when what they need is already in memory, and go through a
  * promise only when they must wait: each async step skipped is a promise and a microtask fewer on
- * every request (issue 11, bench/README.md).
+ * every request (bench/README.md).
  */
 export type MaybePromise<T> = T | Promise<T>;
 

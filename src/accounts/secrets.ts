@@ -37,7 +37,7 @@ export function sha256(secret: string): string {
 /**
  * Whether two hashes (or other strings of one length when equal) are the same, in time that does
  * not depend on where they differ. On the strings' code units, without the two Buffers that
- * timingSafeEqual needs: this runs on every request an API key authenticates (issue 11).
+ * timingSafeEqual needs: this runs on every request an API key authenticates.
  */
 export function sameHash(a: string, b: string): boolean {
   if (a.length !== b.length) return false;

@@ -4,7 +4,7 @@ import type { DbHandle } from './schema.js';
 
 /**
  * Who a credential proved to be on the last request that presented it, kept per process so that a
- * request needs no read, decoding or key check of its own to be authenticated (issue 11): the
+ * request needs no read, decoding or key check of its own to be authenticated: the
  * methods key what they keep by the SHA-256 of the credentials as sent (api-key.auth.ts,
  * bearer.auth.ts), so no key or token is held in the clear. Whatever the database
  * says changed drops every kept value at once: changes are rare (a revocation, a token's end, a

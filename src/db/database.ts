@@ -287,7 +287,7 @@ function prepare(hot: HotReads, db: DbHandle, build: Build, args: Record<string,
  *   Kysely's connection lock and could see another request's uncommitted writes on the one
  *   connection, so there `build` runs as an ordinary Kysely query;
  * - on PostgreSQL, a named statement on the pool's connections: each connection parses and plans
- *   it once instead of on every run (issue 11). Hot reads name their columns, so a migration that
+ *   it once instead of on every run. Hot reads name their columns, so a migration that
  *   adds a column does not change what a prepared statement returns.
  * A handle that is a transaction is not in the map: its reads run through Kysely, in it.
  * On SQLite the row comes at once, without a promise, unless a commit is still being made durable

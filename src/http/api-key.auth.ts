@@ -70,7 +70,7 @@ export function apiKeyAuth(db: DbHandle): AuthMethod {
       if (presented === undefined) return undefined;
       // The principal these exact credentials proved, kept per process by their hash until the
       // database says a credential changed (credential-keep.ts): decoding them, reading the
-      // credential and checking the key against its hash cost a sixth of a GET by id (issue 11).
+      // credential and checking the key against its hash cost a sixth of a GET by id.
       // Credentials that fail are never kept: each attempt is checked again.
       return readKept(db, keyOf(presented), () => verify(request));
     },

@@ -130,14 +130,14 @@ const MISSING_CREDENTIALS: Record<ResourceName, string> = {
  */
 /**
  * `count`, when given, counts each authenticated request against its principal's rate limit, in
- * this same hook: a hook of its own cost more than the counting (bench:ratelimit, issue 9).
+ * this same hook: a hook of its own cost more than the counting (bench:ratelimit).
  */
 export type CountRequest = (request: FastifyRequest, reply: FastifyReply) => undefined | Promise<void>;
 
 /**
  * The hook is callback-style, not async, and the methods and the count answer at once when they
  * can: a request whose credential is kept is authenticated without a promise. Awaiting each step
- * cost about a quarter of a GET by id (issue 11, bench/README.md).
+ * cost about a quarter of a GET by id (bench/README.md).
  */
 export function installAuthentication(
   app: FastifyInstance,

@@ -1,7 +1,7 @@
 /**
  * A weighted budget shared by a process's requests: a request takes as many units as it will hold
  * in memory and gives them back when its answer has been sent. Lists use it so that 32 clients
- * asking for 999 records each do not hold 32 bodies of 3 MB at once (issue 11, memory): past
+ * asking for 999 records each do not hold 32 bodies of 3 MB at once: past
  * the budget a request waits its turn instead. It bounds this process only, which is all it
  * needs to bound: memory is per process.
  */

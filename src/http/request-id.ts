@@ -9,7 +9,7 @@ const SENT = /^[\w.-]{1,64}$/;
  * caller can follow its own id through our logs), otherwise an id of this process's own. Those are
  * a prefix of 96 random bits drawn when the process starts and a counter: unique across processes
  * and nodes without any coordination, as a random UUID per request was, at a fraction of the cost
- * (a UUID and its checks were about a tenth of a GET by id under load, issue 11). Request ids
+ * (a UUID and its checks were about a tenth of a GET by id under load). Request ids
  * are for following a request through the logs; nothing trusts or authorizes by them.
  */
 export function requestIds(prefix = randomBytes(12).toString('base64url')): (request: IncomingMessage) => string {

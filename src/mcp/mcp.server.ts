@@ -1,7 +1,7 @@
 /**
  * The MCP SDK's side of /mcp: the server and transport of one request. Loaded on the first MCP
  * request rather than at start, since the SDK and its schema library add about 8 MB to every
- * process's memory, used or not (issue 11, memory).
+ * process's memory, used or not.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';

@@ -65,7 +65,7 @@ function liveAt(access: LiveAccess, at: string): boolean {
  * the very next request on the node that revoked it, and within milliseconds on the others. The
  * token is read from the adapter's table directly rather than
  * through oidc-provider's AccessToken.find: the same row, the same expiry, without building the
- * provider's model and a second read for the grant (issue 11: Bearer reads cost what key reads do).
+ * provider's model and a second read for the grant (so Bearer reads cost what key reads do).
  * The website comes from the connection.
  */
 export function bearerAuth(db: DbHandle, resource: string): AuthMethod {

@@ -32,7 +32,7 @@ export async function removeImageIfUnused(db: DbHandle, storage: ImageStorage, n
 const BATCH = 500;
 
 /**
- * The start-up sweep (issue 9, crash hygiene): removes staged uploads and committed images that no
+ * The start-up sweep: removes staged uploads and committed images that no
  * record refers to, as a crash or a failed clean-up leaves them. Only what is older than `graceMs`:
  * with several nodes on one storage, a younger object may be an upload another node is writing, or
  * a file it has named and whose record it has not committed yet (the local driver names files just

@@ -33,7 +33,7 @@ export interface Saved<R> {
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
- * Records that the lists of one process hold in memory at once (issue 11, memory): about 12 MB of
+ * Records that the lists of one process hold in memory at once: about 12 MB of
  * JSON at 3 KB a record, so four lists of 999 or twenty lists of 200. A list beyond it waits for
  * room before it reads anything; on 2 cores more lists at once would only share the same CPU.
  */
@@ -65,7 +65,7 @@ const COMMA = 0x2c;
 /**
  * The envelope as UTF-8 bytes, each stored text written once straight into one buffer. Joining
  * the texts into one string and sending that cost about 9 ms for a list of 200 (a 690 KB join,
- * then its UTF-8 encoding on the socket); this takes about 0.3 ms (bench/README.md, issue 11).
+ * then its UTF-8 encoding on the socket); this takes about 0.3 ms (bench/README.md).
  */
 function envelopeBytes(records: readonly StoredItem[], meta: string): Buffer {
   const head = '{"data":[';

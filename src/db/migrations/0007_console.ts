@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { DialectName } from '../database.js';
 
 /**
- * The owner console (issue 10): an OAuth client registered there belongs to the user who
+ * The owner console: an OAuth client registered there belongs to the user who
  * registered it, who alone sees, edits and deletes it. Clients of the CLI and of dynamic
  * registration have no owner (null).
  */

@@ -15,6 +15,8 @@ export interface Config {
   readonly dataDir: string;
   /** `sqlite:<file>` / `:memory:` or a postgres:// URL. */
   readonly databaseUrl: string;
+  /** PostgreSQL only: the most connections one process opens (DATABASE_POOL_SIZE). */
+  readonly databasePoolSize: number;
   readonly redisUrl: string | undefined;
   /** Starts every Redis key, so that several deployments can share one Redis. */
   readonly redisKeyPrefix: string;
@@ -220,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     dataDir,
     databaseUrl,
+    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     redisUrl,
     redisKeyPrefix,
     trustProxy: trustProxyOf(env.TRUST_PROXY),

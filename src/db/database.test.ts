@@ -320,3 +320,12 @@ test('a database that does not answer is unavailable (a 503), a refused statemen
   );
   assert.equal(isDatabaseUnavailable(invalid), false);
 });
+
+test('DATABASE_POOL_SIZE: 10 by default, a whole number from 1 to 1000', async (t) => {
+  const dir = tempFolder(t);
+  assert.equal(loadConfig({ DATA_DIR: dir }).databasePoolSize, 10);
+  assert.equal(loadConfig({ DATA_DIR: dir, DATABASE_POOL_SIZE: '25' }).databasePoolSize, 25);
+  for (const wrong of ['0', '1001', 'ten', '2.5']) {
+    assert.throws(() => loadConfig({ DATA_DIR: dir, DATABASE_POOL_SIZE: wrong }), ConfigError, wrong);
+  }
+});

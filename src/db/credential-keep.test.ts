@@ -10,7 +10,7 @@ import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
 import { revokeCredential } from '../accounts/account.repository.js';
 import { sha256 } from '../accounts/secrets.js';
 import { loadConfig } from '../config.js';
-import { type CredentialKeep, keepOf, statementKind } from './credential-keep.js';
+import { CredentialKeep, keepOf, statementKind } from './credential-keep.js';
 import { createDatabase, type Db } from './database.js';
 import { migrateToLatest } from './migrate.js';
 import { formatTimestamp } from './time.js';
@@ -229,4 +229,26 @@ test("KEEP_CREDENTIALS=false: nothing is kept, and another node's revocation ref
   assert.equal(await status(a), 200);
   assert.equal(await revokeCredential(second.kysely, a.site.apiId, formatTimestamp(new Date())), true);
   assert.equal(await status(a), 401, 'no notification or turn of the event loop to wait for');
+});
+
+test('a read that overlapped a change is not kept: the value it read may be from before the change', async () => {
+  const keep = new CredentialKeep(() => ({ fresh: () => true, close: async () => {} }));
+  let answer!: (value: string) => void;
+  const pending = keep.read('credentials', () => new Promise<string>((resolve) => (answer = resolve)));
+  // A revocation commits while the read is on its way back with the row as it was.
+  keep.changed();
+  answer('as read before the change');
+  assert.equal(await pending, 'as read before the change', 'the request that read it gets its answer');
+  assert.deepEqual(keep.keys(), [], 'but it is not kept');
+  let reads = 0;
+  const next = await keep.read('credentials', () => {
+    reads += 1;
+    return 'as it is now';
+  });
+  assert.deepEqual([next, reads], ['as it is now', 1], 'the next request reads again');
+  // Without a change in between, a read is kept and answers the one after it.
+  assert.equal(
+    keep.read('credentials', () => 'not read'),
+    'as it is now',
+  );
 });

@@ -131,7 +131,8 @@ test("one website can neither read, update nor delete another website's blogs, n
 
   assert.equal((await asB({ url: `/api/blog/${blog.info_id}` })).statusCode, 404);
   assert.deepEqual(json(await asB({ url: `/api/blog?id=${blog.info_id}` })).data, []);
-  assert.deepEqual(json(await asB({ url: '/api/blog' })).meta.total, 0);
+  const emptyForB = json(await asB({ url: '/api/blog' }));
+  assert.deepEqual([emptyForB.data, emptyForB.meta.total], [[], 0]);
   assert.equal((await asB({ method: 'POST', url: '/api/blog', payload: { id: blog.info_id, info_title: 'Hijacked' } })).statusCode, 404);
   assert.equal((await asB({ method: 'DELETE', url: `/api/blog/${blog.info_id}` })).statusCode, 404);
   const onForeignPage = await asB({ method: 'POST', url: '/api/blog', payload: { page: app.pageId, info_title: 'Squatter' } });
@@ -153,6 +154,10 @@ test("one website can neither read, update nor delete another website's blogs, n
   // The same filename is free in another website.
   const sameName = await asB({ method: 'POST', url: '/api/blog', payload: { page: pageB, info_title: 'Private to A' } });
   assert.equal(json(sameName).data[0].info_filename, 'private-to-a');
+  // Each website's list holds its own rows and no other: the rows, not only their count.
+  const ids = (response: { body: string }) => (json(response).data as { info_id: number }[]).map((b) => b.info_id);
+  assert.deepEqual(ids(await asB({ url: '/api/blog' })), [json(sameName).data[0].info_id]);
+  assert.deepEqual(ids(await app.app.inject({ url: '/api/blog', headers: app.site.headers })), [blog.info_id]);
 });
 
 test('the blog endpoint answers its reference and is in the OpenAPI document with the multipart form', async (t) => {

@@ -163,8 +163,10 @@ test('a website never sees or changes another website’s pages', async (t) => {
   const as = (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: object) =>
     app.app.inject({ method, url, headers: other.headers, ...(payload ? { payload } : {}) });
   assert.equal((await as('GET', `/api/page/${mine.page}`)).statusCode, 404);
-  assert.equal(json(await as('GET', `/api/page?id=${mine.page}`)).meta.total, 0);
-  assert.equal(json(await as('GET', '/api/page')).meta.total, 0);
+  const byId = json(await as('GET', `/api/page?id=${mine.page}`));
+  assert.deepEqual([byId.data, byId.meta.total], [[], 0]);
+  const empty = json(await as('GET', '/api/page'));
+  assert.deepEqual([empty.data, empty.meta.total], [[], 0]);
   assert.equal((await as('POST', '/api/page', { id: mine.page, page_usertitle: 'Stolen' })).statusCode, 404);
   assert.equal((await as('DELETE', `/api/page/${mine.page}`)).statusCode, 404);
   assert.equal(
@@ -174,6 +176,13 @@ test('a website never sees or changes another website’s pages', async (t) => {
   );
   const still = await app.app.inject({ url: `/api/page/${mine.page}`, headers: app.site.headers });
   assert.equal(json(still).data[0].page_usertitle, 'Mine');
+  // Each website's list holds its own rows and no other: the rows, not only their count.
+  const theirs = json(await as('POST', '/api/page', { page_usertitle: 'Theirs' })).data[0];
+  const listOf = async (headers: Record<string, string>) =>
+    (json(await app.app.inject({ url: '/api/page?pageSize=999', headers })).data as { page: number }[]).map((p) => p.page).sort();
+  assert.deepEqual(await listOf(other.headers), [theirs.page]);
+  const ours = await listOf(app.site.headers);
+  assert.ok(ours.includes(mine.page) && !ours.includes(theirs.page), `A's list: ${ours.join(', ')}`);
 });
 
 test('DELETE removes a page, refuses one with sub pages, and 404s an unknown one', async (t) => {

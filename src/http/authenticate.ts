@@ -100,10 +100,6 @@ export function challengeFor(publicUrl: string) {
   };
 }
 
-export function credentialsPresent(request: FastifyRequest): boolean {
-  return Boolean(request.headers.authorization || request.headers['x-api-id'] || request.headers['x-api-key']);
-}
-
 const GUARDED = /^\/((webapps\/)?api|mcp)(\/|$)/;
 
 /**

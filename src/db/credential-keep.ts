@@ -239,6 +239,8 @@ export function postgresRemoteChanges(
   let closed = false;
   let client: PG.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
+  /** Told of this outage already: while the database is away each new attempt fails too, and says nothing new. */
+  let reported = false;
 
   const lost = (from: PG.Client, error: Error) => {
     if (client !== from) return;
@@ -247,7 +249,8 @@ export function postgresRemoteChanges(
     changed();
     from.end().catch(() => {});
     if (closed) return;
-    onLost(error);
+    if (!reported) onLost(error);
+    reported = true;
     retry = setTimeout(listen, RELISTEN_MS);
     retry.unref();
   };
@@ -270,6 +273,7 @@ export function postgresRemoteChanges(
       if (client !== next) return;
       changed();
       listening = true;
+      reported = false;
     } catch (error) {
       lost(next, error instanceof Error ? error : new Error(String(error)));
     }

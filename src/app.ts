@@ -1,6 +1,8 @@
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type pino from 'pino';
+import { apiKeyAuth } from './auth/api-key.js';
+import { challengeFor, installAuthentication, requireDeclaredAccess } from './auth/authenticate.js';
 import type { Config } from './config.js';
 import { registerConsole } from './console/console.routes.js';
 import { registerFrontDoor } from './console/front-door.js';
@@ -9,8 +11,6 @@ import { removeOrphanImages } from './content/blogs/image-cleanup.js';
 import { registerPages } from './content/pages/page.routes.js';
 import { LIST_RECORDS_IN_FLIGHT } from './content/shared/envelope.js';
 import type { Db } from './db/database.js';
-import { apiKeyAuth } from './http/api-key.auth.js';
-import { challengeFor, installAuthentication, requireDeclaredAccess } from './http/authenticate.js';
 import { Budget } from './http/budget.js';
 import { installCompression } from './http/compression.js';
 import { installEntityTags } from './http/etag.js';

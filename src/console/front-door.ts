@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { SCOPES } from '../auth/principal.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
-import { SCOPES } from '../http/authenticate.js';
 import { DEMO_CLIENT_ID, readClientMetadata } from '../oauth/client.service.js';
 import { AUTH_PATH } from '../oauth/provider.js';
 import { sendPage, VIEWS_DIR } from '../oauth/views.js';

@@ -5,8 +5,8 @@ import type { DbHandle } from './schema.js';
 /**
  * Who a credential proved to be on the last request that presented it, kept per process so that a
  * request needs no read, decoding or key check of its own to be authenticated: the
- * methods key what they keep by the SHA-256 of the credentials as sent (api-key.auth.ts,
- * bearer.auth.ts), so no key or token is held in the clear. Whatever the database
+ * methods key what they keep by the SHA-256 of the credentials as sent (auth/api-key.ts,
+ * auth/bearer.ts), so no key or token is held in the clear. Whatever the database
  * says changed drops every kept value at once: changes are rare (a revocation, a token's end, a
  * connection's end), and reading again is what a request did anyway. Nothing kept is state another
  * node needs: each node learns of a change from the database.

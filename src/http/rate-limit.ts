@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify';
+import type { CountRequest } from '../auth/authenticate.js';
 import { TooManyRequestsError } from '../errors.js';
 import { andThen } from '../maybe-async.js';
-import type { CountRequest } from './authenticate.js';
 import type { Hit, RateLimitStore } from './rate-limit.store.js';
 
 export const RATE_WINDOW_SECONDS = 60;

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import Fastify from 'fastify';
 import { Type } from 'typebox';
 import { buildTestApp, json } from '../../test/helpers.js';
-import { requireDeclaredAccess } from './authenticate.js';
+import { requireDeclaredAccess } from '../auth/authenticate.js';
 
 test('a route under /api that declares neither a scope nor public: true fails to register', async () => {
   for (const url of ['/api/forgotten', '/webapps/api/forgotten', '/api']) {

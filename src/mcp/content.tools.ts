@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { Scope } from '../auth/principal.js';
 import * as blogs from '../content/blogs/blog.service.js';
 import * as pages from '../content/pages/page.service.js';
 import { type Listed, listMeta } from '../content/shared/envelope.js';
@@ -6,7 +7,6 @@ import { DEFAULT_PAGE_SIZE } from '../content/shared/schemas.js';
 import { parsedRecords, type StoredItem } from '../content/shared/stored.js';
 import type { DbHandle } from '../db/schema.js';
 import { ValidationError } from '../errors.js';
-import type { Scope } from '../http/authenticate.js';
 import { fieldErrors } from '../http/validation.js';
 import type { RouteInfo } from '../reference/reference.js';
 import type { ImageStorage } from '../storage/image-storage.js';

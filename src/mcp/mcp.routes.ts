@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { principalOf } from '../auth/authenticate.js';
+import { hasScope } from '../auth/principal.js';
+import { MCP_PATH } from '../auth/resources.js';
 import { AppError, ForbiddenError } from '../errors.js';
-import { hasScope, principalOf } from '../http/authenticate.js';
 import { jsonBody } from '../http/json-body.js';
-import { MCP_PATH } from '../oauth/resources.js';
 import { packageVersion } from '../reference/package-version.js';
 import { contentTools, type ToolDeps } from './content.tools.js';
 

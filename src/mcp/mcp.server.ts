@@ -7,8 +7,8 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { type CallToolResult, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { hasScope, type Principal } from '../auth/principal.js';
 import { AppError, ForbiddenError } from '../errors.js';
-import { hasScope, type Principal } from '../http/authenticate.js';
 import { PROBLEM_TYPE_BASE } from '../http/problem.js';
 import type { ContentTool, ToolDeps } from './content.tools.js';
 

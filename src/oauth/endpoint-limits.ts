@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { basicText } from '../auth/basic-credentials.js';
 import { BadRequestError } from '../errors.js';
-import { basicText } from '../http/basic-credentials.js';
 import { type Counted, enforce, RATE_WINDOW_SECONDS } from '../http/rate-limit.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
 

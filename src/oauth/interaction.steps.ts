@@ -1,5 +1,5 @@
 import { findUser, sitesOfUser } from '../accounts/account.repository.js';
-import { SCOPES } from '../http/authenticate.js';
+import { SCOPES } from '../auth/principal.js';
 import { recordMetadataDocumentClient } from './client.service.js';
 import { isMetadataDocumentClientId } from './client-metadata.js';
 import { createConnection } from './connection.service.js';

@@ -1,10 +1,11 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
+import { bearerAuth } from '../auth/bearer.js';
+import type { AuthMethod } from '../auth/principal.js';
+import { protectedResources, type ResourceName } from '../auth/resources.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
-import type { AuthMethod } from '../http/authenticate.js';
 import { purgeRateLimits, type RateLimitStores } from '../http/rate-limit.store.js';
-import { bearerAuth } from './bearer.auth.js';
 import { expireLapsedConnections } from './connection.service.js';
 import { clientOf, limitTokenEndpoint, type ProviderRequest } from './endpoint-limits.js';
 import { registerInteractions } from './interaction.routes.js';
@@ -12,7 +13,6 @@ import { protectedResourceMetadata } from './metadata.js';
 import { purgeExpiredPayloads } from './oauth.adapter.js';
 import { AUTH_PATH, createProvider, issuerOf } from './provider.js';
 import { registrationRequest } from './registration.body.js';
-import { protectedResources, type ResourceName } from './resources.js';
 
 const PURGE_EVERY_MS = 60 * 60 * 1000;
 

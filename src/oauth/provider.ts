@@ -2,6 +2,7 @@ import { createPrivateKey, hkdfSync } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import Provider, { type Configuration, errors, interactionPolicy, type KoaContextWithOIDC } from 'oidc-provider';
 import { findUser } from '../accounts/account.repository.js';
+import { protectedResources, resourceByUrl } from '../auth/resources.js';
 import type { Config } from '../config.js';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/errors.js';
 import { readHandle } from '../db/request-transaction.js';
@@ -13,7 +14,6 @@ import { readConnectionSite } from './connection.repository.js';
 import { REFRESH_TTL_SECONDS } from './connection.service.js';
 import { KyselyAdapter } from './oauth.adapter.js';
 import { installProviderHooks } from './provider.hooks.js';
-import { protectedResources, resourceByUrl } from './resources.js';
 import { assertRequestedScopes } from './scopes.js';
 import { renderPage } from './views.js';
 

@@ -1,5 +1,5 @@
 import { errors } from 'oidc-provider';
-import { SCOPES } from '../http/authenticate.js';
+import { SCOPES } from '../auth/principal.js';
 
 /** What the consent page says each scope allows (spec §5.5). */
 export const SCOPE_TITLES: Record<string, string> = {

@@ -1,5 +1,5 @@
+import { SCOPES } from '../auth/principal.js';
 import type { Config } from '../config.js';
-import { SCOPES } from '../http/authenticate.js';
 import { AUTH_PATH } from '../oauth/provider.js';
 
 /**

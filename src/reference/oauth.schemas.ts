@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { SCOPES } from '../http/authenticate.js';
+import { SCOPES } from '../auth/principal.js';
 import { REFRESH_TTL_SECONDS } from '../oauth/connection.service.js';
 import { ACCESS_TOKEN_TTL_SECONDS } from '../oauth/provider.js';
 

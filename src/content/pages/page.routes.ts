@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
+import { principalOf } from '../../auth/authenticate.js';
 import type { DbHandle } from '../../db/schema.js';
-import { principalOf } from '../../http/authenticate.js';
 import type { Budget } from '../../http/budget.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';

@@ -3,10 +3,10 @@ import { readKept } from '../db/credential-keep.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, parseTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
-import { type AuthMethod, afterLastUse, type Principal } from '../http/authenticate.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
+import { type LiveAccess, readLiveAccess, touchConnection } from '../oauth/connection.repository.js';
 import { perTurn } from '../turn-memo.js';
-import { type LiveAccess, readLiveAccess, touchConnection } from './connection.repository.js';
+import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
 
 function invalid(): UnauthorizedError {
   return new UnauthorizedError('The access token is not valid: unknown, expired or revoked.', 'invalid_token');

@@ -1,4 +1,4 @@
-import { SCOPES } from '../http/authenticate.js';
+import { SCOPES } from './principal.js';
 
 /** The protected resources this one authorization server issues tokens for (RFC 8707). */
 export type ResourceName = 'api' | 'mcp';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildTestApp } from '../../test/helpers.js';
 import { formatTimestamp } from '../db/time.js';
-import { lastUseIsStale } from './authenticate.js';
+import { lastUseIsStale } from './principal.js';
 
 const ago = (now: Date, ms: number) => formatTimestamp(new Date(now.getTime() - ms));
 

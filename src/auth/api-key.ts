@@ -6,8 +6,8 @@ import type { DbHandle } from '../db/schema.js';
 import { UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import { perTurn } from '../turn-memo.js';
-import { type AuthMethod, afterLastUse, type Principal } from './authenticate.js';
 import { basicText } from './basic-credentials.js';
+import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
 
 /** Legacy credentials carry every permission of their website (DESIGN §2). */
 const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everything:write']);

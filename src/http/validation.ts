@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
-import type { FieldError } from '../errors.js';
+import { type FieldError, ValidationError } from '../errors.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -27,6 +27,30 @@ export function installValidators(app: FastifyInstance): void {
     if (httpPart === 'body') return strict.compile(schema);
     return withTextChecks(lenient.compile(schema), schema as Schema);
   });
+}
+
+/** A route's part, as the app's validator compiler is asked for it. */
+export interface RoutePart {
+  readonly schema: object;
+  readonly method: string;
+  readonly url: string;
+  readonly httpPart: 'body' | 'querystring' | 'params';
+}
+
+/**
+ * Checks a value that arrives outside a request's own parts (a form's `data` field, an MCP tool's
+ * arguments) by the app's own validator for `part`, so it is refused exactly as the route would
+ * refuse it: the value on success (coerced and given its defaults in place, as a request's), else
+ * a ValidationError whose fields are named under `context`.
+ */
+export function validatorFor<T>(app: FastifyInstance, part: RoutePart, context: string): (value: unknown) => T {
+  const compile = app.validatorCompiler;
+  if (!compile) throw new Error('installValidators must run before a validator is asked for');
+  const validate = compile(part) as Validate;
+  return (value) => {
+    if (validate(value) === true) return value as T;
+    throw new ValidationError(fieldErrors(validate.errors ?? [], context));
+  };
 }
 
 interface Schema {

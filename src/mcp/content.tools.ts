@@ -6,8 +6,7 @@ import { type Listed, listMeta } from '../content/shared/envelope.js';
 import { DEFAULT_PAGE_SIZE } from '../content/shared/schemas.js';
 import { parsedRecords, type StoredItem } from '../content/shared/stored.js';
 import type { DbHandle } from '../db/schema.js';
-import { ValidationError } from '../errors.js';
-import { fieldErrors } from '../http/validation.js';
+import { validatorFor } from '../http/validation.js';
 import type { RouteInfo } from '../reference/reference.js';
 import type { ImageStorage } from '../storage/image-storage.js';
 
@@ -155,15 +154,17 @@ function inputSchemaOf(schema: RouteInfo['schema'], part: Part): unknown {
 
 /** Builds the tools from the routes registered so far; call it after the page and blog routes. */
 export function contentTools(app: FastifyInstance): ContentTool[] {
-  const compile = app.validatorCompiler;
-  if (!compile) throw new Error('installValidators must run before the MCP tools are built');
   return OPERATIONS.map((op) => {
     const route = app.references.routes.get(op.endpoint)?.find((r) => r.method === op.method);
     if (!route?.scope) throw new Error(`no route ${op.method} ${op.endpoint} with a scope to build the ${op.name} tool from`);
     const input = inputSchemaOf(route.schema, op.part);
     const output = route.schema.response?.['200'];
     if (!input) throw new Error(`${op.method} ${op.endpoint} declares no ${op.part} schema`);
-    const check = compile({ schema: input as object, method: op.method, url: op.endpoint, httpPart: op.part });
+    const check = validatorFor<Input>(
+      app,
+      { schema: input as object, method: op.method, url: op.endpoint, httpPart: op.part },
+      'arguments',
+    );
     const readOnly = op.method === 'GET';
     const scopeText = `Needs scope ${route.scope}${readOnly ? ' (or everything:write)' : ''}.`;
     return {
@@ -181,10 +182,7 @@ export function contentTools(app: FastifyInstance): ContentTool[] {
       },
       validate(args) {
         // The validator coerces and fills defaults in place, as it does for a request.
-        const value: Input = structuredClone(args && typeof args === 'object' ? (args as Input) : {});
-        if (check(value) === true) return value;
-        const errors = (check as unknown as { errors?: Parameters<typeof fieldErrors>[0] }).errors ?? [];
-        throw new ValidationError(fieldErrors(errors, 'arguments'));
+        return check(structuredClone(args && typeof args === 'object' ? args : {}));
       },
       run: op.run,
     };

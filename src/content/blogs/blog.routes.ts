@@ -5,9 +5,8 @@ import type { Static } from 'typebox';
 import { principalOf } from '../../auth/authenticate.js';
 import type { Config } from '../../config.js';
 import type { DbHandle } from '../../db/schema.js';
-import { ValidationError } from '../../errors.js';
 import type { Budget } from '../../http/budget.js';
-import { fieldErrors } from '../../http/validation.js';
+import { validatorFor } from '../../http/validation.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
@@ -95,12 +94,5 @@ export async function registerBlogs(
 
 /** The data field of a form is held to exactly the JSON body's schema, by the app's own validator. */
 function dataValidator(app: FastifyInstance, url: string): (data: unknown) => blogs.BlogInput {
-  const compile = app.validatorCompiler;
-  if (!compile) throw new Error('installValidators must run before blog routes are registered');
-  const validate = compile({ schema: BlogWrite, method: 'POST', url, httpPart: 'body' });
-  return (data) => {
-    if (validate(data) === true) return data as blogs.BlogInput;
-    const errors = (validate as unknown as { errors?: Parameters<typeof fieldErrors>[0] }).errors ?? [];
-    throw new ValidationError(fieldErrors(errors, 'data'));
-  };
+  return validatorFor<blogs.BlogInput>(app, { schema: BlogWrite, method: 'POST', url, httpPart: 'body' }, 'data');
 }

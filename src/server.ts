@@ -27,8 +27,8 @@ export interface RunningServer {
 
 /** config → database → migrations → demo data → app → listen. Used by `npm start`, `cms serve` and tests. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  // Loaded only now, after the configuration was read: importing oidc-provider prints a runtime
-  // warning on Node 20, which would otherwise come before (and muddle) a one-line config error.
+  // Loaded only now, after the configuration was read: a configuration error is then answered at
+  // once, in one line, before the slow load of oidc-provider and the app (and anything they print).
   const [{ buildApp }, { createDatabase }, { migrateToLatest }, { seedDemo }, { addDemoTryRedirect }] = await Promise.all([
     import('./app.js'),
     import('./db/database.js'),

@@ -28,7 +28,8 @@ interface TokenClaims {
  * Claims by the stored payload text they were parsed from. A token's payload is written once and
  * never changed, so the text decides the claims; parsing it (and splitting its scopes) on every
  * request cost about 2 µs of a Bearer read. Per process and bounded: it holds no state another
- * node needs, and whether a token is live is still read on every request.
+ * node needs, and whether a token is live is still the database's answer (the principal cache
+ * forgets it on any change).
  */
 const claimsByPayload = new Map<string, TokenClaims>();
 const CLAIMS_KEPT = 1000;

@@ -1,8 +1,8 @@
 import { type Command, listedSiteOption, repeatedOption, requiredOption } from './command.js';
 
-// The services import oidc-provider, slow to load and warning on stderr under Node 20. They are
-// loaded when one of these commands runs, after its arguments are checked, so that the other
-// commands, and usage mistakes here, stay quick and quiet.
+// The services import oidc-provider, slow to load. They are loaded when one of these commands
+// runs, after its arguments are checked, so that the other commands, and usage mistakes here,
+// stay quick.
 const clientService = () => import('../oauth/client.service.js');
 export const connectionService = () => import('../oauth/connection.service.js');
 

@@ -40,3 +40,21 @@ test('every runtime dependency is loaded by src/ at run time', () => {
     assert.ok(loads(code, name), `${name} is in dependencies but nothing in src/ loads it: remove it, or move it to devDependencies`);
   }
 });
+
+/** A cast of a request's body, query string or path parameters, which the route's schema should type instead. */
+const REQUEST_PART_CAST = /\brequest\.(?:body|query|params)\s*\)?\s+as\b/;
+
+test('a request cast is recognised', () => {
+  assert.ok(REQUEST_PART_CAST.test('const { id } = ctx.request.params as { id: string };'));
+  assert.ok(REQUEST_PART_CAST.test('const form = (request.body as Form | undefined) ?? {};'));
+  assert.equal(REQUEST_PART_CAST.test('const { id } = request.params;'), false);
+});
+
+test('no code casts a request part: routes are typed by their schemas', () => {
+  const casts = sourceFiles(path.join(root, 'src')).flatMap((file) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .flatMap((line, i) => (REQUEST_PART_CAST.test(line) ? [`${path.relative(root, file)}:${i + 1}: ${line.trim()}`] : [])),
+  );
+  assert.deepEqual(casts, []);
+});

@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import {
   CLIENT_NAME_MAX,
   createClient,
@@ -13,6 +13,7 @@ import { formValue } from '../oauth/interaction.context.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
 
 const ClientParams = Type.Object({ clientId: Type.String({ pattern: '^[\\w-]{1,64}$' }) });
+type ClientRoute = Static<typeof ClientParams>;
 const CLIENTS = `${CONSOLE_PATH}/clients`;
 
 /** One URI a line (or separated by spaces): how a person pastes a list into a text area. */
@@ -57,8 +58,8 @@ export async function registerClientPages(app: FastifyInstance, deps: ConsoleDep
     }),
   );
 
-  const clientPage = async (ctx: ConsoleContext, status: number, data: Record<string, unknown> = {}) => {
-    const { clientId } = ctx.request.params as { clientId: string };
+  const clientPage = async (ctx: ConsoleContext<ClientRoute>, status: number, data: Record<string, unknown> = {}) => {
+    const { clientId } = ctx.params;
     const client = await findOwnedClient(db, ctx.user.id, clientId);
     return ctx.page(status, 'console-client', 'clients', {
       client,
@@ -71,14 +72,14 @@ export async function registerClientPages(app: FastifyInstance, deps: ConsoleDep
   scope.get(
     `${CLIENTS}/:clientId`,
     { schema: { hide: true, params: ClientParams } },
-    consoleHandler(deps, 'GET', (ctx) => clientPage(ctx, 200)),
+    consoleHandler<ClientRoute>(deps, 'GET', (ctx) => clientPage(ctx, 200)),
   );
 
   scope.post(
     `${CLIENTS}/:clientId`,
     { schema: { hide: true, params: ClientParams } },
-    consoleHandler(deps, 'POST', async (ctx) => {
-      const { clientId } = ctx.request.params as { clientId: string };
+    consoleHandler<ClientRoute>(deps, 'POST', async (ctx) => {
+      const { clientId } = ctx.params;
       const redirectUris = formValue(ctx.form, 'redirect_uris');
       const saved = await changeOrFormAgain(
         (error) => clientPage(ctx, 400, { redirectUris, error }),
@@ -92,8 +93,8 @@ export async function registerClientPages(app: FastifyInstance, deps: ConsoleDep
   scope.get(
     `${CLIENTS}/:clientId/delete`,
     { schema: { hide: true, params: ClientParams } },
-    consoleHandler(deps, 'GET', async (ctx) => {
-      const { clientId } = ctx.request.params as { clientId: string };
+    consoleHandler<ClientRoute>(deps, 'GET', async (ctx) => {
+      const { clientId } = ctx.params;
       const client = await findOwnedClient(db, ctx.user.id, clientId);
       return ctx.page(200, 'console-confirm', 'clients', {
         heading: `Delete ${isolated(client.name)}?`,
@@ -108,8 +109,8 @@ export async function registerClientPages(app: FastifyInstance, deps: ConsoleDep
   scope.post(
     `${CLIENTS}/:clientId/delete`,
     { schema: { hide: true, params: ClientParams } },
-    consoleHandler(deps, 'POST', async (ctx) => {
-      const { clientId } = ctx.request.params as { clientId: string };
+    consoleHandler<ClientRoute>(deps, 'POST', async (ctx) => {
+      const { clientId } = ctx.params;
       await deleteOwnedClient(db, ctx.user.id, clientId);
       return ctx.seeOther(CLIENTS, { notice: `The client ${clientId} is deleted.` });
     }),

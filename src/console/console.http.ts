@@ -22,10 +22,12 @@ export interface ConsoleDeps {
 export type Section = 'sites' | 'clients' | 'account';
 
 /** A signed-in request: who, and how to answer it. */
-export interface ConsoleContext {
+export interface ConsoleContext<Params = unknown> {
   readonly user: ConsoleUser;
   readonly request: FastifyRequest;
   readonly reply: FastifyReply;
+  /** The route's path parameters, as its schema declared and checked them. */
+  readonly params: FastifyRequest<{ Params: Params }>['params'];
   /** The form fields of a POST (empty for a GET). */
   readonly form: Form;
   /** Renders a console page: the top bar, the CSRF token, the flash of the last POST. */
@@ -61,11 +63,16 @@ function toSignIn(request: FastifyRequest, reply: FastifyReply): FastifyReply {
  * A console route: signed out, the browser goes to the sign-in page (and comes back); on a POST,
  * a form without this session's CSRF token is refused with 403 before anything is done.
  */
-export function consoleHandler(deps: ConsoleDeps, method: 'GET' | 'POST', handler: (ctx: ConsoleContext) => Promise<FastifyReply>) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
+export function consoleHandler<Params = unknown>(
+  deps: ConsoleDeps,
+  method: 'GET' | 'POST',
+  handler: (ctx: ConsoleContext<Params>) => Promise<FastifyReply>,
+) {
+  // The form parser (registerConsole) gives a POST's fields; a GET has no body.
+  return async (request: FastifyRequest<{ Params: Params; Body: Form | undefined }>, reply: FastifyReply) => {
     const user = await currentUser(deps.provider, deps.db, request, reply);
     if (!user) return toSignIn(request, reply);
-    const form = (request.body as Form | undefined) ?? {};
+    const form = request.body ?? {};
     const csrf = sessionCsrf(deps.config, user);
     if (method === 'POST' && !csrfValid(deps.config.cookieSecrets, `console:${user.sessionUid}`, form.csrf)) {
       return errorPage(
@@ -79,6 +86,7 @@ export function consoleHandler(deps: ConsoleDeps, method: 'GET' | 'POST', handle
       user,
       request,
       reply,
+      params: request.params,
       form,
       page(status, template, section, data = {}) {
         const flash = takeFlash(deps.provider, deps.config.cookieSecrets, request, reply);

@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { LABEL_MAX } from '../accounts/account.names.js';
 import { createCredential } from '../accounts/account.service.js';
 import { getPage, pageTree } from '../content/pages/page.service.js';
@@ -21,21 +21,16 @@ const ConnectionParams = Type.Object({ siteId: Id, connectionId: Type.String({ p
 const CredentialParams = Type.Object({ siteId: Id, apiId: Type.String({ pattern: '^ak_[\\w-]{1,64}$' }) });
 const PageParams = Type.Object({ siteId: Id, pageId: Id });
 
-interface SiteRouteParams {
-  siteId: number;
-  pageId: number;
-  connectionId: string;
-  apiId: string;
-}
+type SiteRoute = Static<typeof SiteParams>;
+type ConnectionRoute = Static<typeof ConnectionParams>;
+type CredentialRoute = Static<typeof CredentialParams>;
+type PageRoute = Static<typeof PageParams>;
 
-/** A route's params, its ids as numbers. */
-function paramsOf(ctx: ConsoleContext): SiteRouteParams {
-  const raw = ctx.request.params as Record<string, string>;
-  const siteId = Number(raw.siteId);
-  const pageId = Number(raw.pageId);
-  // Past the integer columns' range an id names nothing.
-  if (siteId > INT32_MAX || pageId > INT32_MAX) throw new NotFoundError('There is no such website or page.');
-  return { ...raw, siteId, pageId } as SiteRouteParams;
+/** An id of a route's path as a number; past the integer columns' range it names nothing. */
+function idOf(id: string): number {
+  const value = Number(id);
+  if (value > INT32_MAX) throw new NotFoundError('There is no such website or page.');
+  return value;
 }
 
 export const sitePath = (siteId: number, rest = '') => `${CONSOLE_PATH}/sites/${siteId}${rest}`;
@@ -48,8 +43,8 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
   scope.get(
     `${CONSOLE_PATH}/sites/:siteId`,
     { schema: { hide: true, params: SiteParams } },
-    consoleHandler(deps, 'GET', async (ctx) => {
-      const { siteId } = paramsOf(ctx);
+    consoleHandler<SiteRoute>(deps, 'GET', async (ctx) => {
+      const siteId = idOf(ctx.params.siteId);
       const site = await requireUserSite(db, ctx.user.id, siteId);
       const [connections, clients] = await Promise.all([listConnections(db, siteId), listClients(db)]);
       const sourceOf = new Map(clients.map((client) => [client.client_id, client.source]));
@@ -68,8 +63,9 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
   scope.get(
     `${CONSOLE_PATH}/sites/:siteId/connections/:connectionId/revoke`,
     { schema: { hide: true, params: ConnectionParams } },
-    consoleHandler(deps, 'GET', async (ctx) => {
-      const { siteId, connectionId } = paramsOf(ctx);
+    consoleHandler<ConnectionRoute>(deps, 'GET', async (ctx) => {
+      const siteId = idOf(ctx.params.siteId);
+      const { connectionId } = ctx.params;
       const site = await requireUserSite(db, ctx.user.id, siteId);
       // Unknown here (or another website's) is the 404 the POST gives; one that ended is this website's, so say so.
       const connection = (await listConnections(db, siteId)).find((c) => c.id === connectionId);
@@ -88,15 +84,16 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
   scope.post(
     `${CONSOLE_PATH}/sites/:siteId/connections/:connectionId/revoke`,
     { schema: { hide: true, params: ConnectionParams } },
-    consoleHandler(deps, 'POST', async (ctx) => {
-      const { siteId, connectionId } = paramsOf(ctx);
+    consoleHandler<ConnectionRoute>(deps, 'POST', async (ctx) => {
+      const siteId = idOf(ctx.params.siteId);
+      const { connectionId } = ctx.params;
       await revokeSiteConnection(db, ctx.user.id, siteId, connectionId);
       return ctx.seeOther(sitePath(siteId), { notice: 'The connection is revoked. Its tokens no longer work.' });
     }),
   );
 
-  const credentialsPage = async (ctx: ConsoleContext, status: number, data: Record<string, unknown> = {}) => {
-    const { siteId } = paramsOf(ctx);
+  const credentialsPage = async (ctx: ConsoleContext<SiteRoute>, status: number, data: Record<string, unknown> = {}) => {
+    const siteId = idOf(ctx.params.siteId);
     const site = await requireUserSite(db, ctx.user.id, siteId);
     return ctx.page(status, 'console-credentials', 'sites', {
       site,
@@ -112,14 +109,14 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
   scope.get(
     `${CONSOLE_PATH}/sites/:siteId/credentials`,
     { schema: { hide: true, params: SiteParams } },
-    consoleHandler(deps, 'GET', (ctx) => credentialsPage(ctx, 200)),
+    consoleHandler<SiteRoute>(deps, 'GET', (ctx) => credentialsPage(ctx, 200)),
   );
 
   scope.post(
     `${CONSOLE_PATH}/sites/:siteId/credentials`,
     { schema: { hide: true, params: SiteParams } },
-    consoleHandler(deps, 'POST', async (ctx) => {
-      const { siteId } = paramsOf(ctx);
+    consoleHandler<SiteRoute>(deps, 'POST', async (ctx) => {
+      const siteId = idOf(ctx.params.siteId);
       await requireUserSite(db, ctx.user.id, siteId);
       const label = formValue(ctx.form, 'label');
       const created = await changeOrFormAgain(
@@ -135,8 +132,9 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
   scope.get(
     `${CONSOLE_PATH}/sites/:siteId/credentials/:apiId/revoke`,
     { schema: { hide: true, params: CredentialParams } },
-    consoleHandler(deps, 'GET', async (ctx) => {
-      const { siteId, apiId } = paramsOf(ctx);
+    consoleHandler<CredentialRoute>(deps, 'GET', async (ctx) => {
+      const siteId = idOf(ctx.params.siteId);
+      const { apiId } = ctx.params;
       const credential = (await siteCredentials(db, ctx.user.id, siteId)).find((c) => c.api_id === apiId);
       if (!credential) throw new NotFoundError(`Website ${siteId} has no API credential ${apiId}.`);
       if (credential.revoked_at) return ctx.seeOther(sitePath(siteId, '/credentials'), { error: 'That credential is already revoked.' });
@@ -153,8 +151,9 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
   scope.post(
     `${CONSOLE_PATH}/sites/:siteId/credentials/:apiId/revoke`,
     { schema: { hide: true, params: CredentialParams } },
-    consoleHandler(deps, 'POST', async (ctx) => {
-      const { siteId, apiId } = paramsOf(ctx);
+    consoleHandler<CredentialRoute>(deps, 'POST', async (ctx) => {
+      const siteId = idOf(ctx.params.siteId);
+      const { apiId } = ctx.params;
       await revokeSiteCredential(db, ctx.user.id, siteId, apiId);
       return ctx.seeOther(sitePath(siteId, '/credentials'), { notice: `The credential ${apiId} is revoked.` });
     }),
@@ -163,8 +162,8 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
   scope.get(
     `${CONSOLE_PATH}/sites/:siteId/pages`,
     { schema: { hide: true, params: SiteParams } },
-    consoleHandler(deps, 'GET', async (ctx) => {
-      const { siteId } = paramsOf(ctx);
+    consoleHandler<SiteRoute>(deps, 'GET', async (ctx) => {
+      const siteId = idOf(ctx.params.siteId);
       const site = await requireUserSite(db, ctx.user.id, siteId);
       return ctx.page(200, 'console-pages', 'sites', { site, tab: 'pages', tree: await pageTree(db, siteId) });
     }),
@@ -174,8 +173,9 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
   scope.get(
     `${CONSOLE_PATH}/sites/:siteId/pages/:pageId/json`,
     { schema: { hide: true, params: PageParams } },
-    consoleHandler(deps, 'GET', async (ctx) => {
-      const { siteId, pageId } = paramsOf(ctx);
+    consoleHandler<PageRoute>(deps, 'GET', async (ctx) => {
+      const siteId = idOf(ctx.params.siteId);
+      const pageId = idOf(ctx.params.pageId);
       await requireUserSite(db, ctx.user.id, siteId);
       const page = await getPage(db, siteId, pageId);
       return ctx.reply

@@ -319,6 +319,10 @@ test('a database that does not answer is unavailable (a 503), a refused statemen
     (error: unknown) => error,
   );
   assert.equal(isDatabaseUnavailable(invalid), false);
+  // A client that hangs up mid-request has the same code as a database connection reset, but no system call.
+  const aborted = Object.assign(new Error('aborted'), { code: 'ECONNRESET' });
+  assert.equal(isDatabaseUnavailable(aborted), false);
+  assert.equal(isDatabaseUnavailable(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', syscall: 'read' })), true);
 });
 
 test('DATABASE_POOL_SIZE: 10 by default, a whole number from 1 to 1000', async (t) => {

@@ -75,9 +75,12 @@ const PG_CONNECTION_MESSAGES =
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
+  const { code, syscall } = error as { code?: unknown; syscall?: unknown };
   if (typeof code === 'string') {
-    if (NETWORK_CODES.has(code) || code === 'SQLITE_BUSY' || code === '53300' || code.startsWith('08')) return true;
+    // A socket's own failure names its system call; a client that went away while sending its
+    // request (ECONNRESET, 'aborted') names none, and is no sign of the database.
+    if (NETWORK_CODES.has(code) && typeof syscall === 'string') return true;
+    if (code === 'SQLITE_BUSY' || code === '53300' || code.startsWith('08')) return true;
     if (code === '57P01' || code === '57P02' || code === '57P03') return true;
   }
   if (error instanceof AggregateError && error.errors.some(isDatabaseUnavailable)) return true;

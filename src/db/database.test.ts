@@ -247,21 +247,33 @@ test('PostgreSQL: hotRead runs a named statement, parsed once per connection; a 
   assert.equal((await prepared()).filter((p) => p.statement.includes('"hot_t"')).length, 1, 'the transaction prepared nothing');
 });
 
-test('PostgreSQL: a pooled connection the server closes is reported and replaced; the process lives on', {
-  skip: TEST_DATABASE_URL ? false : 'PostgreSQL only (set TEST_DATABASE_URL)',
-}, async (t) => {
+/**
+ * A PostgreSQL pool of one connection whose losses are recorded, and a second database handle to
+ * terminate its backend with; `reported` waits (up to 5 s) until a loss was told.
+ */
+function terminable(t: TestContext) {
   const lost: Error[] = [];
   const db = createDatabase(TEST_DATABASE_URL!, { poolSize: 1, onConnectionLost: (error) => lost.push(error) });
   t.after(() => db.close());
+  const admin = createDatabase(TEST_DATABASE_URL!, { poolSize: 1 });
+  t.after(() => admin.close());
+  const reported = async () => {
+    const deadline = Date.now() + 5000;
+    while (lost.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  };
+  return { db, admin, lost, reported };
+}
+
+test('PostgreSQL: a pooled connection the server closes is reported and replaced; the process lives on', {
+  skip: TEST_DATABASE_URL ? false : 'PostgreSQL only (set TEST_DATABASE_URL)',
+}, async (t) => {
+  const { db, admin, lost, reported } = terminable(t);
   const pid = async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db.kysely)).rows[0]!.pid;
   const before = await pid();
   // What a restart or failover does to every idle connection; without a listener, pg's 'error'
   // event would end this process (and every node's).
-  const admin = createDatabase(TEST_DATABASE_URL!, { poolSize: 1 });
-  t.after(() => admin.close());
   await sql`select pg_terminate_backend(${before})`.execute(admin.kysely);
-  const deadline = Date.now() + 5000;
-  while (lost.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  await reported();
   assert.equal((lost[0] as { code?: string } | undefined)?.code, '57P01', 'admin_shutdown, reported');
   assert.notEqual(await pid(), before, 'the next query runs on a new connection');
   await db.ping();
@@ -270,11 +282,7 @@ test('PostgreSQL: a pooled connection the server closes is reported and replaced
 test('PostgreSQL: a connection lost inside a transaction fails it as unavailable, is reported and never reused; the process lives on', {
   skip: TEST_DATABASE_URL ? false : 'PostgreSQL only (set TEST_DATABASE_URL)',
 }, async (t) => {
-  const lost: Error[] = [];
-  const db = createDatabase(TEST_DATABASE_URL!, { poolSize: 1, onConnectionLost: (error) => lost.push(error) });
-  t.after(() => db.close());
-  const admin = createDatabase(TEST_DATABASE_URL!, { poolSize: 1 });
-  t.after(() => admin.close());
+  const { db, admin, lost, reported } = terminable(t);
   const pidOf = async (handle: Kysely<Database>) =>
     (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(handle)).rows[0]!.pid;
   // Checked out by the transaction, between two statements: pg-pool does not listen to it then.
@@ -283,8 +291,7 @@ test('PostgreSQL: a connection lost inside a transaction fails it as unavailable
     .execute(async (trx) => {
       const pid = await pidOf(trx);
       await sql`select pg_terminate_backend(${pid})`.execute(admin.kysely);
-      const deadline = Date.now() + 5000;
-      while (lost.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await reported();
       await sql`select 1`.execute(trx);
       return pid;
     })

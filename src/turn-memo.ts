@@ -3,8 +3,8 @@
  * same key in the same turn, it answers from memory; the memory is forgotten when the turn ends
  * (`setImmediate`). For a pure function that costs more than a Map lookup and is asked many times
  * a turn under load: the SHA-256 of the credentials a request sends, which key the credential keep
- * (credential-keep.ts), took about 1 µs of a GET by id, and one turn handles about 30 requests at
- * 32 connections, most with the same credentials.
+ * (credential-keep.ts). Under load one turn handles many requests, most with the same credentials
+ * (bench/README.md has the figures).
  *
  * What is remembered lives no longer than the requests of that turn, which hold the same strings
  * in their headers: unlike a keep keyed by the credentials themselves, a heap snapshot taken

@@ -26,8 +26,8 @@ interface TokenClaims {
 
 /**
  * Claims by the stored payload text they were parsed from. A token's payload is written once and
- * never changed, so the text decides the claims; parsing it (and splitting its scopes) on every
- * request cost about 2 µs of a Bearer read. Per process and bounded: it holds no state another
+ * never changed, so the text decides the claims, and parsing it (and splitting its scopes) is
+ * done once per text rather than on every request. Per process and bounded: it holds no state another
  * node needs, and whether a token is live is still the database's answer (the principal cache
  * forgets it on any change).
  */

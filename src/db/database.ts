@@ -101,8 +101,8 @@ function withStatementCache(sqlite: SQLite.Database, keep: CredentialKeep, wal: 
   let mayBeOpen = true;
   /**
    * Whether a transaction is open on the connection. Only a statement run through `prepare`
-   * (every one Kysely runs) can open one, so SQLite is asked (a call into its native code, about
-   * 1 µs of a GET by id under load) only when one has gone out since it last said no.
+   * (every one Kysely runs) can open one, so SQLite is asked (a call into its native code, a
+   * measurable part of a GET by id under load) only when one has gone out since it last said no.
    */
   const inTransaction = (): boolean => {
     if (mayBeOpen) mayBeOpen = sqlite.inTransaction;

@@ -5,8 +5,8 @@ import type SQLite from 'better-sqlite3';
  *
  * A statement run outside a transaction is a transaction of its own: SQLite takes the database
  * file's shared lock and a WAL read mark, checks the log, and drops them again, a handful of
- * system calls each time. For a GET by id that was most of its read: 9.3 µs a lookup on its own,
- * 2.6 µs inside a transaction (bench/README.md, 2026-11-26 afternoon). Under load one turn handles
+ * system calls each time. For a GET by id that was most of its read (bench/README.md has the
+ * figures). Under load one turn handles
  * many requests, so the first hot read of a turn opens a read transaction (`begin`), the reads
  * after it in the same turn use it, and it ends when the turn does (`setImmediate`), never later.
  *

@@ -28,8 +28,8 @@ export async function findConnection(db: DbHandle, id: string) {
 function liveAccessQuery(db: DbHandle, { hashedToken, now }: { hashedToken: string; now: string }) {
   const token = (eb: ExpressionBuilder<Database, 'oauth_connections'>) =>
     eb.selectFrom('oauth_payloads').where('oauth_payloads.model', '=', 'AccessToken').where('oauth_payloads.id', '=', hashedToken);
-  // Subqueries, not a join: SQLite (3.54) prepares a join with bound parameters again on every run,
-  // which cost 8 µs of a 10 µs read; the token's row is looked up twice by its key instead.
+  // Subqueries, not a join: SQLite prepares a join with bound parameters again on every run, most
+  // of such a read's time (bench/README.md); the token's row is looked up twice by its key instead.
   return db
     .selectFrom('oauth_connections')
     .select([

@@ -65,7 +65,6 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
       // installRequestHeaders answers a missing Host with a problem; Node's check answers an empty 400.
       requireHostHeader: false,
       headersTimeout: Math.min(HEADERS_TIMEOUT_MS, config.http.requestTimeoutMs),
-      requestTimeout: config.http.requestTimeoutMs,
       connectionsCheckingInterval: 1000,
     },
     clientErrorHandler: clientErrorAnswer,

@@ -12,7 +12,6 @@ const config = loadConfig(process.env);
 const db = createDatabase(config.databaseUrl, {
   synchronous: config.sqliteSynchronous,
   mmapMB: config.sqliteMmapMB,
-  keepCredentials: config.keepCredentials,
 });
 const app = await buildApp({ config, db });
 await app.listen({ host: '127.0.0.1', port: 0 });

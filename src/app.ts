@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type pino from 'pino';
 import { apiKeyAuth } from './auth/api-key.js';
 import { challengeFor, installAuthentication, requireDeclaredAccess } from './auth/authenticate.js';
+import { PrincipalCache } from './auth/principal-cache.js';
 import type { Config } from './config.js';
 import { registerConsole } from './console/console.routes.js';
 import { registerFrontDoor } from './console/front-door.js';
@@ -36,6 +37,8 @@ export interface AppDeps {
   readonly db: Db;
   /** Where uploaded images are kept; IMAGE_STORAGE's driver (swept at start) when absent. */
   readonly images?: ImageStorage;
+  /** Keeps the principals credentials proved; when absent, one on the database's change source unless KEEP_CREDENTIALS=false. */
+  readonly principals?: PrincipalCache;
   /** Where log lines go; stdout, written synchronously, when absent (tests, the CLI). */
   readonly logStream?: pino.DestinationStream;
 }
@@ -44,7 +47,7 @@ export interface AppDeps {
 const HEADERS_TIMEOUT_MS = 20_000;
 
 /** The whole wiring, in order. server.ts only listens; tests call this and use app.inject. */
-export async function buildApp({ config, db, images, logStream }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ config, db, images, principals, logStream }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config.logLevel, logStream),
     childLoggerFactory: requestLogger as never,
@@ -104,11 +107,12 @@ export async function buildApp({ config, db, images, logStream }: AppDeps): Prom
   app.addHook('onClose', () => limits.close());
   // Waits for one connection attempt (bounded by the client timeouts), so that a Redis that is up counts from the first request.
   await limits.redis?.firstConnection;
-  const oauth = createOAuthServer({ config, db: db.kysely, log: app.log, limits });
+  const cache = principals ?? (config.keepCredentials ? new PrincipalCache(db.changes) : undefined);
+  const oauth = createOAuthServer({ config, db: db.kysely, log: app.log, limits, principals: cache });
   // The API limit is per credential, counted once authenticated. docs/rate-limits.md says why in-process without Redis.
   installAuthentication(
     app,
-    { api: [oauth.bearer.api, apiKeyAuth(db.kysely)], mcp: [oauth.bearer.mcp] },
+    { api: [oauth.bearer.api, apiKeyAuth(db.kysely, cache)], mcp: [oauth.bearer.mcp] },
     apiRateLimit(config.rateLimits.api, limits.perRequest),
   );
   installEntityTags(app);

@@ -41,7 +41,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     synchronous: config.sqliteSynchronous,
     mmapMB: config.sqliteMmapMB,
     poolSize: config.databasePoolSize,
-    keepCredentials: config.keepCredentials,
     onConnectionLost: (err) => app?.log.warn({ err }, 'lost a database connection; the pool drops it and opens another for the next query'),
     onChangesUnheard: (err) =>
       app?.log.warn(

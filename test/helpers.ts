@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
 import { buildApp } from '../src/app.js';
+import type { PrincipalCache } from '../src/auth/principal-cache.js';
 import { type Config, testConfig } from '../src/config.js';
 import { createDatabase, type DatabaseOptions, type Db } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
@@ -68,7 +69,7 @@ export interface TestApp {
  * A fresh database for one test: in-memory SQLite, or (with TEST_DATABASE_URL) a PostgreSQL
  * schema of its own that is dropped afterwards. Migrated, empty apart from what the caller adds.
  */
-export async function createTestDatabase(t: TestContext, options: Pick<DatabaseOptions, 'log' | 'keepCredentials'> = {}): Promise<Db> {
+export async function createTestDatabase(t: TestContext, options: Pick<DatabaseOptions, 'log'> = {}): Promise<Db> {
   if (!TEST_DATABASE_URL) {
     const db = createDatabase('sqlite::memory:', options);
     await migrateToLatest(db);
@@ -159,10 +160,13 @@ export async function addTestSite(db: Db, name = 'Test site'): Promise<TestSite>
   };
 }
 
-export async function buildTestApp(t: TestContext, options: { config?: Partial<Config>; db?: Db } = {}): Promise<TestApp> {
+export async function buildTestApp(
+  t: TestContext,
+  options: { config?: Partial<Config>; db?: Db; principals?: PrincipalCache } = {},
+): Promise<TestApp> {
   const db = options.db ?? (await createTestDatabase(t));
   const config = testConfig(options.config);
-  const app = await buildApp({ config, db });
+  const app = await buildApp({ config, db, ...(options.principals ? { principals: options.principals } : {}) });
   checkResponses(app);
   t.after(() => app.close());
   const site = await addTestSite(db);

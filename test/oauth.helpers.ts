@@ -8,6 +8,7 @@ import type { TestContext } from 'node:test';
 import * as oauth from 'oauth4webapi';
 import { addSiteUser } from '../src/accounts/account.repository.js';
 import { createUser } from '../src/accounts/account.service.js';
+import type { PrincipalCache } from '../src/auth/principal-cache.js';
 import type { Config } from '../src/config.js';
 import { createDatabase, type Db } from '../src/db/database.js';
 import { createClient } from '../src/oauth/client.service.js';
@@ -49,10 +50,17 @@ async function freePort(): Promise<number> {
  * A listening server on 127.0.0.1 with a random port (openid-client needs a real URL), an owner
  * of two websites and a registered client. PUBLIC_URL is the server's own address.
  */
-export async function startOAuthApp(t: TestContext, options: { db?: Db; config?: Partial<Config>; twoSites?: boolean } = {}) {
+export async function startOAuthApp(
+  t: TestContext,
+  options: { db?: Db; config?: Partial<Config>; twoSites?: boolean; principals?: PrincipalCache } = {},
+) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const app = await buildTestApp(t, { db: options.db, config: { publicUrl: base, ...options.config } });
+  const app = await buildTestApp(t, {
+    db: options.db,
+    config: { publicUrl: base, ...options.config },
+    ...(options.principals ? { principals: options.principals } : {}),
+  });
   await app.app.listen({ port, host: '127.0.0.1' });
   const result: OAuthTestApp = { ...app, ...(await seedOAuth(app.db, app.site, base, options.twoSites !== false)) };
   return result;

@@ -1,4 +1,4 @@
-import { hotRead } from '../db/database.js';
+import { preparedLookup } from '../db/prepared-lookup.js';
 import type { DbHandle } from '../db/schema.js';
 import type { MaybePromise } from '../maybe-async.js';
 
@@ -94,7 +94,7 @@ export type CredentialRow = Awaited<ReturnType<ReturnType<typeof credentialQuery
 
 /** Runs on every API-key request: a prepared statement on SQLite. */
 export function readCredential(db: DbHandle, apiId: string): MaybePromise<CredentialRow | undefined> {
-  return hotRead(db, credentialQuery, { apiId });
+  return preparedLookup(db, credentialQuery, { apiId });
 }
 
 export async function listCredentials(db: DbHandle, siteId: number) {

@@ -1,13 +1,13 @@
 import type { FastifyRequest } from 'fastify';
 import { type CredentialRow, readCredential, touchCredential } from '../accounts/account.repository.js';
 import { sameHash, sha256 } from '../accounts/secrets.js';
-import { readKept } from '../db/credential-keep.js';
 import type { DbHandle } from '../db/schema.js';
 import { UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
-import { perTurn } from '../turn-memo.js';
 import { basicText } from './basic-credentials.js';
+import { memoisePerTick } from './memoise.js';
 import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
+import { type PrincipalCache, readCached } from './principal-cache.js';
 
 /** Legacy credentials carry every permission of their website (DESIGN §2). */
 const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everything:write']);
@@ -48,11 +48,12 @@ function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string
   return { apiId, apiKey };
 }
 
-export function apiKeyAuth(db: DbHandle): AuthMethod {
-  /** The keep's key for credentials as sent: their SHA-256, computed once a turn (turn-memo.ts). */
-  const keyOf = perTurn((presented) => `key:${sha256(presented)}`);
+/** API ID and key authentication; `cache` holds the principals proved (none: every request reads and checks). */
+export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined): AuthMethod {
+  /** The cache's key for credentials as sent: their SHA-256, computed once a tick (memoise.ts). */
+  const keyOf = memoisePerTick((presented) => `key:${sha256(presented)}`);
   /** The principal of a credential as read, once the key sent matches it; at once unless its last use is due to be written. */
-  const admit = (credential: CredentialRow | undefined, apiKey: string): MaybePromise<Principal> => {
+  const principalFor = (credential: CredentialRow | undefined, apiKey: string): MaybePromise<Principal> => {
     if (!credential || credential.revoked_at || !sameHash(credential.key_hash, sha256(apiKey))) {
       throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
     }
@@ -61,7 +62,7 @@ export function apiKeyAuth(db: DbHandle): AuthMethod {
   };
   const verify = (request: FastifyRequest): MaybePromise<Principal> => {
     const sent = credentialsOf(request);
-    return andThen(readCredential(db, sent.apiId), (found) => admit(found, sent.apiKey));
+    return andThen(readCredential(db, sent.apiId), (found) => principalFor(found, sent.apiKey));
   };
   return {
     name: 'api-key',
@@ -69,10 +70,10 @@ export function apiKeyAuth(db: DbHandle): AuthMethod {
       const presented = presentedOf(request);
       if (presented === undefined) return undefined;
       // The principal these exact credentials proved, kept per process by their hash until the
-      // database says a credential changed (credential-keep.ts): decoding them, reading the
+      // database says a credential changed (principal-cache.ts): decoding them, reading the
       // credential and checking the key against its hash cost a sixth of a GET by id.
       // Credentials that fail are never kept: each attempt is checked again.
-      return readKept(db, keyOf(presented), () => verify(request));
+      return readCached(cache, keyOf(presented), () => verify(request));
     },
   };
 }

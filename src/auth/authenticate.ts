@@ -91,17 +91,17 @@ export function installAuthentication(
     const needed = request.routeOptions.config.scope;
     if (!needed) return done();
     const resource = resourceOf(request);
-    let admitted: MaybePromise<void>;
+    let settled: MaybePromise<void>;
     try {
       const found = firstPrincipal(methods[resource], request, 0);
-      admitted = andThen(found, (principal) => {
-        request.principal = admit(request, principal, needed, resource);
+      settled = andThen(found, (principal) => {
+        request.principal = authorised(request, principal, needed, resource);
         return count?.(request, reply);
       });
     } catch (error) {
       return done(error as Error);
     }
-    if (admitted instanceof Promise) admitted.then(() => done(), done);
+    if (settled instanceof Promise) settled.then(() => done(), done);
     else done();
   });
 }
@@ -117,7 +117,7 @@ function firstPrincipal(methods: readonly AuthMethod[], request: FastifyRequest,
 }
 
 /** The principal, once it is known to exist and to hold the scope the route needs. */
-function admit(request: FastifyRequest, principal: Principal | undefined, needed: Scope, resource: ResourceName): Principal {
+function authorised(request: FastifyRequest, principal: Principal | undefined, needed: Scope, resource: ResourceName): Principal {
   if (!principal) {
     throw request.headers.authorization?.toLowerCase().startsWith('bearer ')
       ? new UnauthorizedError('The access token is not valid.', 'invalid_token')

@@ -1,12 +1,12 @@
 import { sha256 } from '../accounts/secrets.js';
-import { readKept } from '../db/credential-keep.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, parseTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import { type LiveAccess, readLiveAccess, touchConnection } from '../oauth/connection.repository.js';
-import { perTurn } from '../turn-memo.js';
+import { memoisePerTick } from './memoise.js';
 import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
+import { type PrincipalCache, readCached } from './principal-cache.js';
 
 function invalid(): UnauthorizedError {
   return new UnauthorizedError('The access token is not valid: unknown, expired or revoked.', 'invalid_token');
@@ -62,18 +62,18 @@ function liveAt(access: LiveAccess, at: string): boolean {
  * OAuth access tokens, from the Authorization header only (RFC 6750 §2.1; OAuth 2.1 forbids the
  * query string, so ?access_token= is never read). Tokens are opaque and stored: each request reads
  * the token together with its connection in one query (readLiveAccess), kept per process until the
- * database says a token or connection changed (credential-keep.ts): a revoked connection fails on
+ * database says a token or connection changed (principal-cache.ts): a revoked connection fails on
  * the very next request on the node that revoked it, and within milliseconds on the others. The
  * token is read from the adapter's table directly rather than
  * through oidc-provider's AccessToken.find: the same row, the same expiry, without building the
  * provider's model and a second read for the grant (so Bearer reads cost what key reads do).
  * The website comes from the connection.
  */
-export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
-  /** A token's SHA-256, computed once a turn (turn-memo.ts). */
-  const hashOf = perTurn(sha256);
+export function bearerAuth(db: DbHandle, resource: string, cache: PrincipalCache | undefined): AuthMethod {
+  /** A token's SHA-256, computed once a tick (memoise.ts). */
+  const hashOf = memoisePerTick(sha256);
   /** The principal of a token as read, once it is live for this resource; at once unless its last use is due to be written. */
-  const admit = (access: LiveAccess | undefined, now: Date, at: string): MaybePromise<Principal> => {
+  const principalFor = (access: LiveAccess | undefined, now: Date, at: string): MaybePromise<Principal> => {
     if (!access?.payload || !liveAt(access, at)) throw invalid();
     const claims = claimsOf(access.payload);
     if (claims.aud !== resource) {
@@ -95,7 +95,7 @@ export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
   const verify = (hashed: string): MaybePromise<Principal> => {
     const now = new Date();
     const at = formatTimestamp(now);
-    return andThen(readLiveAccess(db, hashed, at), (found) => admit(found, now, at));
+    return andThen(readLiveAccess(db, hashed, at), (found) => principalFor(found, now, at));
   };
   return {
     name: 'bearer',
@@ -107,8 +107,8 @@ export function bearerAuth(db: DbHandle, resource: string): AuthMethod {
       const hashed = hashOf(value);
       // The principal the token proved for this resource (a token for the other one is refused,
       // never kept under this key), kept per process until the database says a token or
-      // connection changed (credential-keep.ts), and never past the token's or connection's end.
-      return readKept(db, `token:${resource}:${hashed}`, () => verify(hashed), expiryOf);
+      // connection changed (principal-cache.ts), and never past the token's or connection's end.
+      return readCached(cache, `token:${resource}:${hashed}`, () => verify(hashed), expiryOf);
     },
   };
 }

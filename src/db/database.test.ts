@@ -8,8 +8,9 @@ import SQLite from 'better-sqlite3';
 import { type Kysely, sql } from 'kysely';
 import { TEST_DATABASE_URL } from '../../test/helpers.js';
 import { ConfigError, loadConfig } from '../config.js';
-import { createDatabase, hotRead, walSyncOf } from './database.js';
+import { createDatabase } from './database.js';
 import { isDatabaseUnavailable } from './errors.js';
+import { preparedLookup } from './prepared-lookup.js';
 import { withRequestTransaction, writeHandle } from './request-transaction.js';
 import type { Database } from './schema.js';
 
@@ -33,11 +34,11 @@ test('SQLite opens in WAL mode; with SQLITE_SYNCHRONOUS=full (the default) commi
   const opened = async (synchronous?: 'full' | 'normal') => {
     const db = createDatabase(`sqlite:${path.join(dir, `${synchronous ?? 'default'}.sqlite`)}`, synchronous ? { synchronous } : {});
     const pragma = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(db.kysely)).rows[0] as object)[0];
-    // The connection never fsyncs at commit itself (NORMAL); WalSync does, for every commit, when full.
+    // The connection never fsyncs at commit itself (NORMAL); the group commit does, for every commit, when full.
     const result = {
       journal: await pragma('journal_mode'),
       sync: await pragma('synchronous'),
-      groupCommit: walSyncOf(db.kysely) !== undefined,
+      groupCommit: db.groupCommit !== undefined,
     };
     await db.close();
     return result;
@@ -46,7 +47,7 @@ test('SQLite opens in WAL mode; with SQLITE_SYNCHRONOUS=full (the default) commi
   assert.deepEqual(await opened('full'), { journal: 'wal', sync: 1, groupCommit: true });
   assert.deepEqual(await opened('normal'), { journal: 'wal', sync: 1, groupCommit: false });
   const memory = createDatabase('sqlite::memory:');
-  assert.equal(walSyncOf(memory.kysely), undefined, 'an in-memory database has no log to sync');
+  assert.equal(memory.groupCommit, undefined, 'an in-memory database has no log to sync');
   await memory.close();
 
   assert.equal(loadConfig({ DATA_DIR: dir }).sqliteSynchronous, 'full');
@@ -56,7 +57,7 @@ test('SQLite opens in WAL mode; with SQLITE_SYNCHRONOUS=full (the default) commi
 
 test('group commit: no write, commit or read settles before what was committed is on disk, and concurrent commits share flushes', async (t) => {
   const { db } = fileDatabase(t, 'group.sqlite');
-  const wal = walSyncOf(db.kysely)!;
+  const wal = db.groupCommit!;
   await sql`create table t (a integer primary key, b text)`.execute(db.kysely);
   const durable = () => assert.equal(wal.synced, wal.written, 'everything written is on disk');
 
@@ -64,7 +65,6 @@ test('group commit: no write, commit or read settles before what was committed i
   await sql`insert into t values (1, 'one')`.execute(db.kysely);
   durable();
   await db.kysely.transaction().execute(async (trx) => {
-    assert.equal(walSyncOf(trx), wal, "a transaction's handle finds its database's group commit");
     await sql`insert into t values (2, 'two')`.execute(trx);
     await sql`insert into t values (3, 'three')`.execute(trx);
   });
@@ -89,12 +89,12 @@ test('group commit: no write, commit or read settles before what was committed i
   // until the insert has gone out: the flush, on the thread pool, cannot end before a macrotask.
   const k = db.kysely as unknown as Kysely<{ t: { a: number; b: string } }>;
   const build = (_db: unknown, { a }: { a: number }) => k.selectFrom('t').select(['a', 'b']).where('a', '=', a);
-  await hotRead(db.kysely, build as never, { a: 1 }); // prepared, so the read below is the statement's
+  await preparedLookup(db.kysely, build as never, { a: 1 }); // prepared, so the read below is the statement's
   const written = wal.written;
   const insert = sql`insert into t values (500, 'late')`.execute(db.kysely);
   while (wal.written === written) await Promise.resolve();
   assert.ok(wal.synced < wal.written, 'the insert is committed and not yet on disk');
-  const row = await hotRead(db.kysely, build as never, { a: 500 });
+  const row = await preparedLookup(db.kysely, build as never, { a: 500 });
   assert.deepEqual(row, { a: 500, b: 'late' });
   assert.ok(wal.synced >= written + 1, 'the read that saw the row settled once the row was on disk');
   await insert;
@@ -134,14 +134,14 @@ test("SQLite reads through a memory map of SQLITE_MMAP_MB megabytes, 2047 MB (SQ
   assert.throws(() => loadConfig({ DATA_DIR: dir, SQLITE_MMAP_MB: '1g' }), /SQLITE_MMAP_MB must be a whole number/);
 });
 
-test("SQLite: a hot read answers at once, but while a transaction is open on the connection it waits behind it and never sees the transaction's uncommitted rows", async (t) => {
+test("SQLite: a prepared lookup answers at once, but while a transaction is open on the connection it waits behind it and never sees the transaction's uncommitted rows", async (t) => {
   const db = createDatabase('sqlite::memory:');
   t.after(() => db.close());
   await sql`create table t (a integer, b text)`.execute(db.kysely);
   await sql`insert into t values (1, 'one')`.execute(db.kysely);
   const k = db.kysely as unknown as Kysely<{ t: { a: number; b: string } }>;
   const build = (_db: unknown, { a }: { a: number }) => k.selectFrom('t').select(['a', 'b']).where('a', '=', a);
-  const read = (a: number) => hotRead(db.kysely, build as never, { a });
+  const read = (a: number) => preparedLookup(db.kysely, build as never, { a });
   assert.deepEqual(read(1), { a: 1, b: 'one' }, 'a row, not a promise');
 
   let during: unknown;
@@ -164,8 +164,8 @@ test("SQLite: a hot read answers at once, but while a transaction is open on the
   assert.deepEqual(await during, { a: 3, b: 'three' }, 'read after the commit');
 });
 
-test("SQLite: the hot reads of one turn of the event loop share one read transaction, which ends with the turn or before any statement of Kysely's", async (t) => {
-  const { file, db } = fileDatabase(t, 'turns.sqlite');
+test("SQLite: the prepared lookups of one tick of the event loop share one read transaction, which ends with the tick or before any statement of Kysely's", async (t) => {
+  const { file, db } = fileDatabase(t, 'ticks.sqlite');
   await sql`create table t (a integer primary key, b text)`.execute(db.kysely);
   await sql`insert into t values (1, 'one')`.execute(db.kysely);
   // Another process's connection, as the CLI's would be.
@@ -174,33 +174,33 @@ test("SQLite: the hot reads of one turn of the event loop share one read transac
   const set = other.prepare('update t set b = ? where a = 1');
   const k = db.kysely as unknown as Kysely<{ t: { a: number; b: string } }>;
   const build = (_db: unknown, { a }: { a: number }) => k.selectFrom('t').select(['a', 'b']).where('a', '=', a);
-  const read = () => hotRead(db.kysely, build as never, { a: 1 });
+  const read = () => preparedLookup(db.kysely, build as never, { a: 1 });
   const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
   await nextTurn();
   assert.deepEqual(read(), { a: 1, b: 'one' });
   set.run('two');
-  assert.deepEqual(read(), { a: 1, b: 'one' }, 'the same turn reads the snapshot its first read took');
+  assert.deepEqual(read(), { a: 1, b: 'one' }, 'the same tick reads the snapshot its first read took');
   await nextTurn();
-  assert.deepEqual(read(), { a: 1, b: 'two' }, 'the next turn sees the commit');
+  assert.deepEqual(read(), { a: 1, b: 'two' }, 'the next tick sees the commit');
 
   set.run('three');
   const viaKysely = await sql<{ b: string }>`select b from t where a = 1`.execute(db.kysely);
-  assert.deepEqual(viaKysely.rows, [{ b: 'three' }], "a statement of Kysely's runs outside the snapshot, in the same turn");
-  assert.deepEqual(read(), { a: 1, b: 'three' }, 'and the hot read after it takes a new one');
+  assert.deepEqual(viaKysely.rows, [{ b: 'three' }], "a statement of Kysely's runs outside the snapshot, in the same tick");
+  assert.deepEqual(read(), { a: 1, b: 'three' }, 'and the lookup after it takes a new one');
 
-  // A write and a transaction of Kysely's in the turn of a hot read: neither meets its transaction.
+  // A write and a transaction of Kysely's in the tick of a prepared lookup: neither meets its transaction.
   await sql`insert into t values (2, 'written')`.execute(db.kysely);
-  assert.deepEqual(hotRead(db.kysely, build as never, { a: 2 }), { a: 2, b: 'written' });
+  assert.deepEqual(preparedLookup(db.kysely, build as never, { a: 2 }), { a: 2, b: 'written' });
   await db.kysely.transaction().execute(async (trx) => {
     await sql`update t set b = 'in a transaction' where a = 2`.execute(trx);
   });
-  assert.deepEqual(hotRead(db.kysely, build as never, { a: 2 }), { a: 2, b: 'in a transaction' });
+  assert.deepEqual(preparedLookup(db.kysely, build as never, { a: 2 }), { a: 2, b: 'in a transaction' });
   await nextTurn();
   assert.equal(other.prepare('select b from t where a = 2').pluck().get(), 'in a transaction', 'committed for every connection');
 });
 
-test('hotRead binds arguments by name, keeps the query constants, and refuses a build that alters an argument', async (t) => {
+test('preparedLookup binds arguments by name, keeps the query constants, and refuses a build that alters an argument', async (t) => {
   const db = createDatabase('sqlite::memory:');
   t.after(() => db.close());
   await sql`create table t (a text, b text, c integer)`.execute(db.kysely);
@@ -209,7 +209,7 @@ test('hotRead binds arguments by name, keeps the query constants, and refuses a 
   // The constant 'fixed' sits between the two arguments in the SQL text; arguments go by name.
   const build = (_db: unknown, { c, a }: { a: string; c: number }) =>
     k.selectFrom('t').select(['a', 'b', 'c']).where('c', '>=', c).where('b', '=', 'fixed').where('a', '=', a);
-  const run = (args: { a: string; c: number }) => hotRead(db.kysely, build as never, args) as Promise<{ c: number } | undefined>;
+  const run = (args: { a: string; c: number }) => preparedLookup(db.kysely, build as never, args) as Promise<{ c: number } | undefined>;
   assert.deepEqual(await run({ a: 'y', c: 1 }), { a: 'y', b: 'fixed', c: 2 });
   assert.deepEqual(await run({ c: 2, a: 'x' }), undefined, 'x with c >= 2 is only the "other" row');
   assert.deepEqual(await run({ a: 'x', c: 0 }), { a: 'x', b: 'fixed', c: 1 });
@@ -217,10 +217,10 @@ test('hotRead binds arguments by name, keeps the query constants, and refuses a 
   assert.deepEqual(await build(db.kysely, { a: 'y', c: 1 }).executeTakeFirst(), { a: 'y', b: 'fixed', c: 2 });
 
   const altered = (_db: unknown, { a }: { a: string }) => k.selectFrom('t').select('a').where('a', '=', a.toUpperCase());
-  assert.throws(() => hotRead(db.kysely, altered as never, { a: 'x' }), /argument "a" does not reach the query/);
+  assert.throws(() => preparedLookup(db.kysely, altered as never, { a: 'x' }), /argument "a" does not reach the query/);
 });
 
-test('PostgreSQL: hotRead runs a named statement, parsed once per connection; a transaction reads through Kysely', {
+test('PostgreSQL: preparedLookup runs a named statement, parsed once per connection; a transaction reads through Kysely', {
   skip: TEST_DATABASE_URL ? false : 'PostgreSQL only (set TEST_DATABASE_URL)',
 }, async (t) => {
   // One connection: the temporary table and pg_prepared_statements are that session's.
@@ -231,7 +231,7 @@ test('PostgreSQL: hotRead runs a named statement, parsed once per connection; a 
   const k = db.kysely as unknown as Kysely<{ hot_t: { a: string; b: string; c: number } }>;
   const build = (handle: unknown, { c, a }: { a: string; c: number }) =>
     (handle as typeof k).selectFrom('hot_t').select(['a', 'b', 'c']).where('c', '>=', c).where('b', '=', 'fixed').where('a', '=', a);
-  const run = (handle: typeof db.kysely, args: { a: string; c: number }) => hotRead(handle, build as never, args);
+  const run = (handle: typeof db.kysely, args: { a: string; c: number }) => preparedLookup(handle, build as never, args);
   const prepared = async () =>
     (await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(db.kysely)).rows;
 
@@ -240,7 +240,7 @@ test('PostgreSQL: hotRead runs a named statement, parsed once per connection; a 
   assert.deepEqual(await run(db.kysely, { a: 'x', c: 0 }), { a: 'x', b: 'fixed', c: 1 });
   const named = (await prepared()).filter((p) => p.statement.includes('"hot_t"'));
   assert.equal(named.length, 1, 'one statement for the three reads');
-  assert.match(named[0]!.name, /^hot_\d+$/);
+  assert.match(named[0]!.name, /^lookup_\d+$/);
 
   const inTransaction = await db.kysely.transaction().execute(async (trx) => run(trx, { a: 'y', c: 0 }));
   assert.deepEqual(inTransaction, { a: 'y', b: 'fixed', c: 2 });

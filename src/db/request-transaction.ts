@@ -1,12 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ControlledTransaction } from 'kysely';
-import { walSyncOf } from './database.js';
+import { groupCommitOf } from './prepared-lookup.js';
 import type { Database, DbHandle } from './schema.js';
 
 /**
  * One transaction for the writes of one request, opened by its first write (readHandle and
  * writeHandle below) and ended when the request's work ends. A token request makes four writes:
- * as autocommits they cost four commits on SQLite, each waiting for a flush (wal-sync.ts), and
+ * as autocommits they cost four commits on SQLite, each waiting for a flush (sqlite/group-commit.ts), and
  * four round trips on PostgreSQL; in one transaction they cost one, and a token rotation is all or
  * nothing.
  *
@@ -86,9 +86,9 @@ async function end(db: DbHandle, trx: ControlledTransaction<Database>, commit: b
   if (!commit) return trx.rollback().execute();
   try {
     await trx.commit().execute();
-    // On SQLite the commit is on disk once the shared flush has covered it (wal-sync.ts); the
+    // On SQLite the commit is on disk once the shared flush has covered it (sqlite/group-commit.ts); the
     // answer, with the tokens it names, goes out only then.
-    await walSyncOf(db)?.pending();
+    await groupCommitOf(db)?.pending();
   } catch (error) {
     // A failed COMMIT keeps the connection (Kysely releases it on rollback only): on SQLite the
     // transaction would stay open and hold the one connection for good.

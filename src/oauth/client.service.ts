@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { AdapterPayload } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { hotRead } from '../db/database.js';
 import { isUniqueViolation } from '../db/errors.js';
+import { preparedLookup } from '../db/prepared-lookup.js';
 import type { DbHandle } from '../db/schema.js';
 import { now } from '../db/time.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
@@ -83,7 +83,7 @@ export async function readClientMetadata(db: DbHandle, clientId: string): Promis
   // No stored client_id holds a NUL character (PostgreSQL cannot store one): such an id names no
   // client, as on SQLite, instead of a database error that oidc-provider answers with a 500.
   if (clientId.includes('\u0000')) return undefined;
-  return toMetadata(await hotRead(db, clientQuery, { clientId }));
+  return toMetadata(await preparedLookup(db, clientQuery, { clientId }));
 }
 
 function toMetadata(row: ClientRow | undefined): AdapterPayload | undefined {

@@ -1,6 +1,7 @@
 import { type ExpressionBuilder, sql } from 'kysely';
 import { sha256 } from '../accounts/secrets.js';
-import { dialectOf, hotRead } from '../db/database.js';
+import { dialectOf } from '../db/database.js';
+import { preparedLookup } from '../db/prepared-lookup.js';
 import type { Database, DbHandle } from '../db/schema.js';
 import { inTransaction, lockInTransaction } from '../db/transaction.js';
 import type { MaybePromise } from '../maybe-async.js';
@@ -18,7 +19,7 @@ function siteByGrantQuery(db: DbHandle, { grantId }: { grantId: string }) {
 
 /** The website of a grant's connection; read for every access token issued (a prepared statement on SQLite). */
 export async function readConnectionSite(db: DbHandle, grantId: string): Promise<number | undefined> {
-  return (await hotRead(db, siteByGrantQuery, { grantId }))?.site_id;
+  return (await preparedLookup(db, siteByGrantQuery, { grantId }))?.site_id;
 }
 
 export async function findConnection(db: DbHandle, id: string) {
@@ -61,7 +62,7 @@ export type LiveAccess = Awaited<ReturnType<ReturnType<typeof liveAccessQuery>['
  * in one transaction.
  */
 export function readLiveAccess(db: DbHandle, hashedToken: string, now: string): MaybePromise<LiveAccess | undefined> {
-  return hotRead(db, liveAccessQuery, { hashedToken, now });
+  return preparedLookup(db, liveAccessQuery, { hashedToken, now });
 }
 
 export async function touchConnection(db: DbHandle, grantId: string, set: { last_used_at: string; expires_at?: string }) {

@@ -1,7 +1,7 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import { sha256 } from '../accounts/secrets.js';
-import { hotRead } from '../db/database.js';
+import { preparedLookup } from '../db/prepared-lookup.js';
 import { keepRequestWrites, readHandle, writeHandle } from '../db/request-transaction.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, parseTimestamp, secondsFromNow } from '../db/time.js';
@@ -24,7 +24,7 @@ type PayloadRow = { payload: string; consumed_at: string | null };
 
 /**
  * A live payload by the SHA-256 of its id. Every token request (RefreshToken, Grant) reads one: a
- * hot read (hotRead). Bearer requests read their AccessToken with its connection instead
+ * prepared lookup (preparedLookup). Bearer requests read their AccessToken with its connection instead
  * (readLiveAccess, connection.repository.ts).
  */
 function liveByIdQuery(db: DbHandle, { model, now, hashedId }: { model: string; now: string; hashedId: string }) {
@@ -32,7 +32,7 @@ function liveByIdQuery(db: DbHandle, { model, now, hashedId }: { model: string; 
 }
 
 async function readLive(db: DbHandle, model: string, hashedId: string): Promise<PayloadRow | undefined> {
-  return hotRead(db, liveByIdQuery, { model, now: formatTimestamp(new Date()), hashedId });
+  return preparedLookup(db, liveByIdQuery, { model, now: formatTimestamp(new Date()), hashedId });
 }
 
 /**

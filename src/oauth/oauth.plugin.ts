@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type Provider from 'oidc-provider';
 import { bearerAuth } from '../auth/bearer.js';
 import type { AuthMethod } from '../auth/principal.js';
+import type { PrincipalCache } from '../auth/principal-cache.js';
 import { protectedResources, type ResourceName } from '../auth/resources.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
@@ -36,10 +37,13 @@ export function createOAuthServer({
   db,
   log,
   limits,
+  principals,
 }: {
   config: Config;
   db: DbHandle;
   log: FastifyBaseLogger;
+  /** Where Bearer authentication keeps the principals tokens proved; none: every request reads its token. */
+  principals: PrincipalCache | undefined;
   limits: RateLimitStores;
 }): OAuthServer {
   const provider = createProvider(config, db, log, limits.perRequest);
@@ -136,8 +140,8 @@ export function createOAuthServer({
   }
 
   const bearer = {
-    api: bearerAuth(db, resources.api.url),
-    mcp: bearerAuth(db, resources.mcp.url),
+    api: bearerAuth(db, resources.api.url, principals),
+    mcp: bearerAuth(db, resources.mcp.url, principals),
   };
   return { provider, bearer, register };
 }

@@ -8,8 +8,9 @@ import {
   sql,
   type Updateable,
 } from 'kysely';
-import { type DialectName, dialectOf, hotRead } from '../../db/database.js';
+import { type DialectName, dialectOf } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
+import { preparedLookup } from '../../db/prepared-lookup.js';
 import type { Database, DbHandle } from '../../db/schema.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import { hiddenPages, listTotal } from '../shared/content.queries.js';
@@ -86,7 +87,7 @@ function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: num
 
 /** One blog's stored record, outside a transaction: a prepared statement on SQLite. */
 export function readStoredBlog(db: DbHandle, siteId: number, id: number): MaybePromise<StoredRecord | undefined> {
-  return hotRead(db, storedByIdQuery, { siteId, id });
+  return preparedLookup(db, storedByIdQuery, { siteId, id });
 }
 
 function inListOrder(db: DbHandle, siteId: number, filter: BlogFilter) {

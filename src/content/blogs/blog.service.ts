@@ -72,7 +72,7 @@ export async function listBlogs(db: DbHandle, siteId: number, query: BlogListQue
   return { records: rows, total, offset, pageSize };
 }
 
-/** One blog as stored: its JSON text and ETag; at once when the read is (hotRead). */
+/** One blog as stored: its JSON text and ETag; at once when the read is (preparedLookup). */
 export function getStoredBlog(db: DbHandle, siteId: number, id: number): MaybePromise<StoredRecord> {
   return andThen(repo.readStoredBlog(db, siteId, id), (stored) => {
     if (!stored) throw new NotFoundError(`There is no blog ${id} on this website.`);

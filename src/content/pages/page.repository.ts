@@ -8,8 +8,9 @@ import {
   sql,
   type Updateable,
 } from 'kysely';
-import { type DialectName, dialectOf, hotRead } from '../../db/database.js';
+import { type DialectName, dialectOf } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
+import { preparedLookup } from '../../db/prepared-lookup.js';
 import type { Database, DbHandle } from '../../db/schema.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import { hiddenPages, listTotal } from '../shared/content.queries.js';
@@ -137,7 +138,7 @@ function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: num
 
 /** One page's stored record, outside a transaction: the hottest read, a prepared statement on SQLite. */
 export function readStoredPage(db: DbHandle, siteId: number, id: number): MaybePromise<StoredRecord | undefined> {
-  return hotRead(db, storedByIdQuery, { siteId, id });
+  return preparedLookup(db, storedByIdQuery, { siteId, id });
 }
 
 /**

@@ -53,7 +53,7 @@ export async function listPages(db: DbHandle, siteId: number, query: PageListQue
   return { records: rows, total, offset, pageSize };
 }
 
-/** One page as stored: its JSON text and ETag; at once when the read is (hotRead). */
+/** One page as stored: its JSON text and ETag; at once when the read is (preparedLookup). */
 export function getStoredPage(db: DbHandle, siteId: number, id: number): MaybePromise<StoredRecord> {
   return andThen(repo.readStoredPage(db, siteId, id), (stored) => {
     if (!stored) throw new NotFoundError(`There is no page ${id} on this website.`);

@@ -3,7 +3,7 @@
  * website exists, the pages a visitor may not see, the blogs a page holds, and a list's total.
  */
 import { type SelectQueryBuilder, sql } from 'kysely';
-import { hotRead } from '../../db/database.js';
+import { preparedLookup } from '../../db/prepared-lookup.js';
 import type { Database, DbHandle } from '../../db/schema.js';
 
 export async function pageExists(db: DbHandle, siteId: number, id: number): Promise<boolean> {
@@ -49,7 +49,7 @@ export async function listTotal<T extends 'pages' | 'blogs'>(
   matching: SelectQueryBuilder<Database, T, object> | undefined,
 ): Promise<number> {
   if (!matching) {
-    const kept = await hotRead(db, totalsQuery, { siteId });
+    const kept = await preparedLookup(db, totalsQuery, { siteId });
     return kept ? Number(kept[table]) : 0;
   }
   const counted = await (matching as SelectQueryBuilder<Database, 'pages' | 'blogs', object>)

@@ -1,15 +1,16 @@
 import { type Kysely, sql } from 'kysely';
-import { CHANGES_CHANNEL } from '../credential-keep.js';
+import { CHANGES_CHANNEL } from '../change-source.js';
 import type { DialectName } from '../database.js';
 
 /**
- * PostgreSQL: every node keeps the credentials and access tokens it has read (credential-keep.ts)
- * and drops them when the database notifies it on CHANGES_CHANNEL. These triggers send that
+ * PostgreSQL: every node keeps the principals credentials and access tokens proved
+ * (auth/principal-cache.ts) and drops them when the database notifies it on CHANGES_CHANNEL. These triggers send that
  * notification whenever a change that decides whether one is live commits, from whichever node or
  * tool made it (PostgreSQL sends it at commit, once per transaction and table). A credential's
  * revocation, key or website; an access token's row; a connection's status, website, grant, or an
  * expiry brought forward; any deletion, cascades included. The last-use times that every node
- * touches send nothing. SQLite has no notifications: its keep asks `pragma data_version`.
+ * touches send nothing. SQLite has no notifications: it asks `pragma data_version`.
+ * Migration 0012 replaces these triggers with ones generated from ACCESS_TABLES (change-source.ts).
  */
 export async function up(db: Kysely<unknown>, dialect: DialectName): Promise<void> {
   if (dialect !== 'postgres') return;

@@ -1,12 +1,12 @@
 import { type FileHandle, open } from 'node:fs/promises';
+import { type Driver, SqliteDialect, type SqliteDialectConfig, SqliteDriver } from 'kysely';
 
 /**
  * Group commit for SQLite (SQLITE_SYNCHRONOUS=full). The connection commits without an fsync of
  * its own (synchronous=NORMAL), and whoever must not go on before a commit is on disk waits here
  * for one `fdatasync` of the write-ahead log, run on libuv's thread pool. Commits made while one
  * flush runs share the next: one flush covers any number of them, and the event loop goes on
- * with other requests meanwhile. In FULL mode each commit's fsync held the event loop for about
- * 0.4 ms (bench/README.md).
+ * with other requests meanwhile, where SQLite's own FULL mode holds it for an fsync per commit.
  *
  * The bookkeeping is by sequence number: `written` counts statements that wrote (or committed),
  * `synced` the highest count a finished flush covered. A flush covers every write made before it
@@ -16,7 +16,7 @@ import { type FileHandle, open } from 'node:fs/promises';
  * flush could succeed without having written it. The failure is therefore kept: every later wait
  * fails with it, as PostgreSQL stops on a failed fsync, until the process is restarted.
  */
-export class WalSync {
+export class GroupCommit {
   written = 0;
   synced = 0;
   /** Flushes run so far (tests and the bench count them). */
@@ -94,5 +94,45 @@ export class WalSync {
   async #datasync(): Promise<void> {
     this.#file ??= open(this.#walPath, 'r');
     await (await this.#file).datasync();
+  }
+}
+
+/**
+ * Kysely's SQLite driver, except that a query run on its own, or a transaction run by
+ * `transaction().execute()`, settles only once everything committed so far is on disk. A COMMIT
+ * or a write in autocommit therefore returns once it is durable, as with SQLite's FULL; so does a
+ * read, which may have seen another request's commit whose flush is still running. The wait comes
+ * after the connection is released, so other queries run meanwhile and their commits share the
+ * flush. A controlled transaction (`startTransaction`) releases its connection without awaiting
+ * it: whoever commits one awaits the Db's `groupCommit?.pending()` (request-transaction.ts).
+ */
+class GroupCommitDriver extends SqliteDriver {
+  readonly #commits: GroupCommit;
+
+  constructor(config: SqliteDialectConfig, commits: GroupCommit) {
+    super(config);
+    this.#commits = commits;
+  }
+
+  override async releaseConnection(): Promise<void> {
+    const written = this.#commits.written;
+    await super.releaseConnection();
+    if (written > this.#commits.synced) await this.#commits.until(written);
+  }
+}
+
+/** Kysely's SQLite dialect on GroupCommitDriver. */
+export class GroupCommitDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+  readonly #commits: GroupCommit;
+
+  constructor(config: SqliteDialectConfig, commits: GroupCommit) {
+    super(config);
+    this.#config = config;
+    this.#commits = commits;
+  }
+
+  override createDriver(): Driver {
+    return new GroupCommitDriver(this.#config, this.#commits);
   }
 }

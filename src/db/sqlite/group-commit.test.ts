@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { WalSync } from './wal-sync.js';
+import { GroupCommit } from './group-commit.js';
 
-/** A WalSync whose flushes the test ends by hand, one at a time. */
+/** A GroupCommit whose flushes the test ends by hand, one at a time. */
 function controlled() {
   const ends: { resolve: () => void; reject: (error: Error) => void }[] = [];
-  const wal = new WalSync('unused', () => new Promise<void>((resolve, reject) => ends.push({ resolve, reject })));
+  const wal = new GroupCommit('unused', () => new Promise<void>((resolve, reject) => ends.push({ resolve, reject })));
   const settled = new Set<string>();
   const track = (name: string, promise: Promise<void> | undefined) => {
     assert.ok(promise, `${name}: something to wait for`);
@@ -21,7 +21,7 @@ function controlled() {
   return { wal, ends, settled, track, ticks };
 }
 
-test('WalSync: nothing written, nothing to wait for; one flush covers every write made before it started', async () => {
+test('GroupCommit: nothing written, nothing to wait for; one flush covers every write made before it started', async () => {
   const { wal, ends, settled, track, ticks } = controlled();
   assert.equal(wal.pending(), undefined);
   wal.wrote();
@@ -46,7 +46,7 @@ test('WalSync: nothing written, nothing to wait for; one flush covers every writ
   assert.equal(wal.pending(), undefined);
 });
 
-test('WalSync: a failed flush fails its waiters and every later wait, without flushing again', async () => {
+test('GroupCommit: a failed flush fails its waiters and every later wait, without flushing again', async () => {
   const { wal, ends, settled, track, ticks } = controlled();
   wal.wrote();
   const first = track('a', wal.pending());
@@ -61,8 +61,8 @@ test('WalSync: a failed flush fails its waiters and every later wait, without fl
   assert.equal(wal.synced, 0);
 });
 
-test('WalSync: the default flush fdatasyncs the log file, and a log that cannot be opened is a failure', async () => {
-  const missing = new WalSync('/nonexistent-dir/cms.sqlite-wal');
+test('GroupCommit: the default flush fdatasyncs the log file, and a log that cannot be opened is a failure', async () => {
+  const missing = new GroupCommit('/nonexistent-dir/cms.sqlite-wal');
   missing.wrote();
   await assert.rejects(missing.pending()!, /could not be synced to disk: Error: ENOENT/);
   await missing.close();

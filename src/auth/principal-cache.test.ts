@@ -10,17 +10,64 @@ import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
 import { revokeCredential } from '../accounts/account.repository.js';
 import { sha256 } from '../accounts/secrets.js';
 import { loadConfig } from '../config.js';
-import { CredentialKeep, keepOf, statementKind } from './credential-keep.js';
-import { createDatabase, type Db } from './database.js';
-import { migrateToLatest } from './migrate.js';
-import { formatTimestamp } from './time.js';
+import { ChangeSource } from '../db/change-source.js';
+import { createDatabase, type Db } from '../db/database.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { formatTimestamp } from '../db/time.js';
+import type { MaybePromise } from '../maybe-async.js';
+import { PrincipalCache } from './principal-cache.js';
 
 const postgres = Boolean(TEST_DATABASE_URL);
 
-function keep(db: Db): CredentialKeep {
-  const found = keepOf(db.kysely);
-  assert.ok(found, 'a database handle has a keep');
+/** The cache the app is given, counting what it answers from memory and what it reads, and the keys it is asked for. */
+class ObservedCache extends PrincipalCache {
+  readonly counts = { kept: 0, read: 0 };
+  readonly keys = new Set<string>();
+
+  override read<V>(
+    key: string,
+    read: () => MaybePromise<V | undefined>,
+    until?: (value: V) => number | undefined,
+  ): MaybePromise<V | undefined> {
+    this.keys.add(key);
+    let fromDatabase = false;
+    const value = super.read(
+      key,
+      () => {
+        fromDatabase = true;
+        this.counts.read += 1;
+        return read();
+      },
+      until,
+    );
+    if (!fromDatabase) this.counts.kept += 1;
+    return value;
+  }
+}
+
+const caches = new WeakMap<Db, ObservedCache>();
+
+/** The observed cache of the app built on `db` (cachedApp, cachedOAuthApp). */
+function cacheOf(db: Db): ObservedCache {
+  const found = caches.get(db);
+  assert.ok(found, 'the app was built with an observed cache');
   return found;
+}
+
+function observe(db: Db): ObservedCache {
+  const cache = new ObservedCache(db.changes);
+  caches.set(db, cache);
+  return cache;
+}
+
+async function cachedApp(t: TestContext, db?: Db): Promise<TestApp> {
+  const on = db ?? (await createTestDatabase(t));
+  return buildTestApp(t, { db: on, principals: observe(on) });
+}
+
+async function cachedOAuthApp(t: TestContext) {
+  const db = await createTestDatabase(t);
+  return startOAuthApp(t, { db, principals: observe(db) });
 }
 
 async function status(a: TestApp, headers: Record<string, string> = a.site.headers): Promise<number> {
@@ -28,32 +75,32 @@ async function status(a: TestApp, headers: Record<string, string> = a.site.heade
 }
 
 /**
- * Sends the request until an answer came from the keep (on PostgreSQL the node first has to be
- * listening): proves the keep is in use before a test shows it letting go.
+ * Sends the request until an answer came from the cache (on PostgreSQL the node first has to be
+ * listening): proves the cache is in use before a test shows it letting go.
  */
 async function untilKept(a: TestApp, headers: Record<string, string> = a.site.headers): Promise<void> {
-  const counts = keep(a.db).counts;
+  const counts = cacheOf(a.db).counts;
   const deadline = Date.now() + 5000;
   for (;;) {
     const before = counts.kept;
     assert.equal(await status(a, headers), 200);
     if (counts.kept > before) return;
-    assert.ok(Date.now() < deadline, 'answers come from the keep within 5 s');
+    assert.ok(Date.now() < deadline, 'answers come from the cache within 5 s');
     await sleep(20);
   }
 }
 
 /** A second handle on the test's database, as another node (or a CLI process) would open it. */
-async function secondHandle(t: TestContext, options: { keepCredentials?: boolean } = {}): Promise<{ first: Db; second: Db }> {
+async function secondHandle(t: TestContext): Promise<{ first: Db; second: Db }> {
   if (postgres) {
-    const first = await createTestDatabase(t, options);
+    const first = await createTestDatabase(t);
     const second = createDatabase(TEST_DATABASE_URL!, { schema: first.schema!, poolSize: 2 });
     t.after(() => second.close());
     return { first, second };
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'keep-'));
   const file = `sqlite:${path.join(dir, 'cms.sqlite')}`;
-  const first = createDatabase(file, options);
+  const first = createDatabase(file);
   await migrateToLatest(first);
   const second = createDatabase(file);
   t.after(async () => {
@@ -64,41 +111,24 @@ async function secondHandle(t: TestContext, options: { keepCredentials?: boolean
   return { first, second };
 }
 
-test('statements are told apart: reads, the ends of transactions, writes to the tables that decide a credential', () => {
-  assert.equal(statementKind('select "api_id" from "api_credentials" where "api_id" = ?'), 'read');
-  assert.equal(statementKind('  pragma data_version'), 'read');
-  assert.equal(statementKind('begin'), 'begin');
-  assert.equal(statementKind('start transaction isolation level serializable'), 'begin');
-  assert.equal(statementKind('commit'), 'end');
-  assert.equal(statementKind('ROLLBACK'), 'end');
-  assert.equal(statementKind('update "api_credentials" set "revoked_at" = ? where "api_id" = ?'), 'write');
-  assert.equal(statementKind('delete from "oauth_payloads" where "grant_id" = $1'), 'write');
-  assert.equal(
-    statementKind('insert into "oauth_payloads" ("model", "id") values ($1, $2) on conflict do update set "payload" = $3'),
-    'write',
-  );
-  assert.equal(statementKind('delete from "sites" where "id" = ?'), 'write', 'cascades to credentials');
-  assert.equal(statementKind('update "pages" set "page_usertitle" = ? where "page" = ?'), 'read', 'not a watched table');
-});
-
 test('an API key is read once and then kept; a revocation refuses the very next request', async (t) => {
-  const a = await buildTestApp(t);
+  const a = await cachedApp(t);
   await untilKept(a);
-  const { read } = keep(a.db).counts;
+  const { read } = cacheOf(a.db).counts;
   for (let i = 0; i < 5; i++) assert.equal(await status(a), 200);
-  assert.equal(keep(a.db).counts.read, read, 'five more requests, no read of the credential');
+  assert.equal(cacheOf(a.db).counts.read, read, 'five more requests, no read of the credential');
   assert.equal(await revokeCredential(a.db.kysely, a.site.apiId, formatTimestamp(new Date())), true);
   assert.equal(await status(a), 401, 'the next request, without waiting for anything');
 });
 
 test('what is kept is keyed by the hash of the credentials as sent: no API key or token is held in the clear', async (t) => {
-  const a = await startOAuthApp(t);
+  const a = await cachedOAuthApp(t);
   const { tokens } = await connect(a);
   const basic = { authorization: a.site.headers.authorization! };
   const pair = { 'x-api-id': a.site.apiId, 'x-api-key': a.site.apiKey };
   const bearer = { authorization: `Bearer ${tokens.access_token}` };
   for (const headers of [basic, pair, bearer]) await untilKept(a, headers);
-  const keys = keep(a.db).keys();
+  const keys = [...cacheOf(a.db).keys];
   assert.deepEqual(
     keys.sort(),
     [
@@ -113,7 +143,7 @@ test('what is kept is keyed by the hash of the credentials as sent: no API key o
 });
 
 test('a wrong key for a kept API ID is still refused: the key is checked on every request', async (t) => {
-  const a = await buildTestApp(t);
+  const a = await cachedApp(t);
   await untilKept(a);
   const wrong = { authorization: `Basic ${Buffer.from(`${a.site.apiId}:${a.site.apiKey.slice(0, -1)}x`).toString('base64')}` };
   assert.equal(await status(a, wrong), 401);
@@ -121,7 +151,7 @@ test('a wrong key for a kept API ID is still refused: the key is checked on ever
 });
 
 test('a request that reads during an uncommitted revocation is not kept past the commit', async (t) => {
-  const a = await buildTestApp(t);
+  const a = await cachedApp(t);
   await untilKept(a);
   let during: Promise<number> | undefined;
   await a.db.kysely.transaction().execute(async (trx) => {
@@ -137,12 +167,12 @@ test('a request that reads during an uncommitted revocation is not kept past the
 
 test("another node's (or CLI process's) revocation drops what this node kept", async (t) => {
   const { first, second } = await secondHandle(t);
-  const a = await buildTestApp(t, { db: first });
+  const a = await cachedApp(t, first);
   await untilKept(a);
   const revokedAt = Date.now();
   assert.equal(await revokeCredential(second.kysely, a.site.apiId, formatTimestamp(new Date())), true);
   if (!postgres) {
-    // SQLite: pragma data_version, asked in each turn of the event loop that uses the keep. A
+    // SQLite: pragma data_version, asked in each turn of the event loop that uses the cache. A
     // request from another process comes in a later turn than the commit; inject does not, so the
     // test waits for the next turn as a socket would.
     await new Promise((resolve) => setImmediate(resolve));
@@ -157,13 +187,13 @@ test("another node's (or CLI process's) revocation drops what this node kept", a
 });
 
 test('a Bearer token is kept, still refused once it expires, and refused at once when revoked', async (t) => {
-  const a = await startOAuthApp(t);
+  const a = await cachedOAuthApp(t);
   const { tokens } = await connect(a);
   const headers = { authorization: `Bearer ${tokens.access_token}` };
   await untilKept(a, headers);
-  const { read } = keep(a.db).counts;
+  const { read } = cacheOf(a.db).counts;
   assert.equal(await status(a, headers), 200);
-  assert.equal(keep(a.db).counts.read, read, 'answered from the keep');
+  assert.equal(cacheOf(a.db).counts.read, read, 'answered from the cache');
 
   // A token that expires within the time a value is kept: its kept expiry is checked on each use.
   const short = (await connect(a)).tokens.access_token;
@@ -190,7 +220,7 @@ test('a Bearer token is kept, still refused once it expires, and refused at once
 
 test('PostgreSQL: while the node is not listening nothing is kept or used, and it listens again', { skip: !postgres }, async (t) => {
   const { first, second } = await secondHandle(t);
-  const a = await buildTestApp(t, { db: first });
+  const a = await cachedApp(t, first);
   await untilKept(a);
   const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await admin.connect();
@@ -201,7 +231,7 @@ test('PostgreSQL: while the node is not listening nothing is kept or used, and i
   );
   assert.ok(terminated.rowCount! >= 1, 'the listening connection was found');
   // Until the node sees its connection gone, a change could go unheard; once it does, it reads.
-  const counts = keep(first).counts;
+  const counts = cacheOf(first).counts;
   const deadline = Date.now() + 2000;
   for (;;) {
     const before = counts.read;
@@ -222,24 +252,23 @@ test("KEEP_CREDENTIALS=false: nothing is kept, and another node's revocation ref
   assert.equal(loadConfig({ DATA_DIR: os.tmpdir() }).keepCredentials, true, 'on by default');
   const config = loadConfig({ DATA_DIR: os.tmpdir(), KEEP_CREDENTIALS: 'false' });
   assert.equal(config.keepCredentials, false);
-  const { first, second } = await secondHandle(t, { keepCredentials: config.keepCredentials });
-  assert.equal(keepOf(first.kysely), undefined);
-  const a = await buildTestApp(t, { db: first });
+  const { first, second } = await secondHandle(t);
+  const a = await buildTestApp(t, { db: first, config: { keepCredentials: config.keepCredentials } });
   assert.equal(await status(a), 200);
   assert.equal(await status(a), 200);
   assert.equal(await revokeCredential(second.kysely, a.site.apiId, formatTimestamp(new Date())), true);
-  assert.equal(await status(a), 401, 'no notification or turn of the event loop to wait for');
+  assert.equal(await status(a), 401, 'no notification or tick of the event loop to wait for');
 });
 
 test('a read that overlapped a change is not kept: the value it read may be from before the change', async () => {
-  const keep = new CredentialKeep(() => ({ fresh: () => true, close: async () => {} }));
+  const changes = new ChangeSource(() => ({ fresh: () => true, close: async () => {} }));
+  const keep = new PrincipalCache(changes);
   let answer!: (value: string) => void;
   const pending = keep.read('credentials', () => new Promise<string>((resolve) => (answer = resolve)));
   // A revocation commits while the read is on its way back with the row as it was.
-  keep.changed();
+  changes.changed();
   answer('as read before the change');
   assert.equal(await pending, 'as read before the change', 'the request that read it gets its answer');
-  assert.deepEqual(keep.keys(), [], 'but it is not kept');
   let reads = 0;
   const next = await keep.read('credentials', () => {
     reads += 1;

@@ -1,0 +1,93 @@
+import SQLite from 'better-sqlite3';
+import { SqliteDialect } from 'kysely';
+import { makePrivate } from '../../private-files.js';
+import { ChangeSource } from '../change-source.js';
+import type { DatabaseOptions, Db } from '../db.js';
+import { PreparedLookups, RootHandle } from '../prepared-lookup.js';
+import { sqliteRemoteChanges } from './data-version.js';
+import { GroupCommit, GroupCommitDialect } from './group-commit.js';
+import { PerTickReadTransaction } from './read-transaction.js';
+import { statementCache } from './statement-cache.js';
+
+function openFile(file: string, mmapMB: number): SQLite.Database {
+  const sqlite = new SQLite(file);
+  // Only the service's user may read the data. SQLite gives the -wal and -shm files it creates the
+  // database file's mode, so setting it before WAL mode is on covers them; ones left by an earlier
+  // run are set too. chmod rather than a process-wide umask: it also tightens a database an older
+  // version created world-readable, and it holds for the CLI as for the server.
+  if (file !== ':memory:' && file !== '') makePrivate([file, `${file}-wal`, `${file}-shm`]);
+  // WAL lets readers run beside the writer. The connection itself never fsyncs at commit
+  // (NORMAL): with SQLITE_SYNCHRONOUS=full, what is committed is put on disk by the group
+  // commit's shared fdatasync before anyone goes on, so a write acknowledged to a client survives
+  // a power cut, not only a process crash, as SQLite's FULL would make it.
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  // Reads by memory map: a page comes from the OS page cache without a read() per page, which
+  // matters once the database is larger than SQLite's own cache (bench/README.md).
+  sqlite.pragma(`mmap_size = ${mmapMB * 1024 * 1024}`);
+  return sqlite;
+}
+
+/**
+ * A SQLite database: one better-sqlite3 connection, and the parts around it:
+ * - the group commit (SQLITE_SYNCHRONOUS=full on a file), which makes commits durable;
+ * - the per-tick read transaction, which the prepared lookups of one tick share;
+ * - the prepared lookups themselves, run on the connection directly;
+ * - the change source, fed by the statements that go out and by `pragma data_version`.
+ */
+export function openSqliteDatabase(file: string, options: DatabaseOptions & { readonly mmapMB: number }): Db {
+  const sqlite = openFile(file, options.mmapMB);
+  const groupCommit = options.synchronous === 'normal' || !sqlite.name || sqlite.memory ? undefined : new GroupCommit(`${file}-wal`);
+  const readTransaction = new PerTickReadTransaction(sqlite);
+  let statements: ReturnType<typeof statementCache> | undefined;
+  /** A lookup must go through Kysely: a transaction of Kysely's is open on the connection (or nothing is set up yet). */
+  const busy = () => !readTransaction.open && (statements?.inTransaction() ?? true);
+  const dataVersion = sqlite.prepare('pragma data_version').pluck();
+  // Asked once a tick, inside the tick's read transaction when it can be: the lookup after it shares its locks.
+  const changes = new ChangeSource((changed) =>
+    sqliteRemoteChanges(() => {
+      if (!busy()) readTransaction.enter();
+      return dataVersion.get() as number;
+    }, changed),
+  );
+  statements = statementCache(sqlite, changes, groupCommit, readTransaction);
+  const config = { database: statements };
+  const lookups = new PreparedLookups({
+    busy,
+    prepare(sql) {
+      const statement = sqlite.prepare(sql);
+      return (values) => {
+        readTransaction.enter();
+        const row: unknown = statement.get(...values);
+        const durable = groupCommit?.pending();
+        return durable ? durable.then(() => row) : row;
+      };
+    },
+  });
+  const kysely = new RootHandle(
+    {
+      dialect: groupCommit ? new GroupCommitDialect(config, groupCommit) : new SqliteDialect(config),
+      ...(options.log ? { log: options.log } : {}),
+    },
+    lookups,
+    groupCommit,
+  );
+  return {
+    kysely,
+    dialect: 'sqlite',
+    schema: undefined,
+    changes,
+    groupCommit,
+    async ping() {
+      sqlite.prepare('SELECT 1').get();
+      // After a failed flush of the log every request fails (group commit): the node is not ready.
+      await groupCommit?.pending();
+    },
+    async close() {
+      await kysely.destroy();
+      await groupCommit?.close();
+    },
+  };
+}

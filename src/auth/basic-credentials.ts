@@ -1,7 +1,7 @@
 /**
  * The text of an HTTP Basic credential. Standard base64 of ASCII text, what every client sends,
- * is read with atob: Buffer.from made a Buffer on every request, which cost about a tenth of a GET
- * by id under load (bench/README.md). Since the keep holds principals, an API-key request
+ * is read with atob: Buffer.from makes a Buffer on every request, a measurable part of a GET by id
+ * under load (bench/README.md). Since the principal cache holds principals, an API-key request
  * decodes only when its credentials are not kept; the token endpoint's client limit decodes on
  * every token request. Anything else (base64url letters, stray characters, UTF-8 text) is read by
  * Buffer.from's lenient decoding, as every header always was.

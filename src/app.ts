@@ -17,11 +17,10 @@ import { installCompression } from './http/compression.js';
 import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { installJsonBodies } from './http/json-body.js';
-import { loggerOptions, requestLines, requestLogger } from './http/logging.js';
+import { echoRequestIds, loggerOptions, requestIds, requestLines, requestLogger } from './http/logging.js';
 import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
 import { apiRateLimit } from './http/rate-limit.js';
 import { rateLimitStores } from './http/rate-limit.store.js';
-import { requestIds } from './http/request-id.js';
 import { installRequestHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
 import { registerMcp } from './mcp/mcp.routes.js';
@@ -76,10 +75,7 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
   // First, so that every route added after it is checked.
   requireDeclaredAccess(app);
   installRequestHeaders(app);
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', request.id);
-    done(null, payload);
-  });
+  echoRequestIds(app);
 
   // JSON only (multipart where a route adds it): a text/plain body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');
@@ -112,7 +108,7 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
   // The API limit is per credential, counted once authenticated. docs/rate-limits.md says why in-process without Redis.
   installAuthentication(
     app,
-    { api: [oauth.bearer.api, apiKeyAuth(db.kysely, cache)], mcp: [oauth.bearer.mcp] },
+    { api: { bearer: oauth.bearer.api, apiKey: apiKeyAuth(db.kysely, cache) }, mcp: { bearer: oauth.bearer.mcp } },
     apiRateLimit(config.rateLimits.api, limits.perRequest),
   );
   installEntityTags(app);

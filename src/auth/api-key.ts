@@ -4,10 +4,8 @@ import { sameHash, sha256 } from '../accounts/secrets.js';
 import type { DbHandle } from '../db/schema.js';
 import { UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
-import { basicText } from './basic-credentials.js';
-import { memoisePerTick } from './memoise.js';
 import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
-import { type PrincipalCache, readCached } from './principal-cache.js';
+import { memoisePerTick, type PrincipalCache, readCached } from './principal-cache.js';
 
 /** Legacy credentials carry every permission of their website (DESIGN §2). */
 const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everything:write']);
@@ -50,7 +48,7 @@ function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string
 
 /** API ID and key authentication; `cache` holds the principals proved (none: every request reads and checks). */
 export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined): AuthMethod {
-  /** The cache's key for credentials as sent: their SHA-256, computed once a tick (memoise.ts). */
+  /** The cache's key for credentials as sent: their SHA-256, computed once a tick (principal-cache.ts). */
   const keyOf = memoisePerTick((presented) => `key:${sha256(presented)}`);
   /** The principal of a credential as read, once the key sent matches it; at once unless its last use is due to be written. */
   const principalFor = (credential: CredentialRow | undefined, apiKey: string): MaybePromise<Principal> => {
@@ -77,3 +75,24 @@ export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined): Aut
     },
   };
 }
+
+/**
+ * The text of an HTTP Basic credential. Standard base64 of ASCII text, what every client sends,
+ * is read with atob: Buffer.from makes a Buffer on every request, a measurable part of a GET by id
+ * under load (bench/README.md). Since the principal cache holds principals, an API-key request
+ * decodes only when its credentials are not kept; the token endpoint's client limit decodes on
+ * every token request. Anything else (base64url letters, stray characters, UTF-8 text) is read by
+ * Buffer.from's lenient decoding, as every header always was.
+ */
+export function basicText(encoded: string): string {
+  try {
+    const text = atob(encoded);
+    if (!NOT_ASCII.test(text)) return text;
+  } catch {
+    // Not standard base64: Buffer.from below reads it as it always did.
+  }
+  return Buffer.from(encoded, 'base64').toString('utf8');
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range, written out
+const NOT_ASCII = /[^\x00-\x7f]/;

@@ -66,10 +66,17 @@ const MISSING_CREDENTIALS: Record<ResourceName, string> = {
 };
 
 /**
- * Authenticates every route that declares `config.scope`, before its body is read, so an
- * unauthenticated upload is refused without being streamed. Each resource has its own methods,
- * tried in order: the REST API takes its Bearer tokens and API keys, the MCP server its tokens only.
+ * The credential methods of one protected resource: the REST API takes its Bearer tokens and API
+ * keys, the MCP server its tokens only. The request's Authorization scheme picks the method, so a
+ * request runs the code of one method only.
  */
+export interface ResourceMethods {
+  readonly bearer: AuthMethod;
+  readonly apiKey?: AuthMethod;
+}
+
+const BEARER = /^bearer /i;
+
 /**
  * `count`, when given, counts each authenticated request against its principal's rate limit, in
  * this same hook: a hook of its own cost more than the counting (bench:ratelimit).
@@ -77,13 +84,16 @@ const MISSING_CREDENTIALS: Record<ResourceName, string> = {
 export type CountRequest = (request: FastifyRequest, reply: FastifyReply) => undefined | Promise<void>;
 
 /**
+ * Authenticates every route that declares `config.scope`, before its body is read, so an
+ * unauthenticated upload is refused without being streamed.
+ *
  * The hook is callback-style, not async, and the methods and the count answer at once when they
  * can: a request whose credential is kept is authenticated without a promise. Awaiting each step
  * cost about a quarter of a GET by id (bench/README.md).
  */
 export function installAuthentication(
   app: FastifyInstance,
-  methods: Readonly<Record<ResourceName, readonly AuthMethod[]>>,
+  methods: Readonly<Record<ResourceName, ResourceMethods>>,
   count?: CountRequest,
 ): void {
   app.decorateRequest('principal', undefined);
@@ -93,7 +103,7 @@ export function installAuthentication(
     const resource = resourceOf(request);
     let settled: MaybePromise<void>;
     try {
-      const found = firstPrincipal(methods[resource], request, 0);
+      const found = principalFrom(methods[resource], request);
       settled = andThen(found, (principal) => {
         request.principal = authorised(request, principal, needed, resource);
         return count?.(request, reply);
@@ -106,20 +116,17 @@ export function installAuthentication(
   });
 }
 
-/** The principal of the first method, from `from` on, that finds credentials of its kind in the request. */
-function firstPrincipal(methods: readonly AuthMethod[], request: FastifyRequest, from: number): MaybePromise<Principal | undefined> {
-  for (let i = from; i < methods.length; i++) {
-    const found = methods[i]!.authenticate(request);
-    if (found instanceof Promise) return found.then((principal) => principal ?? firstPrincipal(methods, request, i + 1));
-    if (found) return found;
-  }
-  return undefined;
+/** The principal the request's credentials prove, by the method its Authorization scheme names; undefined when it sends none. */
+function principalFrom(methods: ResourceMethods, request: FastifyRequest): MaybePromise<Principal | undefined> {
+  const authorization = request.headers.authorization;
+  if (authorization !== undefined && BEARER.test(authorization)) return methods.bearer.authenticate(request);
+  return methods.apiKey?.authenticate(request);
 }
 
 /** The principal, once it is known to exist and to hold the scope the route needs. */
 function authorised(request: FastifyRequest, principal: Principal | undefined, needed: Scope, resource: ResourceName): Principal {
   if (!principal) {
-    throw request.headers.authorization?.toLowerCase().startsWith('bearer ')
+    throw BEARER.test(request.headers.authorization ?? '')
       ? new UnauthorizedError('The access token is not valid.', 'invalid_token')
       : new UnauthorizedError(MISSING_CREDENTIALS[resource]);
   }

@@ -4,9 +4,8 @@ import { formatTimestamp, parseTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import { type LiveAccess, readLiveAccess, touchConnection } from '../oauth/connection.repository.js';
-import { memoisePerTick } from './memoise.js';
 import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
-import { type PrincipalCache, readCached } from './principal-cache.js';
+import { memoisePerTick, type PrincipalCache, readCached } from './principal-cache.js';
 
 function invalid(): UnauthorizedError {
   return new UnauthorizedError('The access token is not valid: unknown, expired or revoked.', 'invalid_token');
@@ -70,7 +69,7 @@ function liveAt(access: LiveAccess, at: string): boolean {
  * The website comes from the connection.
  */
 export function bearerAuth(db: DbHandle, resource: string, cache: PrincipalCache | undefined): AuthMethod {
-  /** A token's SHA-256, computed once a tick (memoise.ts). */
+  /** A token's SHA-256, computed once a tick (principal-cache.ts). */
   const hashOf = memoisePerTick(sha256);
   /** The principal of a token as read, once it is live for this resource; at once unless its last use is due to be written. */
   const principalFor = (access: LiveAccess | undefined, now: Date, at: string): MaybePromise<Principal> => {

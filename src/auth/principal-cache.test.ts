@@ -15,7 +15,7 @@ import { createDatabase, type Db } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { formatTimestamp } from '../db/time.js';
 import type { MaybePromise } from '../maybe-async.js';
-import { PrincipalCache } from './principal-cache.js';
+import { memoisePerTick, PrincipalCache } from './principal-cache.js';
 
 const postgres = Boolean(TEST_DATABASE_URL);
 
@@ -280,4 +280,27 @@ test('a read that overlapped a change is not kept: the value it read may be from
     keep.read('credentials', () => 'not read'),
     'as it is now',
   );
+});
+
+const nextTick = () => new Promise((resolve) => setImmediate(resolve));
+
+test('memoisePerTick computes a key once a tick, forgets everything when the tick ends, and past its limit computes every time', async () => {
+  const computed: string[] = [];
+  const hashed = memoisePerTick((key) => {
+    computed.push(key);
+    return `h(${key})`;
+  }, 2);
+
+  assert.equal(hashed('a'), 'h(a)');
+  assert.equal(hashed('a'), 'h(a)');
+  assert.equal(hashed('b'), 'h(b)');
+  assert.deepEqual(computed, ['a', 'b'], 'the same tick asks once per key');
+
+  assert.equal(hashed('c'), 'h(c)');
+  assert.equal(hashed('c'), 'h(c)');
+  assert.deepEqual(computed, ['a', 'b', 'c', 'c'], 'past the limit nothing more is remembered');
+
+  await nextTick();
+  assert.equal(hashed('a'), 'h(a)');
+  assert.deepEqual(computed, ['a', 'b', 'c', 'c', 'a'], 'a new tick starts with nothing remembered');
 });

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { basicText } from '../auth/basic-credentials.js';
+import { basicText } from '../auth/api-key.js';
 import { BadRequestError } from '../errors.js';
 import { type Counted, enforce, RATE_WINDOW_SECONDS } from '../http/rate-limit.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';

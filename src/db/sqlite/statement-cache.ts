@@ -1,7 +1,6 @@
 import type SQLite from 'better-sqlite3';
 import { type ChangeSource, connectionWatch } from '../change-source.js';
 import type { GroupCommit } from './group-commit.js';
-import type { PerTickReadTransaction } from './read-transaction.js';
 
 /**
  * The connection Kysely's SQLite dialect is given: better-sqlite3's, with statements reused by
@@ -19,7 +18,7 @@ export function statementCache(
   sqlite: SQLite.Database,
   changes: ChangeSource,
   groupCommit: GroupCommit | undefined,
-  readTransaction: PerTickReadTransaction,
+  readTransaction: { end(): void },
   limit = 1000,
 ) {
   const statements = new Map<string, SQLite.Statement>();

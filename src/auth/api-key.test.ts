@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { sameHash } from '../accounts/secrets.js';
-import { basicText } from './basic-credentials.js';
+import { basicText } from './api-key.js';
 
 /** What every Basic header was read as before atob: the reading basicText must keep. */
 const lenient = (encoded: string) => Buffer.from(encoded, 'base64').toString('utf8');

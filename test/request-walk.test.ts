@@ -1,0 +1,30 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { test } from 'node:test';
+import { buildTestApp } from './helpers.js';
+import { filesRunBy } from './request-walk.js';
+
+/** The files docs/architecture.md lists, in order, under the heading that starts with `heading`. */
+async function walkInDocs(heading: string): Promise<string[]> {
+  const text = await readFile(new URL('../../docs/architecture.md', import.meta.url), 'utf8');
+  const start = text.indexOf(`\n### ${heading}`);
+  assert.ok(start >= 0, `docs/architecture.md has a section "${heading}"`);
+  const end = text.indexOf('\n#', start + 1);
+  const section = text.slice(start, end < 0 ? undefined : end);
+  return [...section.matchAll(/^\d+\. `(src\/[^`]+\.ts)`/gm)].map((m) => m[1]!);
+}
+
+test('the walk of an API-key GET by id in docs/architecture.md names every file such a request runs code in, when its credential is not cached', async (t) => {
+  const a = await buildTestApp(t);
+  const created = await a.app.inject({ method: 'POST', url: '/api/page', headers: a.site.headers, payload: { page_usertitle: 'Walk' } });
+  const id = JSON.parse(created.body).data[0].page as number;
+  const get = () => a.app.inject({ url: `/api/page/${id}`, headers: a.site.headers });
+  for (let i = 0; i < 3; i++) assert.equal((await get()).statusCode, 200);
+  const files = await filesRunBy(async () => {
+    // A change to the rows that decide access: the next request finds nothing cached and reads its credential.
+    a.db.changes.changed();
+    assert.equal((await get()).statusCode, 200);
+  });
+  t.diagnostic(`${files.length} files: ${files.join(' ')}`);
+  assert.deepEqual([...(await walkInDocs('GET /api/page/:id'))].sort(), files);
+});

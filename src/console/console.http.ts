@@ -5,9 +5,9 @@ import type { DbHandle } from '../db/schema.js';
 import { AppError, BadRequestError } from '../errors.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
 import type { Form } from '../oauth/interaction.context.js';
-import { csrfToken, csrfValid, sendPage } from '../oauth/views.js';
+import { type Flash, setFlash, takeFlash } from '../web/flash.js';
+import { csrfToken, csrfValid, sendPage } from '../web/views.js';
 import { type ConsoleUser, currentUser } from './console.session.js';
-import { type Flash, setFlash, takeFlash } from './flash.js';
 
 export const CONSOLE_PATH = '/console';
 

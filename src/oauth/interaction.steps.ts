@@ -1,10 +1,10 @@
 import { findUser, sitesOfUser } from '../accounts/account.repository.js';
+import { attemptLogin } from '../accounts/sign-in.js';
 import { SCOPES } from '../auth/principal.js';
 import { recordMetadataDocumentClient } from './client.service.js';
 import { isMetadataDocumentClientId } from './client-metadata.js';
 import { createConnection } from './connection.service.js';
 import { formValue, formValues, type StepContext } from './interaction.context.js';
-import { attemptLogin } from './login.js';
 import { SCOPE_TITLES } from './scopes.js';
 
 function accountOf(step: StepContext): number {

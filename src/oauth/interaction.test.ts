@@ -11,9 +11,9 @@ import {
   pkcePair,
   startOAuthApp,
 } from '../../test/oauth.helpers.js';
+import { LOGIN_ATTEMPTS } from '../accounts/sign-in.js';
 import { createDatabase } from '../db/database.js';
 import { listConnections } from './connection.service.js';
-import { LOGIN_ATTEMPTS } from './login.js';
 
 async function loginPage(a: Awaited<ReturnType<typeof startOAuthApp>>, browser = new Browser(a.base)) {
   const { challenge } = await pkcePair();

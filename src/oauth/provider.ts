@@ -8,6 +8,7 @@ import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/error
 import { readHandle } from '../db/request-transaction.js';
 import type { DbHandle } from '../db/schema.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
+import { renderPage } from '../web/views.js';
 import { newClientId } from './client.service.js';
 import { clientMetadataDocuments } from './client-metadata.js';
 import { readConnectionSite } from './connection.repository.js';
@@ -15,7 +16,6 @@ import { REFRESH_TTL_SECONDS } from './connection.service.js';
 import { KyselyAdapter } from './oauth.adapter.js';
 import { installProviderHooks } from './provider.hooks.js';
 import { assertRequestedScopes } from './scopes.js';
-import { renderPage } from './views.js';
 
 export const AUTH_PATH = '/api/auth';
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;

@@ -10,7 +10,7 @@ import { addSiteUser } from '../src/accounts/account.repository.js';
 import { createUser } from '../src/accounts/account.service.js';
 import type { Config } from '../src/config.js';
 import { createDatabase, type Db } from '../src/db/database.js';
-import { createClient } from '../src/oauth/client.service.js';
+import { createClient } from '../src/oauth/clients/client.service.js';
 import { addTestSite, buildTestApp, createEmptyPostgresDatabase, TEST_DATABASE_URL, type TestApp, type TestSite } from './helpers.js';
 import { listening, type Started, start } from './server-process.js';
 

@@ -6,7 +6,7 @@ import { sitesOfUser } from '../accounts/account.repository.js';
 import { changePassword } from '../accounts/account.service.js';
 import { attemptLogin, LOGIN_WINDOW_SECONDS } from '../accounts/sign-in.js';
 import { BadRequestError } from '../errors.js';
-import { acceptFormsOnly, type Form, formValue } from '../oauth/interaction.context.js';
+import { acceptFormsOnly, type Form, formValue } from '../oauth/interactions/interaction.context.js';
 import { setFlash, takeFlash } from '../web/flash.js';
 import { csrfToken, csrfValid, sendPage } from '../web/views.js';
 import { registerClientPages } from './console.clients.js';

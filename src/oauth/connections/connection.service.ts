@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { DbHandle } from '../db/schema.js';
-import { now, secondsFromNow } from '../db/time.js';
-import { NotFoundError } from '../errors.js';
-import * as repo from './connection.repository.js';
-import type { ConnectionStatus } from './oauth.tables.js';
+import type { DbHandle } from '../../db/schema.js';
+import { now, secondsFromNow } from '../../db/time.js';
+import { NotFoundError } from '../../errors.js';
+import * as repo from '../connection.repository.js';
+import type { ConnectionStatus } from '../oauth.tables.js';
 
 /** Refresh tokens live 90 days, and every refresh starts the 90 days again (spec §5.3). */
 export const REFRESH_TTL_SECONDS = 90 * 24 * 60 * 60;

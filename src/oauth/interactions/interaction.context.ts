@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
-import type { Config } from '../config.js';
-import type { DbHandle } from '../db/schema.js';
-import type { RateLimitStore } from '../http/rate-limit.store.js';
+import type { Config } from '../../config.js';
+import type { DbHandle } from '../../db/schema.js';
+import type { RateLimitStore } from '../../http/rate-limit.store.js';
 
 /** What the login, website and consent steps share: the interaction, the form, how to answer. */
 export type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { AdapterPayload } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { hotRead } from '../db/database.js';
-import { isUniqueViolation } from '../db/errors.js';
-import type { DbHandle } from '../db/schema.js';
-import { now } from '../db/time.js';
-import { BadRequestError, NotFoundError } from '../errors.js';
-import { revokeClientConnections } from './connection.service.js';
-import type { OAuthClientSource } from './oauth.tables.js';
+import { hotRead } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import type { DbHandle } from '../../db/schema.js';
+import { now } from '../../db/time.js';
+import { BadRequestError, NotFoundError } from '../../errors.js';
+import { revokeClientConnections } from '../connections/connection.service.js';
+import type { OAuthClientSource } from '../oauth.tables.js';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'file:', 'vbscript:', 'about:', 'blob:']);

@@ -9,7 +9,7 @@ import {
   listOwnedClients,
   updateOwnedRedirectUris,
 } from '../oauth/clients/client.service.js';
-import { formValue } from '../oauth/interactions/interaction.context.js';
+import { formValue } from '../web/forms.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
 
 const ClientParams = Type.Object({ clientId: Type.String({ pattern: '^[\\w-]{1,64}$' }) });

@@ -4,9 +4,10 @@ import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { AppError, BadRequestError } from '../errors.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
-import type { Form } from '../oauth/interactions/interaction.context.js';
+import { csrfToken, csrfValid } from '../web/csrf.js';
 import { type Flash, setFlash, takeFlash } from '../web/flash.js';
-import { csrfToken, csrfValid, sendPage } from '../web/views.js';
+import type { Form } from '../web/forms.js';
+import { sendPage } from '../web/views.js';
 import { type ConsoleUser, currentUser } from './console.session.js';
 
 export const CONSOLE_PATH = '/console';

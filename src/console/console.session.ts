@@ -16,11 +16,6 @@ export interface ConsoleUser {
   readonly sessionUid: string;
 }
 
-/** Koa's context for this request: the provider's cookie jar (its keys, its Secure rule). */
-export function cookieJar(provider: Provider, request: FastifyRequest, reply: FastifyReply) {
-  return provider.createContext(request.raw, reply.raw).cookies;
-}
-
 /** The signed-in user, or undefined: no cookie, an expired or destroyed session, a deleted user. */
 export async function currentUser(provider: Provider, db: DbHandle, request: FastifyRequest, reply: FastifyReply) {
   const session = await provider.Session.get(provider.createContext(request.raw, reply.raw));

@@ -2,10 +2,12 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errors } from 'oidc-provider';
 import { type Static, Type } from 'typebox';
-import { csrfToken, csrfValid, sendPage } from '../../web/views.js';
+import { csrfToken, csrfValid } from '../../web/csrf.js';
+import { acceptFormsOnly, type Form, formValue } from '../../web/forms.js';
+import { sendPage } from '../../web/views.js';
 import { findClientRow, isVerifiedClient } from '../clients/client.service.js';
 import { AUTH_PATH } from '../provider/provider.js';
-import { acceptFormsOnly, type Form, formValue, type Interaction, type InteractionDeps, type StepContext } from './interaction.context.js';
+import type { Interaction, InteractionDeps, StepContext } from './interaction.context.js';
 import { consentStep, loginStep, siteStep } from './interaction.steps.js';
 
 function expired(reply: FastifyReply): FastifyReply {

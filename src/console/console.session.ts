@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import { findUser } from '../accounts/account.repository.js';
 import type { DbHandle } from '../db/schema.js';
-import { SESSION_TTL_SECONDS } from '../oauth/provider/provider.js';
+import { SESSION_TTL_SECONDS } from '../oauth/oauth.service.js';
 
 /**
  * The owner console signs in with the authorization server's own session: the `_session`

@@ -5,7 +5,7 @@ import { SCOPES } from '../auth/principal.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { DEMO_CLIENT_ID, readClientMetadata } from '../oauth/clients/client.service.js';
-import { AUTH_PATH } from '../oauth/provider/provider.js';
+import { AUTH_PATH } from '../oauth/oauth.service.js';
 import { packageVersion } from '../reference/package-version.js';
 import { sendPage, VIEWS_DIR } from '../web/views.js';
 

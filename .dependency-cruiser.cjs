@@ -1,5 +1,6 @@
-// Import rules that CI checks (npm run deps): no cycles anywhere, and the data layer depends on
-// nothing above it. See docs/architecture.md for the folders and what each owns.
+// Import rules that CI checks (npm run deps): no cycles anywhere, the data layer depends on
+// nothing above it, the console on the OAuth services only, and the web pages' helpers on no
+// feature. See docs/architecture.md for the folders and what each owns.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -29,6 +30,24 @@ module.exports = {
       comment: 'Authentication is below the features and the web pages that use it.',
       from: { path: '^src/auth/', pathNot: '\\.test\\.ts$' },
       to: { path: '^src/(content|mcp|console|reference)/' },
+    },
+    {
+      name: 'console-uses-oauth-services',
+      severity: 'error',
+      comment:
+        'The owner console uses the authorization server through its services (*.service.ts) and its scopes, ' +
+        'never its repositories, provider internals, views or interaction steps: those may change without the console knowing.',
+      from: { path: '^src/console/' },
+      to: { path: '^src/oauth/', pathNot: '^src/oauth/(.+\\.service|scopes)\\.ts$' },
+    },
+    {
+      name: 'web-not-on-features',
+      severity: 'error',
+      comment:
+        'src/web renders pages and handles CSRF, forms and flash notices for the OAuth pages and the console alike; ' +
+        'the features build on it, so it imports none of them.',
+      from: { path: '^src/web/' },
+      to: { path: '^src/(oauth|console|content|mcp|accounts)/' },
     },
   ],
   options: {

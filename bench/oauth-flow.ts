@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { createUser } from '../src/accounts/account.service.js';
 import { createDatabase } from '../src/db/database.js';
-import { createClient } from '../src/oauth/client.service.js';
+import { createClient } from '../src/oauth/clients/client.service.js';
 import {
   authorizeUrl,
   Browser,

@@ -34,7 +34,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     import('./db/database.js'),
     import('./db/migrate.js'),
     import('./demo/seed.js'),
-    import('./oauth/client.service.js'),
+    import('./oauth/clients/client.service.js'),
   ]);
   let app: FastifyInstance | undefined;
   const db = createDatabase(config.databaseUrl, {

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { savePage } from '../src/content/pages/page.service.js';
-import { createDemoClient, demoRedirectUris } from '../src/oauth/client.service.js';
-import { listConnections } from '../src/oauth/connection.service.js';
+import { createDemoClient, demoRedirectUris } from '../src/oauth/clients/client.service.js';
+import { listConnections } from '../src/oauth/connections/connection.service.js';
 import { launchChromium, SCREENSHOTS } from './browser.js';
 import { connect, exchangeCode, type OAuthTestApp, startOAuthApp, tokenRequest } from './oauth.helpers.js';
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
-import { createClient } from '../src/oauth/client.service.js';
+import { createClient } from '../src/oauth/clients/client.service.js';
 import { damageCount, damagedObject, garbageBody, hostileJson, hostileString, hostileValue } from './fuzz.arbitraries.js';
 import { answered, assertAnswer, assertOAuthAnswer, fuzz } from './fuzz.checks.js';
 import { buildTestApp } from './helpers.js';

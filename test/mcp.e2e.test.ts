@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { listConnections } from '../src/oauth/connection.service.js';
+import { listConnections } from '../src/oauth/connections/connection.service.js';
 import { form, image } from './blog-fixtures.js';
 import { json } from './helpers.js';
 import { type Agent, connectAgent, postToolCall } from './mcp.helpers.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
-import { listConnections } from '../src/oauth/connection.service.js';
+import { listConnections } from '../src/oauth/connections/connection.service.js';
 import { launchChromium, SCREENSHOTS } from './browser.js';
 import { authorizeUrl, exchangeCode, pkcePair, REDIRECT_URI, startOAuthApp } from './oauth.helpers.js';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as oauth from 'oauth4webapi';
 import * as client from 'openid-client';
-import { listConnections, revokeConnection } from '../src/oauth/connection.service.js';
+import { listConnections, revokeConnection } from '../src/oauth/connections/connection.service.js';
 import { Browser, completeInteraction, type OAuthTestApp, REDIRECT_URI, startOAuthApp } from './oauth.helpers.js';
 
 /** The owner's side: log in, pick the second website, approve; returns the callback URL. */

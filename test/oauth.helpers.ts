@@ -11,7 +11,7 @@ import { createUser } from '../src/accounts/account.service.js';
 import type { PrincipalCache } from '../src/auth/principal-cache.js';
 import type { Config } from '../src/config.js';
 import { createDatabase, type Db } from '../src/db/database.js';
-import { createClient } from '../src/oauth/client.service.js';
+import { createClient } from '../src/oauth/clients/client.service.js';
 import { addTestSite, buildTestApp, createEmptyPostgresDatabase, TEST_DATABASE_URL, type TestApp, type TestSite } from './helpers.js';
 import { listening, type Started, start } from './server-process.js';
 

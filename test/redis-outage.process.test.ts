@@ -6,7 +6,7 @@ import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { readDemoCredentials } from '../src/demo/credentials.js';
-import { DEMO_CLIENT_ID } from '../src/oauth/client.service.js';
+import { DEMO_CLIENT_ID } from '../src/oauth/clients/client.service.js';
 import { Browser } from './oauth.helpers.js';
 import { startRedisProcess } from './redis-server.js';
 import { basic, freePort, listening, type Started, start } from './server-process.js';

@@ -59,7 +59,7 @@ export async function addSiteToUser(db: DbHandle, email: string, siteId: number,
 
 /**
  * Takes a website away from a user. The caller ends the user's OAuth connections to it first
- * (src/oauth/connection.service.ts: revokeUserConnections), so nothing they approved outlives it.
+ * (src/oauth/connections/connection.service.ts: revokeUserConnections), so nothing they approved outlives it.
  */
 export async function removeSiteFromUser(db: DbHandle, email: string, siteId: number) {
   const user = await requireUser(db, email);

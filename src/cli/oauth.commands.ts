@@ -3,8 +3,8 @@ import { type Command, listedSiteOption, repeatedOption, requiredOption } from '
 // The services import oidc-provider, slow to load. They are loaded when one of these commands
 // runs, after its arguments are checked, so that the other commands, and usage mistakes here,
 // stay quick.
-const clientService = () => import('../oauth/client.service.js');
-export const connectionService = () => import('../oauth/connection.service.js');
+const clientService = () => import('../oauth/clients/client.service.js');
+export const connectionService = () => import('../oauth/connections/connection.service.js');
 
 const clientCreate: Command = {
   name: 'client create',

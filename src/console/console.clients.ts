@@ -8,8 +8,8 @@ import {
   findOwnedClient,
   listOwnedClients,
   updateOwnedRedirectUris,
-} from '../oauth/client.service.js';
-import { formValue } from '../oauth/interaction.context.js';
+} from '../oauth/clients/client.service.js';
+import { formValue } from '../web/forms.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
 
 const ClientParams = Type.Object({ clientId: Type.String({ pattern: '^[\\w-]{1,64}$' }) });

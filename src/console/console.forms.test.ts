@@ -5,9 +5,9 @@ import { consoleLogin, csrfOf, type OAuthServer, startOAuthApp } from '../../tes
 import { freePort } from '../../test/server-process.js';
 import { listCredentials } from '../accounts/account.repository.js';
 import { createUser } from '../accounts/account.service.js';
+import { LOGIN_ATTEMPTS } from '../accounts/sign-in.js';
 import { buildApp } from '../app.js';
 import { testConfig } from '../config.js';
-import { LOGIN_ATTEMPTS } from '../oauth/login.js';
 
 /** A console on a listening server whose log lines (warn and up) the test reads. */
 async function consoleWithLog(t: TestContext) {

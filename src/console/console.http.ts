@@ -4,10 +4,11 @@ import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { AppError, BadRequestError } from '../errors.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
-import type { Form } from '../oauth/interaction.context.js';
-import { csrfToken, csrfValid, sendPage } from '../oauth/views.js';
+import { csrfToken, csrfValid } from '../web/csrf.js';
+import { type Flash, setFlash, takeFlash } from '../web/flash.js';
+import type { Form } from '../web/forms.js';
+import { sendPage } from '../web/views.js';
 import { type ConsoleUser, currentUser } from './console.session.js';
-import { type Flash, setFlash, takeFlash } from './flash.js';
 
 export const CONSOLE_PATH = '/console';
 

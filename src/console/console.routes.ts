@@ -4,15 +4,17 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { sitesOfUser } from '../accounts/account.repository.js';
 import { changePassword } from '../accounts/account.service.js';
+import { attemptLogin, LOGIN_WINDOW_SECONDS } from '../accounts/sign-in.js';
 import { BadRequestError } from '../errors.js';
-import { acceptFormsOnly, type Form, formValue } from '../oauth/interaction.context.js';
-import { attemptLogin, LOGIN_WINDOW_SECONDS } from '../oauth/login.js';
-import { csrfToken, csrfValid, sendPage } from '../oauth/views.js';
+import { cookieJar } from '../web/cookies.js';
+import { csrfToken, csrfValid } from '../web/csrf.js';
+import { setFlash, takeFlash } from '../web/flash.js';
+import { acceptFormsOnly, type Form, formValue } from '../web/forms.js';
+import { sendPage } from '../web/views.js';
 import { registerClientPages } from './console.clients.js';
 import { CONSOLE_PATH, type ConsoleDeps, consoleHandler, errorPage, installConsoleErrors } from './console.http.js';
-import { cookieJar, currentUser, endSession, startSession } from './console.session.js';
+import { currentUser, endSession, startSession } from './console.session.js';
 import { registerSitePages } from './console.sites.js';
-import { setFlash, takeFlash } from './flash.js';
 
 /** The sign-in form's CSRF nonce, before there is a session to bind a token to. */
 const LOGIN_COOKIE = '_console_login';

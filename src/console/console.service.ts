@@ -2,8 +2,7 @@ import { listCredentials, readCredential, sitesOfUser } from '../accounts/accoun
 import { revokeCredential } from '../accounts/account.service.js';
 import type { DbHandle } from '../db/schema.js';
 import { NotFoundError } from '../errors.js';
-import { findConnection } from '../oauth/connection.repository.js';
-import { revokeConnection } from '../oauth/connection.service.js';
+import { findConnection, revokeConnection } from '../oauth/connections/connection.service.js';
 
 /**
  * What the console may do for a signed-in user. Every id a URL names is checked against the

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import { findUser } from '../accounts/account.repository.js';
 import type { DbHandle } from '../db/schema.js';
-import { SESSION_TTL_SECONDS } from '../oauth/provider.js';
+import { SESSION_TTL_SECONDS } from '../oauth/oauth.service.js';
 
 /**
  * The owner console signs in with the authorization server's own session: the `_session`
@@ -14,11 +14,6 @@ export interface ConsoleUser {
   readonly email: string;
   /** The session's stable uid: console forms' CSRF tokens are bound to it. */
   readonly sessionUid: string;
-}
-
-/** Koa's context for this request: the provider's cookie jar (its keys, its Secure rule). */
-export function cookieJar(provider: Provider, request: FastifyRequest, reply: FastifyReply) {
-  return provider.createContext(request.raw, reply.raw).cookies;
 }
 
 /** The signed-in user, or undefined: no cookie, an expired or destroyed session, a deleted user. */

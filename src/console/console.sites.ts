@@ -6,10 +6,10 @@ import { createCredential } from '../accounts/account.service.js';
 import { getPage, pageTree } from '../content/pages/page.service.js';
 import { INT32_MAX } from '../content/shared/schemas.js';
 import { NotFoundError } from '../errors.js';
-import { isVerifiedClient, listClients } from '../oauth/client.service.js';
-import { listConnections } from '../oauth/connection.service.js';
-import { formValue } from '../oauth/interaction.context.js';
+import { isVerifiedClient, listClients } from '../oauth/clients/client.service.js';
+import { listConnections } from '../oauth/connections/connection.service.js';
 import { SCOPE_TITLES } from '../oauth/scopes.js';
+import { formValue } from '../web/forms.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
 import { requireUserSite, revokeSiteConnection, revokeSiteCredential, siteCredentials } from './console.service.js';
 

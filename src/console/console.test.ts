@@ -12,8 +12,8 @@ import {
 } from '../../test/oauth.helpers.js';
 import { listCredentials } from '../accounts/account.repository.js';
 import { createUser } from '../accounts/account.service.js';
-import { createClient } from '../oauth/client.service.js';
-import { listConnections } from '../oauth/connection.service.js';
+import { createClient } from '../oauth/clients/client.service.js';
+import { listConnections } from '../oauth/connections/connection.service.js';
 
 test('console: signed out goes to the sign-in page; a wrong password is refused; a right one shows the websites', async (t) => {
   const a = await startOAuthApp(t);

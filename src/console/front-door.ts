@@ -4,10 +4,10 @@ import type { FastifyInstance } from 'fastify';
 import { SCOPES } from '../auth/principal.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
-import { DEMO_CLIENT_ID, readClientMetadata } from '../oauth/client.service.js';
-import { AUTH_PATH } from '../oauth/provider.js';
-import { sendPage, VIEWS_DIR } from '../oauth/views.js';
+import { DEMO_CLIENT_ID, readClientMetadata } from '../oauth/clients/client.service.js';
+import { AUTH_PATH } from '../oauth/oauth.service.js';
 import { packageVersion } from '../reference/package-version.js';
+import { sendPage, VIEWS_DIR } from '../web/views.js';
 
 /** The /try page's script: a file beside the templates, read once, served as it is (no build step). */
 const VERSION = packageVersion();

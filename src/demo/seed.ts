@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { savePage } from '../content/pages/page.service.js';
 import type { DbHandle } from '../db/schema.js';
 import { inTransaction, lockInTransaction } from '../db/transaction.js';
-import { createDemoClient, demoRedirectUris } from '../oauth/client.service.js';
+import { createDemoClient, demoRedirectUris } from '../oauth/clients/client.service.js';
 import { seedDemoBlogs } from './blogs.seed.js';
 import { type DemoCredentials, writeCredentialsFile } from './credentials.js';
 import { DEMO_PAGES, DEMO_SITE_NAME, type DemoPage } from './demo.content.js';

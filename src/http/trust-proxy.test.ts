@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { authorizeUrl, pkcePair, signIn, startOAuthApp } from '../../test/oauth.helpers.js';
+import { LOGIN_ATTEMPTS } from '../accounts/sign-in.js';
 import { ConfigError, loadConfig, type TrustProxy } from '../config.js';
-import { LOGIN_ATTEMPTS } from '../oauth/login.js';
 
 const trustOf = (value: string | undefined) => loadConfig({ DATA_DIR: 'test-output/data', TRUST_PROXY: value }).trustProxy;
 

@@ -7,13 +7,13 @@ import { protectedResources, type ResourceName } from '../auth/resources.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { purgeRateLimits, type RateLimitStores } from '../http/rate-limit.store.js';
-import { expireLapsedConnections } from './connection.service.js';
-import { clientOf, limitTokenEndpoint, type ProviderRequest } from './endpoint-limits.js';
-import { registerInteractions } from './interaction.routes.js';
-import { protectedResourceMetadata } from './metadata.js';
-import { purgeExpiredPayloads } from './oauth.adapter.js';
-import { AUTH_PATH, createProvider, issuerOf } from './provider.js';
-import { registrationRequest } from './registration.body.js';
+import { registrationRequest } from './clients/registration.body.js';
+import { expireLapsedConnections } from './connections/connection.service.js';
+import { registerInteractions } from './interactions/interaction.routes.js';
+import { clientOf, limitTokenEndpoint, type ProviderRequest } from './provider/endpoint-limits.js';
+import { protectedResourceMetadata } from './provider/metadata.js';
+import { purgeExpiredPayloads } from './provider/oauth.adapter.js';
+import { AUTH_PATH, createProvider, issuerOf } from './provider/provider.js';
 
 const PURGE_EVERY_MS = 60 * 60 * 1000;
 

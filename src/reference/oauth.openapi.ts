@@ -1,6 +1,6 @@
 import { SCOPES } from '../auth/principal.js';
 import type { Config } from '../config.js';
-import { AUTH_PATH } from '../oauth/provider.js';
+import { AUTH_PATH } from '../oauth/provider/provider.js';
 
 /**
  * The authorization server's endpoints as OpenAPI paths. Hidden catch-all routes hand them to

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { SCOPES } from '../auth/principal.js';
-import { REFRESH_TTL_SECONDS } from '../oauth/connection.service.js';
-import { ACCESS_TOKEN_TTL_SECONDS } from '../oauth/provider.js';
+import { REFRESH_TTL_SECONDS } from '../oauth/connections/connection.service.js';
+import { ACCESS_TOKEN_TTL_SECONDS } from '../oauth/provider/provider.js';
 
 /**
  * JSON schemas of the authorization server's bodies (src/oauth/), as OpenAPI components. Values

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { type AddressInfo, createServer } from 'node:net';
 import { test } from 'node:test';
-import { Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
-import { BadRequestError } from '../errors.js';
+import { Browser, formOf, pkcePair, startOAuthApp } from '../../../test/oauth.helpers.js';
+import { BadRequestError } from '../../errors.js';
 import { CLIENT_NAME_MAX, createClient } from './client.service.js';
 
 async function register(issuer: string, metadata: unknown) {

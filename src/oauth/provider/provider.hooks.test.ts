@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildTestApp, json } from '../../test/helpers.js';
+import { buildTestApp, json } from '../../../test/helpers.js';
 
 // Found by the fuzz suite: the provider answered these with Koa's text/plain "Not Found".
 test('an address or method under /api/auth that no OAuth endpoint serves is a 404 problem', async (t) => {

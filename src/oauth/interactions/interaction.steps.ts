@@ -1,11 +1,12 @@
-import { findUser, sitesOfUser } from '../accounts/account.repository.js';
-import { SCOPES } from '../auth/principal.js';
-import { recordMetadataDocumentClient } from './client.service.js';
-import { isMetadataDocumentClientId } from './client-metadata.js';
-import { createConnection } from './connection.service.js';
-import { formValue, formValues, type StepContext } from './interaction.context.js';
-import { attemptLogin } from './login.js';
-import { SCOPE_TITLES } from './scopes.js';
+import { findUser, sitesOfUser } from '../../accounts/account.repository.js';
+import { attemptLogin } from '../../accounts/sign-in.js';
+import { SCOPES } from '../../auth/principal.js';
+import { formValue, formValues } from '../../web/forms.js';
+import { recordMetadataDocumentClient } from '../clients/client.service.js';
+import { isMetadataDocumentClientId } from '../clients/client-metadata.js';
+import { createConnection } from '../connections/connection.service.js';
+import { SCOPE_TITLES } from '../scopes.js';
+import type { StepContext } from './interaction.context.js';
 
 function accountOf(step: StepContext): number {
   return Number(step.interaction.session?.accountId);

@@ -2,11 +2,14 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errors } from 'oidc-provider';
 import { type Static, Type } from 'typebox';
-import { findClientRow, isVerifiedClient } from './client.service.js';
-import { acceptFormsOnly, type Form, formValue, type Interaction, type InteractionDeps, type StepContext } from './interaction.context.js';
+import { csrfToken, csrfValid } from '../../web/csrf.js';
+import { acceptFormsOnly, type Form, formValue } from '../../web/forms.js';
+import { sendPage } from '../../web/views.js';
+import { findClientRow } from '../clients/client.repository.js';
+import { isVerifiedClient } from '../clients/client.service.js';
+import { AUTH_PATH } from '../provider/provider.js';
+import type { Interaction, InteractionDeps, StepContext } from './interaction.context.js';
 import { consentStep, loginStep, siteStep } from './interaction.steps.js';
-import { AUTH_PATH } from './provider.js';
-import { csrfToken, csrfValid, sendPage } from './views.js';
 
 function expired(reply: FastifyReply): FastifyReply {
   return sendPage(reply, 400, 'error', {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { startOAuthApp } from '../../test/oauth.helpers.js';
+import { startOAuthApp } from '../../../test/oauth.helpers.js';
 
 const OPENID_ONLY = [
   'claims_supported',

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
-import { cookieJar } from './console.session.js';
+import { cookieJar } from './cookies.js';
 
 const COOKIE = '_console_flash';
 const PATH = '/console';

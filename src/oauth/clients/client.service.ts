@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { AdapterPayload } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { isUniqueViolation } from '../db/errors.js';
-import { preparedLookup } from '../db/prepared-lookup.js';
-import type { DbHandle } from '../db/schema.js';
-import { now } from '../db/time.js';
-import { BadRequestError, NotFoundError } from '../errors.js';
-import { revokeClientConnections } from './connection.service.js';
-import type { OAuthClientSource } from './oauth.tables.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import { preparedLookup } from '../../db/prepared-lookup.js';
+import type { DbHandle } from '../../db/schema.js';
+import { now } from '../../db/time.js';
+import { BadRequestError, NotFoundError } from '../../errors.js';
+import { revokeClientConnections } from '../connections/connection.service.js';
+import type { OAuthClientSource } from '../oauth.tables.js';
+import * as repo from './client.repository.js';
+import { type ClientRow, clientQuery } from './client.repository.js';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'file:', 'vbscript:', 'about:', 'blob:']);
@@ -72,12 +74,6 @@ const FIXED_METADATA = {
   response_types: ['code'],
 } as const;
 
-function clientQuery(db: DbHandle, { clientId }: { clientId: string }) {
-  return db.selectFrom('oauth_clients').selectAll().where('client_id', '=', clientId);
-}
-
-type ClientRow = Awaited<ReturnType<ReturnType<typeof clientQuery>['executeTakeFirstOrThrow']>>;
-
 /** Every token and authorization request reads its client: a prepared statement on SQLite. */
 export async function readClientMetadata(db: DbHandle, clientId: string): Promise<AdapterPayload | undefined> {
   // No stored client_id holds a NUL character (PostgreSQL cannot store one): such an id names no
@@ -124,19 +120,16 @@ export async function createClient(db: DbHandle, input: NewClient): Promise<{ cl
   if (nameProblem) throw new BadRequestError(nameProblem);
   const redirectUris = checkedRedirectUris(input.redirectUris);
   const clientId = input.clientId ?? newClientId();
-  await db
-    .insertInto('oauth_clients')
-    .values({
-      client_id: clientId,
-      name,
-      redirect_uris: JSON.stringify(redirectUris),
-      application_type: 'web',
-      source: input.ownerUserId === undefined ? 'cli' : 'console',
-      metadata: '{}',
-      created_at: now(),
-      owner_user_id: input.ownerUserId ?? null,
-    })
-    .execute();
+  await repo.insertClient(db, {
+    client_id: clientId,
+    name,
+    redirect_uris: JSON.stringify(redirectUris),
+    application_type: 'web',
+    source: input.ownerUserId === undefined ? 'cli' : 'console',
+    metadata: '{}',
+    created_at: now(),
+    owner_user_id: input.ownerUserId ?? null,
+  });
   return { clientId, name, redirectUris };
 }
 
@@ -159,16 +152,12 @@ export function demoRedirectUris(publicUrl: string): string[] {
  * this server's /try page as a redirect URI. Nothing happens without a demo client.
  */
 export async function addDemoTryRedirect(db: DbHandle, publicUrl: string): Promise<void> {
-  const existing = await db.selectFrom('oauth_clients').select('redirect_uris').where('client_id', '=', DEMO_CLIENT_ID).executeTakeFirst();
+  const existing = await repo.findRedirectUris(db, DEMO_CLIENT_ID);
   if (!existing) return;
   const uris = JSON.parse(existing.redirect_uris) as string[];
   const wanted = demoRedirectUris(publicUrl).filter((uri) => !uris.includes(uri));
   if (!wanted.length) return;
-  await db
-    .updateTable('oauth_clients')
-    .set({ redirect_uris: JSON.stringify([...uris, ...wanted]) })
-    .where('client_id', '=', DEMO_CLIENT_ID)
-    .execute();
+  await repo.setRedirectUris(db, DEMO_CLIENT_ID, JSON.stringify([...uris, ...wanted]));
 }
 
 /** For the demo seeder: the demo client, created once (calling it again changes nothing). */
@@ -187,7 +176,7 @@ export async function createDemoClient(
 }
 
 export async function listClients(db: DbHandle) {
-  const rows = await db.selectFrom('oauth_clients').selectAll().orderBy('created_at').orderBy('client_id').execute();
+  const rows = await repo.listClientRows(db);
   return rows.map((row) => ({
     client_id: row.client_id,
     name: row.name,
@@ -211,29 +200,20 @@ export async function insertRegisteredClient(db: DbHandle, payload: AdapterPaylo
   const nameProblem = client_name?.trim() ? clientNameProblem(client_name.trim()) : undefined;
   if (nameProblem) throw new errors.InvalidClientMetadata(`client_name: ${nameProblem}`);
   for (const key of Object.keys(FIXED_METADATA)) delete (rest as Record<string, unknown>)[key];
-  await db
-    .insertInto('oauth_clients')
-    .values({
-      client_id: String(client_id),
-      name: client_name?.trim() || String(client_id),
-      redirect_uris: JSON.stringify(redirect_uris),
-      application_type: type,
-      source: 'dynamic',
-      metadata: JSON.stringify(rest),
-      created_at: now(),
-    })
-    .execute();
+  await repo.insertClient(db, {
+    client_id: String(client_id),
+    name: client_name?.trim() || String(client_id),
+    redirect_uris: JSON.stringify(redirect_uris),
+    application_type: type,
+    source: 'dynamic',
+    metadata: JSON.stringify(rest),
+    created_at: now(),
+  });
 }
 
 /** The clients a user registered in the console, oldest first. */
 export async function listOwnedClients(db: DbHandle, userId: number) {
-  const rows = await db
-    .selectFrom('oauth_clients')
-    .select(['client_id', 'name', 'redirect_uris', 'created_at'])
-    .where('owner_user_id', '=', userId)
-    .orderBy('created_at')
-    .orderBy('client_id')
-    .execute();
+  const rows = await repo.listOwnedClientRows(db, userId);
   return rows.map((row) => ({ ...row, redirect_uris: JSON.parse(row.redirect_uris) as string[] }));
 }
 
@@ -248,12 +228,7 @@ export async function findOwnedClient(db: DbHandle, userId: number, clientId: st
 export async function updateOwnedRedirectUris(db: DbHandle, userId: number, clientId: string, uris: readonly string[]): Promise<string[]> {
   await findOwnedClient(db, userId, clientId);
   const redirectUris = checkedRedirectUris(uris);
-  await db
-    .updateTable('oauth_clients')
-    .set({ redirect_uris: JSON.stringify(redirectUris) })
-    .where('client_id', '=', clientId)
-    .where('owner_user_id', '=', userId)
-    .execute();
+  await repo.setOwnedRedirectUris(db, userId, clientId, JSON.stringify(redirectUris));
   return redirectUris;
 }
 
@@ -264,11 +239,7 @@ export async function updateOwnedRedirectUris(db: DbHandle, userId: number, clie
 export async function deleteOwnedClient(db: DbHandle, userId: number, clientId: string): Promise<void> {
   await findOwnedClient(db, userId, clientId);
   await revokeClientConnections(db, clientId);
-  await db.deleteFrom('oauth_clients').where('client_id', '=', clientId).where('owner_user_id', '=', userId).execute();
-}
-
-export async function findClientRow(db: DbHandle, clientId: string) {
-  return db.selectFrom('oauth_clients').select(['client_id', 'name', 'source']).where('client_id', '=', clientId).executeTakeFirst();
+  await repo.deleteOwnedClient(db, userId, clientId);
 }
 
 /**
@@ -282,9 +253,5 @@ export async function recordMetadataDocumentClient(db: DbHandle, metadata: Adapt
     application_type: (metadata.application_type === 'native' ? 'native' : 'web') as ApplicationType,
     metadata: '{}',
   };
-  await db
-    .insertInto('oauth_clients')
-    .values({ client_id: String(metadata.client_id), source: 'metadata_document', created_at: now(), ...row })
-    .onConflict((oc) => oc.column('client_id').doUpdateSet(row))
-    .execute();
+  await repo.upsertClient(db, { client_id: String(metadata.client_id), source: 'metadata_document', created_at: now(), ...row }, row);
 }

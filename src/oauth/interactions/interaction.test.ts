@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createTestDatabase, TEST_DATABASE_URL } from '../../test/helpers.js';
+import { createTestDatabase, TEST_DATABASE_URL } from '../../../test/helpers.js';
 import {
   authorizeCode,
   authorizeUrl,
@@ -10,10 +10,10 @@ import {
   formOf,
   pkcePair,
   startOAuthApp,
-} from '../../test/oauth.helpers.js';
-import { createDatabase } from '../db/database.js';
-import { listConnections } from './connection.service.js';
-import { LOGIN_ATTEMPTS } from './login.js';
+} from '../../../test/oauth.helpers.js';
+import { LOGIN_ATTEMPTS } from '../../accounts/sign-in.js';
+import { createDatabase } from '../../db/database.js';
+import { listConnections } from '../connections/connection.service.js';
 
 async function loginPage(a: Awaited<ReturnType<typeof startOAuthApp>>, browser = new Browser(a.base)) {
   const { challenge } = await pkcePair();

@@ -1,5 +1,5 @@
 import { IncomingMessage } from 'node:http';
-import { PayloadTooLargeError } from '../errors.js';
+import { PayloadTooLargeError } from '../../errors.js';
 
 /** A registration is a few hundred bytes of JSON; more is not a client's metadata. */
 const MAX_REGISTRATION_BYTES = 64 * 1024;

@@ -1,7 +1,7 @@
-import { findUserByEmail } from '../accounts/account.repository.js';
-import { hashPassword, randomToken, verifyPassword } from '../accounts/secrets.js';
 import type { DbHandle } from '../db/schema.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
+import { findUserByEmail } from './account.repository.js';
+import { hashPassword, randomToken, verifyPassword } from './secrets.js';
 
 /** Sign-in attempts allowed per e-mail address and IP address in one window (counted in the database or Redis). */
 export const LOGIN_ATTEMPTS = 5;

@@ -1,13 +1,13 @@
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { withRequestTransaction, writeHandle } from '../db/request-transaction.js';
-import type { DbHandle } from '../db/schema.js';
-import { now, secondsFromNow } from '../db/time.js';
-import { NotFoundError } from '../errors.js';
-import { problemBody } from '../http/problem.js';
-import { touchConnection } from './connection.repository.js';
+import { withRequestTransaction, writeHandle } from '../../db/request-transaction.js';
+import type { DbHandle } from '../../db/schema.js';
+import { now, secondsFromNow } from '../../db/time.js';
+import { NotFoundError } from '../../errors.js';
+import { problemBody } from '../../http/problem.js';
+import { REGISTERED_METADATA } from '../clients/registration.body.js';
+import { touchConnection } from '../connection.repository.js';
 import { authorizationServerMetadata } from './metadata.js';
-import { REGISTERED_METADATA } from './registration.body.js';
 
 type Body = Record<string, unknown>;
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
+import { connect, startOAuthApp } from '../../../test/oauth.helpers.js';
+import { purgeExpiredPayloads } from '../provider/oauth.adapter.js';
 import { expireLapsedConnections, listConnections } from './connection.service.js';
-import { purgeExpiredPayloads } from './oauth.adapter.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 

@@ -9,7 +9,7 @@ import {
   LOGIN_ATTEMPTS_PER_IP,
   LOGIN_WINDOW_SECONDS,
   loginLimits,
-} from './login.js';
+} from './sign-in.js';
 
 /** Signed in: the next page is the website choice, no longer the login form. */
 async function signsIn(step: Promise<{ status: number; html: string }>) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { json, TEST_DATABASE_URL } from '../../test/helpers.js';
+import { json, TEST_DATABASE_URL } from '../../../test/helpers.js';
 import {
   authorizeCode,
   connect,
@@ -11,10 +11,10 @@ import {
   REDIRECT_URI,
   startOAuthApp,
   tokenRequest,
-} from '../../test/oauth.helpers.js';
-import { now } from '../db/time.js';
-import { endGrant } from './connection.repository.js';
-import { listConnections } from './connection.service.js';
+} from '../../../test/oauth.helpers.js';
+import { now } from '../../db/time.js';
+import { endGrant } from '../connection.repository.js';
+import { listConnections } from '../connections/connection.service.js';
 import { KyselyAdapter } from './oauth.adapter.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -219,7 +219,7 @@ test('a missing code_verifier is invalid_request, a wrong one invalid_grant, and
 
 test('the code is bound to its client and redirect URI', async (t) => {
   const a = await startOAuthApp(t);
-  const { createClient } = await import('./client.service.js');
+  const { createClient } = await import('../clients/client.service.js');
   const other = await createClient(a.db.kysely, { name: 'Other', redirectUris: [REDIRECT_URI] });
   const { code, verifier } = await authorizeCode(a);
   const foreign = await exchangeCode(a, code, verifier, { client_id: other.clientId });
@@ -250,7 +250,7 @@ test('the exchange may name only the granted resource, and the verifier must hav
 
 test('a refresh token works only for its own client', async (t) => {
   const a = await startOAuthApp(t);
-  const { createClient } = await import('./client.service.js');
+  const { createClient } = await import('../clients/client.service.js');
   const other = await createClient(a.db.kysely, { name: 'Other', redirectUris: [REDIRECT_URI] });
   const { tokens } = await connect(a);
   const stolen = await tokenRequest(a.issuer, {
@@ -412,7 +412,7 @@ test('RFC 7009: revoking either token ends the connection; unknown tokens are fi
 
 test("RFC 7009: a client cannot revoke another client's token", async (t) => {
   const a = await startOAuthApp(t);
-  const { createClient } = await import('./client.service.js');
+  const { createClient } = await import('../clients/client.service.js');
   const other = await createClient(a.db.kysely, { name: 'Other', redirectUris: [REDIRECT_URI] });
   const { tokens } = await connect(a);
   const response = await fetch(`${a.issuer}/revoke`, {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
-import { createTestDatabase } from '../../test/helpers.js';
-import { authorizeCode, connect, exchangeCode, type OAuthTestApp, startOAuthApp, tokenRequest } from '../../test/oauth.helpers.js';
-import { listConnections } from './connection.service.js';
+import { createTestDatabase } from '../../../test/helpers.js';
+import { authorizeCode, connect, exchangeCode, type OAuthTestApp, startOAuthApp, tokenRequest } from '../../../test/oauth.helpers.js';
+import { listConnections } from '../connections/connection.service.js';
 
 /**
  * Issue 11: a token request writes in one transaction (one fsync on SQLite, not four). These tests

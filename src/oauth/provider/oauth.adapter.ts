@@ -1,13 +1,13 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { sha256 } from '../accounts/secrets.js';
-import { preparedLookup } from '../db/prepared-lookup.js';
-import { keepRequestWrites, readHandle, writeHandle } from '../db/request-transaction.js';
-import type { DbHandle } from '../db/schema.js';
-import { formatTimestamp, parseTimestamp, secondsFromNow } from '../db/time.js';
-import { insertRegisteredClient, readClientMetadata } from './client.service.js';
-import { lockGrant, lockGrantOfPayload } from './connection.repository.js';
-import { revokeGrant } from './connection.service.js';
+import { sha256 } from '../../accounts/secrets.js';
+import { preparedLookup } from '../../db/prepared-lookup.js';
+import { keepRequestWrites, readHandle, writeHandle } from '../../db/request-transaction.js';
+import type { DbHandle } from '../../db/schema.js';
+import { formatTimestamp, parseTimestamp, secondsFromNow } from '../../db/time.js';
+import { insertRegisteredClient, readClientMetadata } from '../clients/client.service.js';
+import { lockGrant, lockGrantOfPayload } from '../connection.repository.js';
+import { revokeGrant } from '../connections/connection.service.js';
 
 /** Models whose second use is an attack: losing the race to consume one revokes its grant (RFC 9700 §4.14.2). */
 const SINGLE_USE = new Set(['AuthorizationCode', 'RefreshToken']);

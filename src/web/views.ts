@@ -1,10 +1,9 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
 import type { FastifyReply } from 'fastify';
-import { sameHash } from '../accounts/secrets.js';
 
 // Templates stay in src/views; compiled code runs from dist/src, so both places are looked at.
 const found = [new URL('../views/', import.meta.url), new URL('../../../src/views/', import.meta.url)]
@@ -60,20 +59,4 @@ export function renderPage(template: string, data: Record<string, unknown>, opti
 export function sendPage(reply: FastifyReply, status: number, template: string, data: Record<string, unknown>, options?: PageOptions) {
   const page = renderPage(template, data, options);
   return reply.code(status).headers(page.headers).send(page.html);
-}
-
-/**
- * The form token of one interaction: an HMAC of its uid under the cookie secret. A forged
- * cross-site POST has neither this value nor (SameSite=Lax) the interaction cookie.
- */
-export function csrfToken(secrets: readonly string[], uid: string): string {
-  return createHmac('sha256', secrets[0] ?? '')
-    .update(`interaction-form:${uid}`)
-    .digest('base64url');
-}
-
-/** Any configured secret is accepted, so rotating COOKIE_SECRETS does not break open forms. */
-export function csrfValid(secrets: readonly string[], uid: string, sent: unknown): boolean {
-  if (typeof sent !== 'string' || !sent) return false;
-  return secrets.some((secret) => sameHash(csrfToken([secret], uid), sent));
 }

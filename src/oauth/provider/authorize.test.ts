@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { authorizeCode, authorizeUrl, type OAuthTestApp, pkcePair, REDIRECT_URI, startOAuthApp } from '../../test/oauth.helpers.js';
+import { authorizeCode, authorizeUrl, type OAuthTestApp, pkcePair, REDIRECT_URI, startOAuthApp } from '../../../test/oauth.helpers.js';
 
 async function get(url: string) {
   return fetch(url, { redirect: 'manual', headers: { accept: 'text/html' } });

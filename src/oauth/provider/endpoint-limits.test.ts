@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { connect, type OAuthTestApp, startOAuthApp } from '../../test/oauth.helpers.js';
+import { connect, type OAuthTestApp, startOAuthApp } from '../../../test/oauth.helpers.js';
 
 // TRUST_PROXY=1 here, so that each X-Forwarded-For stands for a client address of its own.
 const from = (n: number) => ({ 'x-forwarded-for': `198.51.100.${n}` });
@@ -112,7 +112,7 @@ test('RATE_LIMIT_TOKEN=0 switches the token limit off; the hourly registration c
 });
 
 test('RATE_LIMIT_TOKEN is read from the environment, 120 by default', async () => {
-  const { loadConfig, ConfigError } = await import('../config.js');
+  const { loadConfig, ConfigError } = await import('../../config.js');
   const env = { DATA_DIR: 'test-output/data' };
   assert.equal(loadConfig(env).rateLimits.token, 120);
   assert.equal(loadConfig({ ...env, RATE_LIMIT_TOKEN: '0' }).rateLimits.token, 0);

@@ -31,7 +31,7 @@ import { registerImageFiles } from './storage/image.routes.js';
 import type { ImageStorage } from './storage/image-storage.js';
 import { LocalImageStorage } from './storage/local-image-storage.js';
 
-export interface AppDeps {
+interface AppDeps {
   readonly config: Config;
   readonly db: Db;
   /** Where uploaded images are kept; IMAGE_STORAGE's driver (swept at start) when absent. */

@@ -7,14 +7,14 @@ import { type DemoCredentials, demoBanner, demoCredentialsFile } from './demo/cr
 import { isEntryPoint } from './entry-point.js';
 import { stdoutLog } from './http/stdout-log.js';
 
-export interface StartOptions {
+interface StartOptions {
   /** Owner password of a newly seeded demo website (DEMO_PASSWORD); random when absent. */
   readonly demoPassword?: string | undefined;
   /** Where the app logs (runServer: stdout, bounded); pino's default when absent. */
   readonly logStream?: pino.DestinationStream;
 }
 
-export interface RunningServer {
+interface RunningServer {
   readonly app: FastifyInstance;
   readonly db: Db;
   /** Where it listens, e.g. http://127.0.0.1:8080 (the real port when PORT=0). */
@@ -131,7 +131,7 @@ function announceDemo(config: Config, created: DemoCredentials | undefined, json
 }
 
 /** A start-up failure as one line: configuration mistakes need no stack trace. */
-export function startupFailure(error: unknown): string {
+function startupFailure(error: unknown): string {
   if (error instanceof ConfigError) return `Configuration error: ${error.message}`;
   const code = (error as NodeJS.ErrnoException).code;
   // Errors with a code (port taken, database unreachable or refusing the login, unreadable

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
+import { buildBlogApp, type FormPart, image, postForm } from './blog-fixtures.js';
 import { buildTestApp } from './helpers.js';
 import { filesRunBy } from './request-walk.js';
 
@@ -27,4 +28,21 @@ test('the walk of an API-key GET by id in docs/architecture.md names every file 
   });
   t.diagnostic(`${files.length} files: ${files.join(' ')}`);
   assert.deepEqual([...(await walkInDocs('GET /api/page/:id'))].sort(), files);
+});
+
+test('the walk of a multipart POST /api/blog in docs/architecture.md names every file such a request runs code in', async (t) => {
+  const a = await buildBlogApp(t);
+  const jpeg = await image('jpeg');
+  const post = async (title: string) => {
+    const fields: Array<[string, FormPart]> = [
+      ['data', JSON.stringify({ page: a.pageId, info_title: title })],
+      ['primaryImage', { file: jpeg, filename: 'photo.jpg', type: 'image/jpeg' }],
+    ];
+    const answer = await postForm(a, fields);
+    assert.equal(answer.statusCode, 201, answer.body);
+  };
+  for (let i = 0; i < 3; i++) await post(`Warm ${i}`);
+  const files = await filesRunBy(() => post('Walked'));
+  t.diagnostic(`${files.length} files: ${files.join(' ')}`);
+  assert.deepEqual([...(await walkInDocs('Multipart POST /api/blog'))].sort(), files);
 });

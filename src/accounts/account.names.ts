@@ -2,7 +2,7 @@ import { BadRequestError } from '../errors.js';
 
 /** The most characters of an API credential's label and of a website's name. */
 export const LABEL_MAX = 100;
-export const SITE_NAME_MAX = 100;
+const SITE_NAME_MAX = 100;
 
 /**
  * An API credential's label, trimmed: 1 to 100 characters, so that its owner can tell which one

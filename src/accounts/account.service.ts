@@ -7,7 +7,7 @@ import * as repo from './account.repository.js';
 import { hashPassword, randomToken, sha256, verifyPassword } from './secrets.js';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-export const MIN_PASSWORD_LENGTH = 8;
+const MIN_PASSWORD_LENGTH = 8;
 
 export async function createSite(db: DbHandle, name: string): Promise<{ id: number; name: string }> {
   const trimmed = siteName(name);
@@ -69,7 +69,7 @@ export async function removeSiteFromUser(db: DbHandle, email: string, siteId: nu
   return { userId: user.id, email: user.email, siteId };
 }
 
-export interface UserView {
+interface UserView {
   id: number;
   email: string;
   createdAt: string;
@@ -89,7 +89,7 @@ export async function listUsers(db: DbHandle, siteId?: number): Promise<UserView
   return [...users.values()];
 }
 
-export interface NewCredential {
+interface NewCredential {
   apiId: string;
   /** Shown once; only its hash is kept. */
   apiKey: string;

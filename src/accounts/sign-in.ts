@@ -27,7 +27,7 @@ export function loginLimits(email: string, ip: string) {
 // An unknown e-mail address costs the same scrypt time as a wrong password, so timing tells nothing.
 let decoyHash: Promise<string> | undefined;
 
-export type LoginOutcome =
+type LoginOutcome =
   | { readonly ok: true; readonly userId: number; readonly email: string }
   | { readonly ok: false; readonly status: 400 | 429; readonly error: string; readonly retryAfter?: number };
 

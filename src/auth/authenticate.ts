@@ -70,7 +70,7 @@ const MISSING_CREDENTIALS: Record<ResourceName, string> = {
  * keys, the MCP server its tokens only. The request's Authorization scheme picks the method, so a
  * request runs the code of one method only.
  */
-export interface ResourceMethods {
+interface ResourceMethods {
   readonly bearer: AuthMethod;
   readonly apiKey?: AuthMethod;
 }

@@ -10,7 +10,7 @@ export class UsageError extends Error {
 }
 
 /** Parsed options; an option declared `multiple: true` gives an array. */
-export type OptionValues = Record<string, string | boolean | string[] | undefined>;
+type OptionValues = Record<string, string | boolean | string[] | undefined>;
 
 export interface CommandContext {
   readonly json: boolean;

@@ -2,8 +2,8 @@ import { ConfigError } from '../config.js';
 import { AppError } from '../errors.js';
 import { type CommandResult, UsageError } from './command.js';
 
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
+const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
 
 export function printResult(result: CommandResult, json: boolean): void {
   process.stdout.write(json ? `${JSON.stringify(camelCased(result.json))}\n` : `${result.text}\n`);

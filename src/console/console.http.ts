@@ -46,7 +46,7 @@ export function isolated(name: string): string {
 }
 
 /** The form token of a signed-in session: bound to the session's uid, which never leaves the server. */
-export function sessionCsrf(config: Config, user: ConsoleUser): string {
+function sessionCsrf(config: Config, user: ConsoleUser): string {
   return csrfToken(config.cookieSecrets, `console:${user.sessionUid}`);
 }
 

@@ -33,7 +33,7 @@ function idOf(id: string): number {
   return value;
 }
 
-export const sitePath = (siteId: number, rest = '') => `${CONSOLE_PATH}/sites/${siteId}${rest}`;
+const sitePath = (siteId: number, rest = '') => `${CONSOLE_PATH}/sites/${siteId}${rest}`;
 
 /** A website's connections, API credentials and page tree: each an id the user must own. */
 export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps): Promise<void> {

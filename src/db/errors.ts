@@ -7,7 +7,7 @@ export function isUniqueViolation(error: unknown): boolean {
 }
 
 /** A foreign key refused a row (e.g. it names a row deleted meanwhile), on either database. */
-export function isForeignKeyViolation(error: unknown): boolean {
+function isForeignKeyViolation(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === '23503';
 }
@@ -22,7 +22,7 @@ export function isUnstorableText(error: unknown): boolean {
   return code === '22021' || code === '22P05';
 }
 
-export interface ConstraintRefusals {
+interface ConstraintRefusals {
   /** The 409 detail when a unique index refuses the write. */
   readonly unique?: string;
   /** The field error (400) when a foreign key refuses it: the row it names is gone. */

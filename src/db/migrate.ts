@@ -12,7 +12,7 @@ import * as m0010 from './migrations/0010_content_totals.js';
 import * as m0011 from './migrations/0011_search_folding.js';
 import * as m0012 from './migrations/0012_access_triggers.js';
 
-export interface DialectMigration {
+interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
 }
 

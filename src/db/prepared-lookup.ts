@@ -4,7 +4,7 @@ import type { Database, DbHandle } from './schema.js';
 import type { GroupCommit } from './sqlite/group-commit.js';
 
 /** A query a prepared lookup can compile (prepare) or run through Kysely (executeTakeFirst). */
-export interface LookupQuery<R> extends Compilable {
+interface LookupQuery<R> extends Compilable {
   executeTakeFirst(): Promise<R | undefined>;
 }
 
@@ -20,7 +20,7 @@ interface Prepared {
 type Build = (db: DbHandle, args: Record<string, string>) => Compilable;
 
 /** What a dialect gives its prepared lookups. */
-export interface LookupDriver {
+interface LookupDriver {
   /** A lookup must go through Kysely now (SQLite while a transaction of Kysely's is open). */
   readonly busy: () => boolean;
   /** Prepares `sql` once; the function returned runs it with the values and gives its first row. */

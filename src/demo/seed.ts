@@ -11,7 +11,7 @@ import { DEMO_PAGES, DEMO_SITE_NAME, type DemoPage } from './demo.content.js';
 
 export const DEMO_OWNER_EMAIL = 'owner@demo.example';
 
-export interface SeedOptions {
+interface SeedOptions {
   /** The owner's password; a random one when absent (DEMO_PASSWORD). */
   password?: string | undefined;
 }

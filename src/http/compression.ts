@@ -31,7 +31,7 @@ const SYNC_LIMIT = 8 * 1024 * 1024;
  */
 const TEXTUAL = /^text\/(?!event-stream)|[+/]json(?:;|$)|[+/]xml(?:;|$)|\/javascript(?:;|$)/;
 
-export function compressibleType(contentType: string | undefined): boolean {
+function compressibleType(contentType: string | undefined): boolean {
   return TEXTUAL.test(contentType ?? 'application/json');
 }
 

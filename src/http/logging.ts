@@ -10,7 +10,7 @@ const SECRET_PARAMS = /([?&](?:access_token|refresh_token|code|code_verifier|tok
 /** Headers that carry credentials, as pino redact path segments. */
 const SECRET_HEADERS = ['.authorization', '.cookie', '["x-api-key"]', '["set-cookie"]', '["proxy-authorization"]'];
 
-export function redactUrl(url: string): string {
+function redactUrl(url: string): string {
   return url.replace(SECRET_PARAMS, '$1[redacted]');
 }
 

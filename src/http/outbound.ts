@@ -109,7 +109,7 @@ export class OutboundError extends Error {
 }
 
 /** Every address a host name resolves to. */
-export type Resolve = (hostname: string) => Promise<readonly LookupAddress[]>;
+type Resolve = (hostname: string) => Promise<readonly LookupAddress[]>;
 
 const systemResolve: Resolve = (hostname) => dnsLookup(hostname, { all: true, order: 'verbatim' });
 
@@ -135,7 +135,7 @@ export interface OutboundOptions {
   };
 }
 
-export interface OutboundInit {
+interface OutboundInit {
   readonly method?: string;
   readonly headers?: Record<string, string>;
   readonly body?: string | Uint8Array;

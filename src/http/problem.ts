@@ -7,7 +7,7 @@ import { fieldErrors } from './validation.js';
 /** Problem types are relative URI references (RFC 9457 §3.1.1); docs/errors.md lists them. */
 export const PROBLEM_TYPE_BASE = '/problems/';
 
-export interface ProblemOptions {
+interface ProblemOptions {
   /** Adds the WWW-Authenticate challenge to 401 and 403 answers. */
   challenge(error: UnauthorizedError | ForbiddenError, request: FastifyRequest): string;
   /** Extra members for a 401 body (the endpoint's reference description). */
@@ -26,7 +26,7 @@ export function problemBody(error: AppError, path: string): Record<string, unkno
   };
 }
 
-export function sendProblem(reply: FastifyReply, error: AppError, extra: Record<string, unknown> = {}): FastifyReply {
+function sendProblem(reply: FastifyReply, error: AppError, extra: Record<string, unknown> = {}): FastifyReply {
   if (error instanceof ServiceUnavailableError) reply.header('retry-after', String(error.retryAfter));
   return reply
     .code(error.status)

@@ -125,7 +125,7 @@ export interface RedisFailure {
 }
 
 /** Told once when Redis stops answering (a failed connection or command), and once when it answers again. */
-export interface RedisEvents {
+interface RedisEvents {
   outage(failure: RedisFailure): void;
   recovered(): void;
 }

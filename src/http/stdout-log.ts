@@ -6,7 +6,7 @@ import pino from 'pino';
  */
 const BUFFER_BYTES = 2 * 1024 * 1024;
 
-export interface StdoutLog {
+interface StdoutLog {
   /** Where the logger writes: stdout, without ever waiting for it. */
   readonly stream: pino.DestinationStream;
   /** `report(count)` runs each time the reader has caught up after lines were dropped. */

@@ -30,7 +30,7 @@ export function installValidators(app: FastifyInstance): void {
 }
 
 /** A route's part, as the app's validator compiler is asked for it. */
-export interface RoutePart {
+interface RoutePart {
   readonly schema: object;
   readonly method: string;
   readonly url: string;

@@ -7,7 +7,7 @@ import { inTransaction, lockInTransaction } from '../db/transaction.js';
 import type { MaybePromise } from '../maybe-async.js';
 import type { ConnectionStatus, OAuthConnectionsTable } from './oauth.tables.js';
 
-export type ConnectionRow = OAuthConnectionsTable;
+type ConnectionRow = OAuthConnectionsTable;
 
 export async function insertConnection(db: DbHandle, row: ConnectionRow): Promise<void> {
   await db.insertInto('oauth_connections').values(row).execute();

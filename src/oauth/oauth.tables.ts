@@ -48,7 +48,7 @@ export interface OAuthConnectionsTable {
  * RefreshToken, Grant). `id` is SHA-256 of the provider's id, so a database dump holds no usable
  * token; the payload never contains the id either.
  */
-export interface OAuthPayloadsTable {
+interface OAuthPayloadsTable {
   model: string;
   id: string;
   payload: string;
@@ -59,7 +59,7 @@ export interface OAuthPayloadsTable {
 }
 
 /** Fixed-window counters for rate limits shared by every process (Redis takes over when configured). */
-export interface RateLimitsTable {
+interface RateLimitsTable {
   key: string;
   count: number;
   reset_at: Timestamp;

@@ -59,7 +59,7 @@ export function openapiOptions(config: Config): SwaggerOptions {
  * Every GET answers 304 to an If-None-Match that names its ETag: src/http/etag.ts gives each GET
  * route's 200 one, and /images/<name> sets its own. Listed here, once, for every generated GET.
  */
-export const NOT_MODIFIED = {
+const NOT_MODIFIED = {
   description: 'Not modified: If-None-Match names the current ETag; no body',
   type: 'null',
   headers: { ETag: { type: 'string', description: 'The current strong entity tag' } },

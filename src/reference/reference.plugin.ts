@@ -41,7 +41,7 @@ export function referenceFor(request: FastifyRequest): EndpointReference | undef
 }
 
 /** Whether the client asks for Markdown rather than JSON (by order of preference and q-values). */
-export function prefersMarkdown(accept: string | undefined): boolean {
+function prefersMarkdown(accept: string | undefined): boolean {
   if (!accept?.includes('text/markdown')) return false;
   let best = '';
   let bestQ = -1;

@@ -1,6 +1,6 @@
 /** Endpoint references built from route schemas: the JSON form and its Markdown rendering. */
 
-export interface JsonSchemaLike {
+interface JsonSchemaLike {
   type?: string | string[];
   description?: string;
   properties?: Record<string, JsonSchemaLike>;
@@ -30,14 +30,14 @@ export interface RouteInfo {
   };
 }
 
-export interface ParameterReference {
+interface ParameterReference {
   name: string;
   type: string;
   required: boolean;
   description: string;
 }
 
-export interface MethodReference {
+interface MethodReference {
   method: string;
   path: string;
   summary: string;
@@ -59,7 +59,7 @@ export interface EndpointReference {
 }
 
 /** A short type name for a schema: `integer`, `string (email)`, `"like" | "exact"`, `integer | string`. */
-export function typeName(schema: JsonSchemaLike | undefined): string {
+function typeName(schema: JsonSchemaLike | undefined): string {
   if (!schema) return 'any';
   if (schema.const !== undefined) return JSON.stringify(schema.const);
   if (schema.enum) return schema.enum.map((v) => JSON.stringify(v)).join(' | ');

@@ -15,7 +15,7 @@ export function formValues(form: Form, name: string): string[] {
   return value === undefined ? [] : Array.isArray(value) ? value : [value];
 }
 
-export function parseForm(body: string): Form {
+function parseForm(body: string): Form {
   const form: Form = {};
   for (const [key, value] of new URLSearchParams(body)) {
     const seen = form[key];

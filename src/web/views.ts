@@ -19,7 +19,7 @@ export interface Page {
   headers: Record<string, string>;
 }
 
-export interface PageOptions {
+interface PageOptions {
   /** Allow the page's own scripts (those carrying the nonce): comfort such as copy buttons, or /try. */
   script?: boolean;
   /** Allow fetch() to this origin (the /try page calls the token endpoint and the API). */

@@ -9,7 +9,7 @@ const DOCUMENT_MAX_BYTES = 5 * 1024;
 /** New documents one address may make the server fetch per minute. */
 export const DOCUMENT_FETCHES_PER_MINUTE = 10;
 /** How long a document that could not be used is not fetched again. */
-export const FAILURE_SECONDS = 30;
+const FAILURE_SECONDS = 30;
 /** URLs remembered as failed at most; the oldest is forgotten first. */
 const MAX_FAILURES = 1000;
 
@@ -59,7 +59,7 @@ function outcomesOf(ctx: KoaContextWithOIDC): Outcomes {
   return state[OUTCOMES];
 }
 
-export interface MetadataDocumentDeps {
+interface MetadataDocumentDeps {
   /** Counts the fetches per address of the request that caused them. */
   readonly limits: RateLimitStore;
   /** The guarded fetch; built from the configuration unless given. */

@@ -96,7 +96,7 @@ function toMetadata(row: ClientRow | undefined): AdapterPayload | undefined {
   };
 }
 
-export interface NewClient {
+interface NewClient {
   name: string;
   redirectUris: readonly string[];
   /** Fixed id (the demo client); generated otherwise. */

@@ -11,7 +11,7 @@ export { findConnection } from '../connection.repository.js';
 /** Refresh tokens live 90 days, and every refresh starts the 90 days again (spec §5.3). */
 export const REFRESH_TTL_SECONDS = 90 * 24 * 60 * 60;
 
-export interface NewConnection {
+interface NewConnection {
   grantId: string;
   userId: number;
   clientId: string;
@@ -38,7 +38,7 @@ export async function createConnection(db: DbHandle, input: NewConnection): Prom
   return id;
 }
 
-export interface ConnectionView {
+interface ConnectionView {
   id: string;
   client_id: string;
   client_name: string;

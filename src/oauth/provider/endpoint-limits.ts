@@ -7,7 +7,7 @@ import { type Counted, enforce, RATE_WINDOW_SECONDS } from '../../http/rate-limi
 import type { RateLimitStore } from '../../http/rate-limit.store.js';
 
 /** Dynamic registrations allowed per IP address and hour (RFC 7591 §5 asks for a gate). */
-export const REGISTRATIONS_PER_HOUR = 20;
+const REGISTRATIONS_PER_HOUR = 20;
 const HOUR = 3600;
 
 /** oidc-provider's own limit for a form body (lib/shared/selective_body.js): it refuses more. */
@@ -20,7 +20,7 @@ const PROVIDER_BODY_LIMIT = 56 * 1024;
  */
 export type ProviderRequest = IncomingMessage & { originalUrl?: string };
 
-export interface ClientRequest {
+interface ClientRequest {
   /** The client_id the request names, if it names one. */
   readonly clientId: string | undefined;
   readonly raw: ProviderRequest;

@@ -36,7 +36,7 @@ async function afterTokenIssued(ctx: KoaContextWithOIDC, db: DbHandle): Promise<
  * features this server does not have, nor the client_secret it mints when a registration omits
  * token_endpoint_auth_method: every client is public; no secret is shown or kept.
  */
-export function registrationAnswer<T extends Body>(metadata: T): T {
+function registrationAnswer<T extends Body>(metadata: T): T {
   return Object.fromEntries(
     Object.entries(metadata).filter(([key]) => key === 'client_id' || key === 'client_id_issued_at' || REGISTERED_METADATA.has(key)),
   ) as T;

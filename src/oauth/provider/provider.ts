@@ -19,7 +19,7 @@ import { installProviderHooks } from './provider.hooks.js';
 
 export const AUTH_PATH = '/api/auth';
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
-export const CODE_TTL_SECONDS = 60;
+const CODE_TTL_SECONDS = 60;
 /** A sign-in lasts a day, on the OAuth pages and in the owner console alike (one session). */
 export const SESSION_TTL_SECONDS = 24 * 60 * 60;
 

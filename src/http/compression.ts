@@ -6,21 +6,18 @@ import type { FastifyInstance } from 'fastify';
 export const COMPRESSION_THRESHOLD = 1024;
 
 /**
- * Cheap settings, measured on a list of 200 pages (680 KB of JSON; bench/README.md, Compression):
- * brotli quality 4 takes about 6 ms for 18 % of the bytes, where quality 11 (zlib's default) takes
- * about 3 s for 12 %; gzip level 4 takes about 10 ms for 17 %, where level 6 (zlib's default)
- * takes three times as long for 16 %. A record of a few KB costs tens of microseconds either way.
+ * Cheap settings: nearly the bytes the defaults save, at a small part of their CPU (brotli's
+ * default quality takes hundreds of times as long on a list); bench/README.md, Compression, has
+ * the measurements.
  */
 const BROTLI_QUALITY = 4;
 const GZIP_LEVEL = 4;
 
 /**
  * Every body the service builds in memory is compressed in one synchronous call, lists of 999
- * included (3.5 MB: some 30–40 ms at these settings, scaled from the list-of-200 figures). The plugin's default
- * on 2 cores streams bodies over 8 KB through zlib's thread pool instead; measured on lists of 200
- * at 8 concurrent requests, that cost 30 (gzip) and 52 (br) ms of CPU per answer against 21 and
- * 22 synchronously, and six times the latency for br (bench/README.md, Compression). A body sent
- * as a stream is still compressed as a stream.
+ * included. The plugin's default streams bodies over 8 KB through zlib's thread pool instead,
+ * which on a small machine cost more CPU per answer and several times the latency
+ * (bench/README.md, Compression). A body sent as a stream is still compressed as a stream.
  */
 const SYNC_LIMIT = 8 * 1024 * 1024;
 

@@ -9,8 +9,8 @@ const COUNTED = ['pages', 'blogs'] as const;
  * insert and delete (and a move to another website, which the service never makes) changes the
  * website's row in the same transaction as the write, whoever writes (the service, the CLI, an
  * import, a migration). An unfiltered list then reads its total as one row by key instead of a
- * count(*) that walks every record of the website: 0.5 ms on 20,000 pages, ten times
- * that on 200,000. Filtered lists still count what they match.
+ * count(*) that walks every record of the website, whose cost grows with the website
+ * (bench/README.md). Filtered lists still count what they match.
  *
  * - SQLite: plain row triggers; its writes are serial already.
  * - PostgreSQL: deferred constraint triggers, which run at commit. The website's row is then locked

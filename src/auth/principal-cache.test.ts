@@ -98,7 +98,7 @@ async function secondHandle(t: TestContext): Promise<{ first: Db; second: Db }> 
     t.after(() => second.close());
     return { first, second };
   }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'keep-'));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'principal-cache-'));
   const file = `sqlite:${path.join(dir, 'cms.sqlite')}`;
   const first = createDatabase(file);
   await migrateToLatest(first);
@@ -172,9 +172,9 @@ test("another node's (or CLI process's) revocation drops what this node kept", a
   const revokedAt = Date.now();
   assert.equal(await revokeCredential(second.kysely, a.site.apiId, formatTimestamp(new Date())), true);
   if (!postgres) {
-    // SQLite: pragma data_version, asked in each turn of the event loop that uses the cache. A
-    // request from another process comes in a later turn than the commit; inject does not, so the
-    // test waits for the next turn as a socket would.
+    // SQLite: pragma data_version, asked in each tick of the event loop that uses the cache. A
+    // request from another process comes in a later tick than the commit; inject does not, so the
+    // test waits for the next tick as a socket would.
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(await status(a), 401, 'the next request');
     return;
@@ -262,22 +262,22 @@ test("KEEP_CREDENTIALS=false: nothing is kept, and another node's revocation ref
 
 test('a read that overlapped a change is not kept: the value it read may be from before the change', async () => {
   const changes = new ChangeSource(() => ({ fresh: () => true, close: async () => {} }));
-  const keep = new PrincipalCache(changes);
+  const cache = new PrincipalCache(changes);
   let answer!: (value: string) => void;
-  const pending = keep.read('credentials', () => new Promise<string>((resolve) => (answer = resolve)));
+  const pending = cache.read('credentials', () => new Promise<string>((resolve) => (answer = resolve)));
   // A revocation commits while the read is on its way back with the row as it was.
   changes.changed();
   answer('as read before the change');
   assert.equal(await pending, 'as read before the change', 'the request that read it gets its answer');
   let reads = 0;
-  const next = await keep.read('credentials', () => {
+  const next = await cache.read('credentials', () => {
     reads += 1;
     return 'as it is now';
   });
   assert.deepEqual([next, reads], ['as it is now', 1], 'the next request reads again');
   // Without a change in between, a read is kept and answers the one after it.
   assert.equal(
-    keep.read('credentials', () => 'not read'),
+    cache.read('credentials', () => 'not read'),
     'as it is now',
   );
 });

@@ -3,7 +3,7 @@ import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, parseTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
-import { type LiveAccess, readLiveAccess, touchConnection } from '../oauth/connection.repository.js';
+import { type LiveAccess, readLiveAccess, touchConnection } from '../oauth/connections/connection.repository.js';
 import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
 import { memoisePerTick, type PrincipalCache, readCached } from './principal-cache.js';
 

@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { DbHandle } from '../../db/schema.js';
 import { now, secondsFromNow } from '../../db/time.js';
 import { NotFoundError } from '../../errors.js';
-import * as repo from '../connection.repository.js';
 import type { ConnectionStatus } from '../oauth.tables.js';
+import * as repo from './connection.repository.js';
 
 /** One connection by id, or undefined: the console checks its website before revoking it. */
-export { findConnection } from '../connection.repository.js';
+export { findConnection } from './connection.repository.js';
 
 /** Refresh tokens live 90 days, and every refresh starts the 90 days again (spec §5.3). */
 export const REFRESH_TTL_SECONDS = 90 * 24 * 60 * 60;

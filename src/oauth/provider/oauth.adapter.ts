@@ -6,7 +6,7 @@ import { keepRequestWrites, readHandle, writeHandle } from '../../db/request-tra
 import type { DbHandle } from '../../db/schema.js';
 import { formatTimestamp, parseTimestamp, secondsFromNow } from '../../db/time.js';
 import { insertRegisteredClient, readClientMetadata } from '../clients/client.service.js';
-import { lockGrant, lockGrantOfPayload } from '../connection.repository.js';
+import { lockGrant, lockGrantOfPayload } from '../connections/connection.repository.js';
 import { revokeGrant } from '../connections/connection.service.js';
 
 /** Models whose second use is an attack: losing the race to consume one revokes its grant (RFC 9700 §4.14.2). */

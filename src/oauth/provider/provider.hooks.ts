@@ -6,7 +6,7 @@ import { now, secondsFromNow } from '../../db/time.js';
 import { NotFoundError } from '../../errors.js';
 import { problemBody } from '../../http/problem.js';
 import { REGISTERED_METADATA } from '../clients/registration.body.js';
-import { touchConnection } from '../connection.repository.js';
+import { touchConnection } from '../connections/connection.repository.js';
 import { authorizationServerMetadata } from './metadata.js';
 
 type Body = Record<string, unknown>;

@@ -11,7 +11,7 @@ import type { RateLimitStore } from '../../http/rate-limit.store.js';
 import { renderPage } from '../../web/views.js';
 import { newClientId } from '../clients/client.service.js';
 import { clientMetadataDocuments } from '../clients/client-metadata.js';
-import { readConnectionSite } from '../connection.repository.js';
+import { readConnectionSite } from '../connections/connection.repository.js';
 import { REFRESH_TTL_SECONDS } from '../connections/connection.service.js';
 import { assertRequestedScopes } from '../scopes.js';
 import { KyselyAdapter } from './oauth.adapter.js';

@@ -13,7 +13,7 @@ import {
   tokenRequest,
 } from '../../../test/oauth.helpers.js';
 import { now } from '../../db/time.js';
-import { endGrant } from '../connection.repository.js';
+import { endGrant } from '../connections/connection.repository.js';
 import { listConnections } from '../connections/connection.service.js';
 import { KyselyAdapter } from './oauth.adapter.js';
 

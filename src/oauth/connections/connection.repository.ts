@@ -1,11 +1,11 @@
 import { type ExpressionBuilder, sql } from 'kysely';
-import { sha256 } from '../accounts/secrets.js';
-import { dialectOf } from '../db/database.js';
-import { preparedLookup } from '../db/prepared-lookup.js';
-import type { Database, DbHandle } from '../db/schema.js';
-import { inTransaction, lockInTransaction } from '../db/transaction.js';
-import type { MaybePromise } from '../maybe-async.js';
-import type { ConnectionStatus, OAuthConnectionsTable } from './oauth.tables.js';
+import { sha256 } from '../../accounts/secrets.js';
+import { dialectOf } from '../../db/database.js';
+import { preparedLookup } from '../../db/prepared-lookup.js';
+import type { Database, DbHandle } from '../../db/schema.js';
+import { inTransaction, lockInTransaction } from '../../db/transaction.js';
+import type { MaybePromise } from '../../maybe-async.js';
+import type { ConnectionStatus, OAuthConnectionsTable } from '../oauth.tables.js';
 
 type ConnectionRow = OAuthConnectionsTable;
 

@@ -2,7 +2,6 @@ import {
   type ExpressionBuilder,
   expressionBuilder,
   type Insertable,
-  type Selectable,
   type SelectQueryBuilder,
   type SqlBool,
   sql,
@@ -18,12 +17,10 @@ import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filt
 import type { MatchType } from '../shared/schemas.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
 import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
-import type { BlogImagesTable, BlogsTable } from './blog.table.js';
+import type { BlogImageRow, BlogRow, BlogsTable } from './blog.table.js';
 
-export type BlogRow = Pick<Selectable<BlogsTable>, BlogField>;
 export type NewBlogRow = Insertable<BlogsTable>;
 export type BlogChanges = Updateable<BlogsTable>;
-export type BlogImageRow = Selectable<BlogImagesTable>;
 
 export const BLOG_COLUMNS = Object.keys(BLOG_FIELDS) as BlogField[];
 

@@ -18,9 +18,9 @@ import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
 import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
 import { type ImagePlan, planImages, type ReceivedImage } from './blog.images.js';
 import { type BlogRecord, storedBlog, toBlogRecord } from './blog.record.js';
-import type { BlogRow } from './blog.repository.js';
 import * as repo from './blog.repository.js';
 import type { BlogQuery, BlogWrite } from './blog.schemas.js';
+import type { BlogRow } from './blog.table.js';
 import { removeImageIfUnused } from './image-cleanup.js';
 
 export type { BlogRecord } from './blog.record.js';

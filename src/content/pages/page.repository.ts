@@ -2,7 +2,6 @@ import {
   type ExpressionBuilder,
   expressionBuilder,
   type Insertable,
-  type Selectable,
   type SelectQueryBuilder,
   type SqlBool,
   sql,
@@ -18,9 +17,8 @@ import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filt
 import type { MatchType } from '../shared/schemas.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
 import { PAGE_FIELDS, type PageField } from './page.fields.js';
-import type { PagesTable } from './page.table.js';
+import type { PageRow, PagesTable } from './page.table.js';
 
-export type PageRow = Pick<Selectable<PagesTable>, PageField>;
 export type NewPageRow = Insertable<PagesTable>;
 export type PageChanges = Updateable<PagesTable>;
 

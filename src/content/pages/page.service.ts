@@ -16,9 +16,9 @@ import type { StoredItem, StoredRecord } from '../shared/stored.js';
 import { PAGE_ALIAS, uniqueName } from '../shared/unique-name.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
 import { type PageRecord, storedPage, toPageRecord } from './page.record.js';
-import type { PageRow } from './page.repository.js';
 import * as repo from './page.repository.js';
 import type { PageQuery, PageWrite } from './page.schemas.js';
+import type { PageRow } from './page.table.js';
 
 export type { PageRecord } from './page.record.js';
 

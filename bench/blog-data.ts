@@ -6,7 +6,7 @@ import SQLite from 'better-sqlite3';
 import sharp from 'sharp';
 import { BLOG_FIELDS, type BlogField } from '../src/content/blogs/blog.fields.js';
 import { storedBlog } from '../src/content/blogs/blog.record.js';
-import type { BlogRow } from '../src/content/blogs/blog.repository.js';
+import type { BlogRow } from '../src/content/blogs/blog.table.js';
 import { type BlogSearchFields, blogSearchText } from '../src/content/shared/search-text.js';
 import { formatTimestamp } from '../src/db/time.js';
 import { prng } from './seed.js';

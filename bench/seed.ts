@@ -7,7 +7,7 @@ import SQLite from 'better-sqlite3';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
 import { PAGE_FIELDS, type PageField } from '../src/content/pages/page.fields.js';
 import { storedPage } from '../src/content/pages/page.record.js';
-import type { PageRow } from '../src/content/pages/page.repository.js';
+import type { PageRow } from '../src/content/pages/page.table.js';
 import { type PageSearchFields, pageSearchText } from '../src/content/shared/search-text.js';
 import { createDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';

@@ -6,7 +6,8 @@ import { json } from '../../../test/helpers.js';
 import { assertOffsetWindows, assertWindowPlan } from '../../../test/offset-windows.js';
 import { planOf, recording } from '../../../test/query-plan.js';
 import { now } from '../../db/time.js';
-import { listBlogs, listBlogsAfter } from './blog.repository.js';
+import { listRows, listRowsAfter } from '../shared/stored-records.js';
+import { BLOGS } from './blog.repository.js';
 
 type Blog = Record<string, unknown> & { info_id: number; info_title: string };
 
@@ -156,7 +157,7 @@ test('the blog keyset query reads three ranges of blogs_site_order, with no sort
   const { handle, queries } = recording(app.db);
   // A page large enough to need all three ranges after the key.
   const all = await byOffset(app);
-  const { rows } = await listBlogsAfter(handle, app.site.siteId, {}, [0, day(-3), 1], 999);
+  const { rows } = await listRowsAfter(handle, BLOGS, app.site.siteId, {}, [0, day(-3), 1], 999);
   assert.ok(rows.length > 0 && rows.length < all.length);
   const bounds =
     app.db.dialect === 'sqlite'
@@ -194,7 +195,7 @@ test('a blog offset window is the same slice of the list on every database; Post
     ['', 'title=%25alpha', 'publicContentOnly=true'],
   );
   const { handle, queries } = recording(app.db);
-  await listBlogs(handle, app.site.siteId, {}, 10, 5);
+  await listRows(handle, BLOGS, app.site.siteId, {}, 10, 5);
   const plan = await planOf(app.db, queries.find((q) => q.sql.includes('record_json'))!);
   assertWindowPlan(plan.join('\n'), app.db.dialect, 'blogs', 'info_id');
 });

@@ -13,8 +13,7 @@
  *   that file rather than storing a copy.
  */
 import type { ImageMime, StagedImage } from '../../storage/image-storage.js';
-import type { BlogImageRow } from './blog.repository.js';
-import type { ImageRole } from './blog.table.js';
+import type { BlogImageRow, ImageRole } from './blog.table.js';
 
 export interface ImageMetadata {
   width: number;

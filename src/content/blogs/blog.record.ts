@@ -6,7 +6,7 @@
 import { type StoredRecord, storedRecord } from '../shared/stored.js';
 import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
 import type { ImageMetadata } from './blog.images.js';
-import type { BlogRow } from './blog.repository.js';
+import type { BlogRow } from './blog.table.js';
 
 export type BlogRecord = Omit<BlogRow, 'info_show' | 'info_img_json' | 'info_more_images' | 'info_blog_comments_on'> & {
   info_show: 'Y' | 'N';

@@ -1,31 +1,17 @@
-import {
-  type ExpressionBuilder,
-  expressionBuilder,
-  type Insertable,
-  type Selectable,
-  type SelectQueryBuilder,
-  type SqlBool,
-  sql,
-  type Updateable,
-} from 'kysely';
-import { type DialectName, dialectOf } from '../../db/database.js';
+import { type ExpressionBuilder, type Insertable, type SqlBool, sql, type Updateable } from 'kysely';
+import type { DialectName } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
-import { preparedLookup } from '../../db/prepared-lookup.js';
 import type { Database, DbHandle } from '../../db/schema.js';
-import type { MaybePromise } from '../../maybe-async.js';
-import { hiddenPages, listTotal } from '../shared/content.queries.js';
+import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
-import type { StoredItem, StoredRecord } from '../shared/stored.js';
+import { storedResource } from '../shared/stored-records.js';
 import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
-import type { BlogImagesTable, BlogsTable } from './blog.table.js';
+import { toBlogRecord } from './blog.record.js';
+import type { BlogImageRow, BlogsTable } from './blog.table.js';
 
-export type BlogRow = Pick<Selectable<BlogsTable>, BlogField>;
 export type NewBlogRow = Insertable<BlogsTable>;
 export type BlogChanges = Updateable<BlogsTable>;
-export type BlogImageRow = Selectable<BlogImagesTable>;
-
-export const BLOG_COLUMNS = Object.keys(BLOG_FIELDS) as BlogField[];
 
 export interface BlogFilter {
   id?: number;
@@ -58,114 +44,28 @@ function conditionsOf(eb: ExpressionBuilder<Database, 'blogs'>, dialect: Dialect
   return conditions;
 }
 
-function filtered(db: DbHandle, siteId: number, f: BlogFilter) {
-  const dialect = dialectOf(db);
-  return db
-    .selectFrom('blogs')
-    .where('blogs.site_id', '=', siteId)
-    .where((eb) => eb.and(conditionsOf(eb, dialect, siteId, f)));
-}
-
-export async function listBlogs(
-  db: DbHandle,
-  siteId: number,
-  filter: BlogFilter,
-  offset: number,
-  limit: number,
-): Promise<{ rows: StoredItem[]; total: number }> {
-  const everyBlog = conditionsOf(expressionBuilder<Database, 'blogs'>(), dialectOf(db), siteId, filter).length === 0;
-  const [rows, total] = await Promise.all([
-    listWindow(db, siteId, filter, offset, limit).execute(),
-    listTotal(db, siteId, 'blogs', everyBlog ? undefined : filtered(db, siteId, filter)),
-  ]);
-  return { rows, total };
-}
-
+/** The by-id read of a blog's stored record: preparedLookup prepares it once (see `storedById`). */
 function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: number }) {
   return db.selectFrom('blogs').select(['record_json', 'etag']).where('site_id', '=', siteId).where('info_id', '=', id);
 }
 
-/** One blog's stored record, outside a transaction: a prepared statement on SQLite. */
-export function readStoredBlog(db: DbHandle, siteId: number, id: number): MaybePromise<StoredRecord | undefined> {
-  return preparedLookup(db, storedByIdQuery, { siteId, id });
-}
-
-function inListOrder(db: DbHandle, siteId: number, filter: BlogFilter) {
-  return inOrder(filtered(db, siteId, filter).select(['blogs.info_id as id', 'blogs.record_json', 'blogs.etag']));
-}
-
-function inOrder<Q extends SelectQueryBuilder<Database, 'blogs', object>>(query: Q): Q {
-  return query.orderBy('blogs.info_order').orderBy('blogs.info_date', 'desc').orderBy('blogs.info_id') as Q;
-}
-
-/** The rows of an offset window: on PostgreSQL the window's keys first, as pages do (listWindow in page.repository.ts). */
-function listWindow(db: DbHandle, siteId: number, filter: BlogFilter, offset: number, limit: number) {
-  if (dialectOf(db) === 'sqlite') return inListOrder(db, siteId, filter).offset(offset).limit(limit);
-  const keys = inOrder(filtered(db, siteId, filter).select('blogs.info_id'))
-    .offset(offset)
-    .limit(limit);
-  return inListOrder(db, siteId, {}).where('blogs.info_id', '=', sql<number>`any(array(${keys}))`);
-}
-
-/** A blog's place in list order: (info_order, info_date newest first, info_id). */
-export type BlogKey = [order: number, date: string, id: number];
-
-type Ordered = ReturnType<typeof inListOrder>;
-
-/**
- * Keyset paging: up to `limit` blogs after `after` (from the start when null), and the key of the
- * last one when more follow (null on the last page).
- *
- * The directions are mixed (info_date newest first), so no row value says "after". What follows a
- * key is three consecutive ranges of the index blogs_site_order (site_id, info_order, info_date
- * desc, info_id), each read in list order: the rest of its date, the older dates of its order,
- * the later orders. They are read one after another until the page is full, so no query skips
- * rows before the key or sorts. (One OR condition would scan every earlier blog of the same order.)
- */
-export async function listBlogsAfter(
-  db: DbHandle,
-  siteId: number,
-  filter: BlogFilter,
-  after: BlogKey | null,
-  limit: number,
-): Promise<{ rows: StoredItem[]; next: BlogKey | null }> {
-  const ranges: Array<(query: Ordered) => Ordered> = after
-    ? [
-        (q) => q.where('blogs.info_order', '=', after[0]).where('blogs.info_date', '=', after[1]).where('blogs.info_id', '>', after[2]),
-        (q) => q.where('blogs.info_order', '=', after[0]).where('blogs.info_date', '<', after[1]),
-        (q) => q.where('blogs.info_order', '>', after[0]),
-      ]
-    : [(q) => q];
-  const rows: Array<StoredItem & { info_order: number; info_date: string; info_id: number }> = [];
-  // One more than asked says whether a next page exists.
-  for (const range of ranges) {
-    if (rows.length > limit) break;
-    rows.push(
-      ...(await range(inListOrder(db, siteId, filter))
-        // The key is selected by name, whatever else the list selects: the next cursor is made of it.
-        .select(['blogs.info_order', 'blogs.info_date', 'blogs.info_id'])
-        .limit(limit + 1 - rows.length)
-        .execute()),
-    );
-  }
-  if (rows.length <= limit) return { rows, next: null };
-  rows.length = limit;
-  const last = rows[limit - 1]!;
-  return { rows, next: [last.info_order, last.info_date, last.info_id] };
-}
-
-/**
- * A blog's columns and its stored ETag (for If-Match). `lock` takes a row lock so a check and the
- * write after it see the same row (PostgreSQL; SQLite writes are serial already).
- */
-export async function findBlog(db: DbHandle, siteId: number, id: number, lock = false): Promise<(BlogRow & { etag: string }) | undefined> {
-  const query = db
-    .selectFrom('blogs')
-    .select([...BLOG_COLUMNS, 'etag'])
-    .where('site_id', '=', siteId)
-    .where('info_id', '=', id);
-  return (lock && dialectOf(db) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
-}
+/** Blogs to the shared stored-record queries: listed by the index blogs_site_order, newest date first within an order. */
+export const BLOGS = storedResource({
+  noun: 'blog',
+  table: 'blogs',
+  id: 'info_id',
+  columns: Object.keys(BLOG_FIELDS) as BlogField[],
+  toRecord: toBlogRecord,
+  storedById: storedByIdQuery,
+  order: [
+    { column: 'info_order', type: 'int' },
+    { column: 'info_date', type: 'text', desc: true },
+    { column: 'info_id', type: 'int' },
+  ],
+  conditions: conditionsOf,
+  /** Cursors of the blog list: `["b", info_order, info_date, info_id]` of the last blog shown. */
+  cursorTag: 'b',
+});
 
 /** A write refused by the filename index, or by the page's foreign key (deleted after it was checked). */
 const refusals = (row: { info_filename?: unknown; page?: unknown }) => ({
@@ -183,15 +83,6 @@ export async function updateBlog(db: DbHandle, siteId: number, id: number, chang
     db.updateTable('blogs').set(changes).where('site_id', '=', siteId).where('info_id', '=', id).execute(),
     refusals(changes),
   );
-}
-
-/** Writes the stored record that the row's columns give (after every write, in its transaction). */
-export async function storeBlog(db: DbHandle, siteId: number, id: number, stored: StoredRecord): Promise<void> {
-  await db.updateTable('blogs').set(stored).where('site_id', '=', siteId).where('info_id', '=', id).execute();
-}
-
-export async function deleteBlog(db: DbHandle, siteId: number, id: number): Promise<void> {
-  await db.deleteFrom('blogs').where('site_id', '=', siteId).where('info_id', '=', id).execute();
 }
 
 export async function listBlogImages(db: DbHandle, siteId: number, id: number): Promise<BlogImageRow[]> {

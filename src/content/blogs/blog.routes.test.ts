@@ -154,10 +154,13 @@ test("one website can neither read, update nor delete another website's blogs, n
   // The same filename is free in another website.
   const sameName = await asB({ method: 'POST', url: '/api/blog', payload: { page: pageB, info_title: 'Private to A' } });
   assert.equal(json(sameName).data[0].info_filename, 'private-to-a');
-  // Each website's list holds its own rows and no other: the rows, not only their count.
+  // Each website's list holds its own rows and no other: the rows, not only their count, by
+  // offset and by cursor.
   const ids = (response: { body: string }) => (json(response).data as { info_id: number }[]).map((b) => b.info_id);
-  assert.deepEqual(ids(await asB({ url: '/api/blog' })), [json(sameName).data[0].info_id]);
-  assert.deepEqual(ids(await app.app.inject({ url: '/api/blog', headers: app.site.headers })), [blog.info_id]);
+  for (const url of ['/api/blog', '/api/blog?cursor=']) {
+    assert.deepEqual(ids(await asB({ url })), [json(sameName).data[0].info_id], url);
+    assert.deepEqual(ids(await app.app.inject({ url, headers: app.site.headers })), [blog.info_id], url);
+  }
 });
 
 test('the blog endpoint answers its reference and is in the OpenAPI document with the multipart form', async (t) => {

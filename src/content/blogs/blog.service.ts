@@ -2,25 +2,26 @@ import type { Static } from 'typebox';
 import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
-import { BadRequestError, NotFoundError, ValidationError } from '../../errors.js';
+import { BadRequestError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/etag.js';
-import { andThen, type MaybePromise } from '../../maybe-async.js';
+import type { MaybePromise } from '../../maybe-async.js';
 import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../shared/content.queries.js';
-import { keysetCursor } from '../shared/cursor.js';
 import type { Listed, Saved } from '../shared/envelope.js';
 import { lockImageReferences } from '../shared/image-references.js';
 import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { blogSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
+import { deleteRow, findForWrite, getRecord, getStored, listStored, storeRecord } from '../shared/stored-records.js';
 import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
 import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
 import { type ImagePlan, planImages, type ReceivedImage } from './blog.images.js';
-import { type BlogRecord, storedBlog, toBlogRecord } from './blog.record.js';
-import type { BlogRow } from './blog.repository.js';
+import { type BlogRecord, toBlogRecord } from './blog.record.js';
 import * as repo from './blog.repository.js';
+import { BLOGS } from './blog.repository.js';
 import type { BlogQuery, BlogWrite } from './blog.schemas.js';
+import type { BlogRow } from './blog.table.js';
 import { removeImageIfUnused } from './image-cleanup.js';
 
 export type { BlogRecord } from './blog.record.js';
@@ -53,49 +54,22 @@ const COPIED_FIELDS = (Object.keys(BLOG_FIELDS) as BlogField[]).filter(
 
 const today = () => now().slice(0, 10);
 
-/** Cursors of the blog list: `["b", info_order, info_date, info_id]` of the last blog shown. */
-const BLOG_CURSOR = keysetCursor('b', ['int', 'text', 'int']);
-
 /** A list of stored records: the route joins their texts, the list's ETag comes from their tags. */
 export async function listBlogs(db: DbHandle, siteId: number, query: BlogListQuery): Promise<Listed<StoredItem>> {
   const window = listWindow(query);
   const { publicContentOnly, ...filter } = query;
   const publicOn = queryBoolean(publicContentOnly) ? today() : undefined;
-  const { pageSize } = window;
-  if ('cursor' in window) {
-    const after = BLOG_CURSOR.decode(window.cursor);
-    const { rows, next } = await repo.listBlogsAfter(db, siteId, { ...filter, publicOn }, after, pageSize);
-    return { records: rows, pageSize, nextCursor: next && BLOG_CURSOR.encode(next) };
-  }
-  const { offset } = window;
-  const { rows, total } = await repo.listBlogs(db, siteId, { ...filter, publicOn }, offset, pageSize);
-  return { records: rows, total, offset, pageSize };
+  return listStored(db, BLOGS, siteId, { ...filter, publicOn }, window);
 }
 
 /** One blog as stored: its JSON text and ETag; at once when the read is (preparedLookup). */
 export function getStoredBlog(db: DbHandle, siteId: number, id: number): MaybePromise<StoredRecord> {
-  return andThen(repo.readStoredBlog(db, siteId, id), (stored) => {
-    if (!stored) throw new NotFoundError(`There is no blog ${id} on this website.`);
-    return stored;
-  });
+  return getStored(db, BLOGS, siteId, id);
 }
 
 /** One blog as an object (MCP): the stored text, parsed. */
 export async function getBlog(db: DbHandle, siteId: number, id: number): Promise<BlogRecord> {
-  return JSON.parse((await getStoredBlog(db, siteId, id)).record_json) as BlogRecord;
-}
-
-/**
- * The last step of every write that changes the row, in its transaction: the stored record is
- * rebuilt from the row's columns as they now are, so it cannot differ from what building the
- * record from them gives.
- */
-async function storeRecord(db: DbHandle, siteId: number, id: number): Promise<{ record: BlogRecord; etag: string }> {
-  const row = await repo.findBlog(db, siteId, id);
-  if (!row) throw new Error(`blog ${id} vanished inside its own write`);
-  const stored = storedBlog(row);
-  await repo.storeBlog(db, siteId, id, stored);
-  return { record: toBlogRecord(row), etag: stored.etag };
+  return getRecord(db, BLOGS, siteId, id);
 }
 
 /** Field values as stored: info_show as Y/N, booleans as 1/0. */
@@ -208,7 +182,7 @@ async function insert(db: DbHandle, siteId: number, changes: Stored, images: Ima
   if (!row.info_filename) row.info_filename = await uniqueFilename(db, siteId, slugify(row.info_title, 'blog'));
   const id = await repo.insertBlog(db, { ...row, site_id: siteId, search_text: blogSearchText(row) });
   await saveImageRows(db, siteId, id, plan);
-  return { ...(await storeRecord(db, siteId, id)), plan };
+  return { ...(await storeRecord(db, BLOGS, siteId, id)), plan };
 }
 
 /** The blog's image originals as the plan leaves them (migrateMode dedups against these). */
@@ -222,9 +196,7 @@ function saveImageRows(db: DbHandle, siteId: number, id: number, plan: ImagePlan
 }
 
 async function update(db: DbHandle, siteId: number, id: number, changes: Stored, images: ImageRequestOf, precondition?: Precondition) {
-  const currentRow = await repo.findBlog(db, siteId, id, true);
-  if (!currentRow) throw new NotFoundError(`There is no blog ${id} on this website.`);
-  precondition?.(currentRow.etag);
+  const currentRow = await findForWrite(db, BLOGS, siteId, id, precondition);
   const current = toBlogRecord(currentRow);
   if (changes.page !== undefined && changes.page !== currentRow.page) await checkPage(db, siteId, Number(changes.page));
   if (changes.info_filename === '') {
@@ -246,7 +218,7 @@ async function update(db: DbHandle, siteId: number, id: number, changes: Stored,
   if (diff.info_img !== undefined || diff.info_more_images !== undefined) {
     await saveImageRows(db, siteId, id, plan);
   }
-  return { ...(await storeRecord(db, siteId, id)), plan };
+  return { ...(await storeRecord(db, BLOGS, siteId, id)), plan };
 }
 
 /**
@@ -273,12 +245,10 @@ async function removeUnused(deps: BlogDeps, paths: readonly string[]): Promise<v
  */
 export async function deleteBlog(deps: BlogDeps, siteId: number, id: number, precondition?: Precondition): Promise<void> {
   const removed = await inTransaction(deps.db, async (trx) => {
-    const row = await repo.findBlog(trx, siteId, id, true);
-    if (!row) throw new NotFoundError(`There is no blog ${id} on this website.`);
-    precondition?.(row.etag);
+    const row = await findForWrite(trx, BLOGS, siteId, id, precondition);
     const record = toBlogRecord(row);
     const rows = await repo.listBlogImages(trx, siteId, id);
-    await repo.deleteBlog(trx, siteId, id);
+    await deleteRow(trx, BLOGS, siteId, id);
     return [record.info_img, ...record.info_more_images, ...rows.map((r) => r.path)].filter((p) => p !== '');
   });
   await removeUnused(deps, [...new Set(removed)]);

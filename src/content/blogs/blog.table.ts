@@ -1,6 +1,6 @@
-import type { Generated } from 'kysely';
+import type { Generated, Selectable } from 'kysely';
 import type { RowOf } from '../shared/fields.js';
-import type { BLOG_FIELDS } from './blog.fields.js';
+import type { BLOG_FIELDS, BlogField } from './blog.fields.js';
 
 /**
  * A blog row. info_show is 'Y'/'N'; info_img_json is JSON text ('' for none); info_more_images is
@@ -18,6 +18,9 @@ export type BlogsTable = Omit<RowOf<typeof BLOG_FIELDS>, 'info_id'> & {
   record_json: Generated<string>;
   etag: Generated<string>;
 };
+
+/** A blog's catalogue columns as read: what its record is built from. */
+export type BlogRow = Pick<Selectable<BlogsTable>, BlogField>;
 
 export type ImageRole = 'primary' | 'additional';
 
@@ -40,3 +43,6 @@ export interface BlogImagesTable {
   /** MIME type, e.g. image/jpeg. */
   type: string;
 }
+
+/** An image row as read. */
+export type BlogImageRow = Selectable<BlogImagesTable>;

@@ -4,7 +4,8 @@ import { idsByCursor, idsByOffset, type ListAnswer } from '../../../test/cursor-
 import { buildTestApp, json, type TestApp } from '../../../test/helpers.js';
 import { assertOffsetWindows, assertWindowPlan } from '../../../test/offset-windows.js';
 import { planOf, recording } from '../../../test/query-plan.js';
-import { listPages, listPagesAfter } from './page.repository.js';
+import { listRows, listRowsAfter } from '../shared/stored-records.js';
+import { PAGES } from './page.repository.js';
 
 type Page = Record<string, unknown> & { page: number; page_usertitle: string };
 
@@ -177,7 +178,7 @@ test('the keyset query reads a range of pages_site_order, with no sort (query pl
   const app = await buildTestApp(t);
   for (let i = 0; i < 30; i++) await post(app, { page_usertitle: `P${i}`, page_order: i % 4 });
   const { handle, queries } = recording(app.db);
-  const { rows, next } = await listPagesAfter(handle, app.site.siteId, {}, [1, 5], 3);
+  const { rows, next } = await listRowsAfter(handle, PAGES, app.site.siteId, {}, [1, 5], 3);
   assert.equal(rows.length, 3);
   assert.ok(next);
   assert.equal(queries.length, 1, 'one query, no count');
@@ -202,7 +203,7 @@ test('an offset window is the same slice of the list on every database; PostgreS
     ['', 'title=%25alpha', 'publicContentOnly=true'],
   );
   const { handle, queries } = recording(app.db);
-  await listPages(handle, app.site.siteId, {}, 10, 5);
+  await listRows(handle, PAGES, app.site.siteId, {}, 10, 5);
   const plan = await planOf(app.db, queries.find((q) => q.sql.includes('record_json'))!);
   assertWindowPlan(plan.join('\n'), app.db.dialect, 'pages', 'page');
 });

@@ -5,7 +5,7 @@
  */
 import { type StoredRecord, storedRecord } from '../shared/stored.js';
 import { PAGE_FIELDS, type PageField } from './page.fields.js';
-import type { PageRow } from './page.repository.js';
+import type { PageRow } from './page.table.js';
 
 export type PageRecord = Omit<PageRow, 'page_crop_aspect' | 'page_crop_aspect_thumbs'> & {
   page_crop_aspect: boolean;

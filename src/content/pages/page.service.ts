@@ -2,23 +2,24 @@ import type { Static } from 'typebox';
 import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
-import { BadRequestError, ConflictError, NotFoundError, ValidationError } from '../../errors.js';
+import { BadRequestError, ConflictError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/etag.js';
-import { andThen, type MaybePromise } from '../../maybe-async.js';
+import type { MaybePromise } from '../../maybe-async.js';
 import { countBlogsOnPage } from '../shared/content.queries.js';
-import { keysetCursor } from '../shared/cursor.js';
 import type { Listed, Saved } from '../shared/envelope.js';
 import { lockImageReferences } from '../shared/image-references.js';
 import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { pageSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
+import { deleteRow, findForWrite, getRecord, getStored, listStored, storeRecord } from '../shared/stored-records.js';
 import { PAGE_ALIAS, uniqueName } from '../shared/unique-name.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
-import { type PageRecord, storedPage, toPageRecord } from './page.record.js';
-import type { PageRow } from './page.repository.js';
+import type { PageRecord } from './page.record.js';
 import * as repo from './page.repository.js';
+import { PAGES } from './page.repository.js';
 import type { PageQuery, PageWrite } from './page.schemas.js';
+import type { PageRow } from './page.table.js';
 
 export type { PageRecord } from './page.record.js';
 
@@ -30,9 +31,6 @@ export type PageListQuery = Static<typeof PageQuery>;
 const BOOL_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => PAGE_FIELDS[f].kind === 'bool');
 const WRITABLE_FIELDS = (Object.keys(PAGE_FIELDS) as PageField[]).filter((f) => !(PAGE_SYSTEM_FIELDS as readonly string[]).includes(f));
 
-/** Cursors of the page list: `["p", page_order, page]` of the last page shown. */
-const PAGE_CURSOR = keysetCursor('p', ['int', 'int']);
-
 /** A list of stored records: the route joins their texts, the list's ETag comes from their tags. */
 export async function listPages(db: DbHandle, siteId: number, query: PageListQuery): Promise<Listed<StoredItem>> {
   const window = listWindow(query);
@@ -43,39 +41,17 @@ export async function listPages(db: DbHandle, siteId: number, query: PageListQue
     parent: parent !== undefined && page_parent !== undefined && parent !== page_parent ? -1 : (parent ?? page_parent),
     publicContentOnly: queryBoolean(query.publicContentOnly),
   };
-  const { pageSize } = window;
-  if ('cursor' in window) {
-    const { rows, next } = await repo.listPagesAfter(db, siteId, filter, PAGE_CURSOR.decode(window.cursor), pageSize);
-    return { records: rows, pageSize, nextCursor: next && PAGE_CURSOR.encode(next) };
-  }
-  const { offset } = window;
-  const { rows, total } = await repo.listPages(db, siteId, filter, offset, pageSize);
-  return { records: rows, total, offset, pageSize };
+  return listStored(db, PAGES, siteId, filter, window);
 }
 
 /** One page as stored: its JSON text and ETag; at once when the read is (preparedLookup). */
 export function getStoredPage(db: DbHandle, siteId: number, id: number): MaybePromise<StoredRecord> {
-  return andThen(repo.readStoredPage(db, siteId, id), (stored) => {
-    if (!stored) throw new NotFoundError(`There is no page ${id} on this website.`);
-    return stored;
-  });
+  return getStored(db, PAGES, siteId, id);
 }
 
 /** One page as an object (MCP, the console): the stored text, parsed. */
 export async function getPage(db: DbHandle, siteId: number, id: number): Promise<PageRecord> {
-  return JSON.parse((await getStoredPage(db, siteId, id)).record_json) as PageRecord;
-}
-
-/**
- * The last step of every write, in its transaction: the stored record is rebuilt from the row's
- * columns as they now are, so it cannot differ from what building the record from them gives.
- */
-async function storeRecord(db: DbHandle, siteId: number, id: number): Promise<{ record: PageRecord; etag: string }> {
-  const row = await repo.findPage(db, siteId, id);
-  if (!row) throw new Error(`page ${id} vanished inside its own write`);
-  const stored = storedPage(row);
-  await repo.storePage(db, siteId, id, stored);
-  return { record: toPageRecord(row), etag: stored.etag };
+  return getRecord(db, PAGES, siteId, id);
 }
 
 /** Field values as stored: booleans as 1/0, template letters in upper case. */
@@ -136,7 +112,7 @@ async function insert(db: DbHandle, siteId: number, changes: Partial<Record<Page
     row.page_alias = await uniqueAlias(db, siteId, slugify(row.page_usertitle || row.page_menuname, 'page'));
   }
   const id = await repo.insertPage(db, { ...row, site_id: siteId, search_text: pageSearchText(row) });
-  return storeRecord(db, siteId, id);
+  return storeRecord(db, PAGES, siteId, id);
 }
 
 async function update(
@@ -147,9 +123,7 @@ async function update(
   at: string,
   precondition?: Precondition,
 ) {
-  const currentRow = await repo.findPage(db, siteId, id, true);
-  if (!currentRow) throw new NotFoundError(`There is no page ${id} on this website.`);
-  precondition?.(currentRow.etag);
+  const currentRow = await findForWrite(db, PAGES, siteId, id, precondition);
   if (changes.page_parent !== undefined && changes.page_parent !== currentRow.page_parent) {
     await checkParent(db, siteId, Number(changes.page_parent), id);
   }
@@ -162,15 +136,13 @@ async function update(
     page_lastmodified: at,
     search_text: pageSearchText(merged),
   });
-  return storeRecord(db, siteId, id);
+  return storeRecord(db, PAGES, siteId, id);
 }
 
 /** DELETE: only a page without sub pages and without blogs. */
 export async function deletePage(db: DbHandle, siteId: number, id: number, precondition?: Precondition): Promise<void> {
   await inTransaction(db, async (trx) => {
-    const current = await repo.findPage(trx, siteId, id, true);
-    if (!current) throw new NotFoundError(`There is no page ${id} on this website.`);
-    precondition?.(current.etag);
+    await findForWrite(trx, PAGES, siteId, id, precondition);
     const children = await repo.countChildren(trx, siteId, id);
     if (children > 0) {
       throw new ConflictError(`Page ${id} still has ${children} sub page(s); move or delete them first.`);
@@ -179,7 +151,7 @@ export async function deletePage(db: DbHandle, siteId: number, id: number, preco
     if (blogs > 0) {
       throw new ConflictError(`Page ${id} still holds ${blogs} blog(s); move or delete them first.`);
     }
-    await repo.deletePage(trx, siteId, id);
+    await deleteRow(trx, PAGES, siteId, id);
   });
 }
 

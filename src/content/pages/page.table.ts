@@ -1,6 +1,6 @@
-import type { Generated } from 'kysely';
+import type { Generated, Selectable } from 'kysely';
 import type { RowOf } from '../shared/fields.js';
-import type { PAGE_FIELDS } from './page.fields.js';
+import type { PAGE_FIELDS, PageField } from './page.fields.js';
 
 /** A page row: every field of the catalogue, stored as its kind says, plus the tenant, search text and stored record. */
 export type PagesTable = Omit<RowOf<typeof PAGE_FIELDS>, 'page'> & {
@@ -15,3 +15,6 @@ export type PagesTable = Omit<RowOf<typeof PAGE_FIELDS>, 'page'> & {
   record_json: Generated<string>;
   etag: Generated<string>;
 };
+
+/** A page's catalogue columns as read: what its record is built from. */
+export type PageRow = Pick<Selectable<PagesTable>, PageField>;

@@ -176,13 +176,18 @@ test('a website never sees or changes another website’s pages', async (t) => {
   );
   const still = await app.app.inject({ url: `/api/page/${mine.page}`, headers: app.site.headers });
   assert.equal(json(still).data[0].page_usertitle, 'Mine');
-  // Each website's list holds its own rows and no other: the rows, not only their count.
+  // Each website's list holds its own rows and no other: the rows, not only their count, by
+  // offset and by cursor.
   const theirs = json(await as('POST', '/api/page', { page_usertitle: 'Theirs' })).data[0];
-  const listOf = async (headers: Record<string, string>) =>
-    (json(await app.app.inject({ url: '/api/page?pageSize=999', headers })).data as { page: number }[]).map((p) => p.page).sort();
-  assert.deepEqual(await listOf(other.headers), [theirs.page]);
-  const ours = await listOf(app.site.headers);
-  assert.ok(ours.includes(mine.page) && !ours.includes(theirs.page), `A's list: ${ours.join(', ')}`);
+  for (const paging of ['', '&cursor=']) {
+    const listOf = async (headers: Record<string, string>) =>
+      (json(await app.app.inject({ url: `/api/page?pageSize=999${paging}`, headers })).data as { page: number }[])
+        .map((p) => p.page)
+        .sort();
+    assert.deepEqual(await listOf(other.headers), [theirs.page], paging);
+    const ours = await listOf(app.site.headers);
+    assert.ok(ours.includes(mine.page) && !ours.includes(theirs.page), `A's list${paging}: ${ours.join(', ')}`);
+  }
 });
 
 test('DELETE removes a page, refuses one with sub pages, and 404s an unknown one', async (t) => {

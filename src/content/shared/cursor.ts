@@ -10,7 +10,7 @@ import { ValidationError } from '../../errors.js';
 export const CURSOR_MAX = 200;
 
 /** How one key value is checked: a 32-bit integer (as its column), or short text. */
-type KeyPart = 'int' | 'text';
+export type KeyPart = 'int' | 'text';
 type ValueOf<P extends KeyPart> = P extends 'int' ? number : string;
 type KeyOf<P extends readonly KeyPart[]> = { -readonly [I in keyof P]: ValueOf<P[I]> };
 

@@ -1,8 +1,8 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { storedBlog } from '../../content/blogs/blog.record.js';
-import type { BlogRow } from '../../content/blogs/blog.repository.js';
+import type { BlogRow } from '../../content/blogs/blog.table.js';
 import { storedPage } from '../../content/pages/page.record.js';
-import type { PageRow } from '../../content/pages/page.repository.js';
+import type { PageRow } from '../../content/pages/page.table.js';
 import type { StoredRecord } from '../../content/shared/stored.js';
 import type { DialectName } from '../database.js';
 

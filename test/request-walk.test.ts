@@ -12,7 +12,7 @@ async function walkInDocs(heading: string): Promise<string[]> {
   assert.ok(start >= 0, `docs/architecture.md has a section "${heading}"`);
   const end = text.indexOf('\n#', start + 1);
   const section = text.slice(start, end < 0 ? undefined : end);
-  return [...section.matchAll(/^\d+\. `(src\/[^`]+\.ts)`/gm)].map((m) => m[1]!);
+  return [...section.matchAll(/\b\d+\. `(src\/[^`]+\.ts)`/g)].map((m) => m[1]!);
 }
 
 test('the walk of an API-key GET by id in docs/architecture.md names every file such a request runs code in, when its credential is not cached', async (t) => {

@@ -37,7 +37,7 @@ export interface ReceivedImage {
   readonly type: ImageMime;
 }
 
-export interface CurrentImages {
+interface CurrentImages {
   info_img: string;
   info_img_json: ImageMetadata | null;
   info_more_images: string[];
@@ -45,7 +45,7 @@ export interface CurrentImages {
   rows: readonly BlogImageRow[];
 }
 
-export interface ImageRequest {
+interface ImageRequest {
   info_img?: string;
   info_more_images?: string[];
   uploads: readonly ReceivedImage[];

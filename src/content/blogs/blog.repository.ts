@@ -10,10 +10,10 @@ import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
 import { toBlogRecord } from './blog.record.js';
 import type { BlogImageRow, BlogsTable } from './blog.table.js';
 
-export type NewBlogRow = Insertable<BlogsTable>;
-export type BlogChanges = Updateable<BlogsTable>;
+type NewBlogRow = Insertable<BlogsTable>;
+type BlogChanges = Updateable<BlogsTable>;
 
-export interface BlogFilter {
+interface BlogFilter {
   id?: number;
   page?: number;
   title?: string;

@@ -35,7 +35,7 @@ export const BlogRecord = recordSchema('BlogRecord', BLOG_FIELDS, {
   id: Type.Integer({ description: 'The same as info_id' }),
 });
 
-export const MIGRATE_MODE_DESCRIPTION =
+const MIGRATE_MODE_DESCRIPTION =
   'Repeatable migration: a primary image or additional images already on the blog are kept, not replaced; additional images only add originals not seen before (same file name and content); the primary image is never listed in info_more_images. true or 1.';
 
 export const BlogWrite = writeSchema(

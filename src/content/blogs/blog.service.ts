@@ -38,7 +38,7 @@ export interface BlogDeps {
   readonly warn?: (message: string, error: unknown) => void;
 }
 
-export interface SaveOptions {
+interface SaveOptions {
   readonly uploads?: readonly ReceivedImage[];
   readonly migrate?: boolean;
   readonly precondition?: Precondition | undefined;

@@ -4,7 +4,7 @@ import { IMAGE_PATH_PREFIX, type ImageStorage } from '../../storage/image-storag
 import { lockImageReferences } from '../shared/image-references.js';
 import { imagePathInUse, pathsWithImageRows } from './blog.repository.js';
 
-export interface SweepResult {
+interface SweepResult {
   /** Staged uploads removed: a process died before committing or discarding them. */
   readonly staged: number;
   /** Committed images removed that no record shows. */

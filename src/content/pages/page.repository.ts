@@ -10,10 +10,10 @@ import { PAGE_FIELDS, type PageField } from './page.fields.js';
 import { toPageRecord } from './page.record.js';
 import type { PagesTable } from './page.table.js';
 
-export type NewPageRow = Insertable<PagesTable>;
+type NewPageRow = Insertable<PagesTable>;
 export type PageChanges = Updateable<PagesTable>;
 
-export interface PageFilter {
+interface PageFilter {
   id?: number;
   /** The same as id; both may be sent, and then both must hold. */
   page?: number;

@@ -155,7 +155,7 @@ export async function deletePage(db: DbHandle, siteId: number, id: number, preco
   });
 }
 
-export interface PageNode {
+interface PageNode {
   id: number;
   title: string;
   alias: string;

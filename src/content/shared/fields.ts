@@ -7,6 +7,6 @@ export interface FieldSpec {
 }
 
 /** How a field of each kind is stored: integers and booleans as integers, the rest as text. */
-export type StoredValue<K extends FieldKind> = K extends 'serial' | 'int' | 'bool' ? number : string;
+type StoredValue<K extends FieldKind> = K extends 'serial' | 'int' | 'bool' ? number : string;
 
 export type RowOf<F extends Record<string, FieldSpec>> = { -readonly [K in keyof F]: StoredValue<F[K]['kind']> };

@@ -60,7 +60,7 @@ export function foldForSearch(text: string): string {
  * Words of a full-text query: letters, digits and underscores, as both tokenizers split them,
  * folded like the indexed text (a decomposed `naïve` is then one word, not `nai` and `ve`).
  */
-export function searchWords(query: string): string[] {
+function searchWords(query: string): string[] {
   return foldForSearch(query).match(/[\p{L}\p{N}_]+/gu) ?? [];
 }
 

@@ -107,7 +107,7 @@ export const IdParams = Type.Object(
 /** Query booleans: true/1 and false/0. */
 export const QueryBoolean = Type.Union([Type.Literal('true'), Type.Literal('1'), Type.Literal('false'), Type.Literal('0')]);
 
-export const MATCH_TYPES = ['like', 'exact', 'contains', 'startsWith', 'endsWith'] as const;
+const MATCH_TYPES = ['like', 'exact', 'contains', 'startsWith', 'endsWith'] as const;
 export type MatchType = (typeof MATCH_TYPES)[number];
 
 /** Query parameters every list shares. */

@@ -20,7 +20,7 @@ import type { ListWindow } from './schemas.js';
 import { type StoredItem, type StoredRecord, storedRecord } from './stored.js';
 
 /** The tables whose rows belong to a website and keep their record's JSON text and ETag. */
-export type StoredTable = {
+type StoredTable = {
   [T in keyof Database]: Database[T] extends { site_id: number; record_json: unknown; etag: unknown } ? T : never;
 }[keyof Database];
 
@@ -28,7 +28,7 @@ export type StoredTable = {
 type StoredByIdQuery = Compilable & { executeTakeFirst(): Promise<StoredRecord | undefined> };
 
 /** A column of a list's order, in index order; the last one is the id, so the order is total. */
-export interface OrderColumn {
+interface OrderColumn {
   readonly column: string;
   /** What the cursor accepts back for it. */
   readonly type: KeyPart;
@@ -36,14 +36,14 @@ export interface OrderColumn {
 }
 
 /** A record's place in list order: the values of the order's columns. */
-export type ListKey = readonly (number | string)[];
+type ListKey = readonly (number | string)[];
 
 /**
  * What a resource is, to the shared code: everything else about it stays in its own folder.
  * `toRecord` and `conditions` are methods so that a resource's own row and filter types stand in
  * where the shared code knows neither.
  */
-export interface StoredResource<T extends StoredTable, Row, R, F> {
+interface StoredResource<T extends StoredTable, Row, R, F> {
   /** Its name in messages ("There is no page 3 on this website."). */
   readonly noun: string;
   readonly table: T;
@@ -89,7 +89,7 @@ const column = (r: AnyResource, name: string) => sql.ref(`${r.table}.${name}`);
 const selected = (db: DbHandle, names: readonly string[]) => names.map((name) => db.dynamic.ref(name)) as never[];
 
 /** One record's stored text and ETag, outside a transaction: the hottest read, a prepared statement on SQLite. */
-export function readStored(db: DbHandle, r: AnyResource, siteId: number, id: number): MaybePromise<StoredRecord | undefined> {
+function readStored(db: DbHandle, r: AnyResource, siteId: number, id: number): MaybePromise<StoredRecord | undefined> {
   return preparedLookup(db, r.storedById, { siteId, id });
 }
 
@@ -97,7 +97,7 @@ export function readStored(db: DbHandle, r: AnyResource, siteId: number, id: num
  * A record's columns and its stored ETag (for If-Match). `lock` takes a row lock so a check and
  * the write after it see the same row (PostgreSQL; SQLite writes are serial already).
  */
-export async function findRow<Row>(
+async function findRow<Row>(
   db: DbHandle,
   r: AnyResource<Row>,
   siteId: number,
@@ -115,7 +115,7 @@ export async function findRow<Row>(
 }
 
 /** Writes the stored record that the row's columns give (after every write, in its transaction). */
-export async function writeStored(db: DbHandle, r: AnyResource, siteId: number, id: number, stored: StoredRecord): Promise<void> {
+async function writeStored(db: DbHandle, r: AnyResource, siteId: number, id: number, stored: StoredRecord): Promise<void> {
   await db.updateTable(r.table).set(stored).where('site_id', '=', siteId).where(sql.ref(r.id), '=', id).execute();
 }
 

@@ -5,7 +5,7 @@ import { escapeLike } from './filters.js';
 import { firstFree } from './slug.js';
 
 /** A website-unique SEO name column: page aliases, blog filenames. */
-export interface NameColumn {
+interface NameColumn {
   readonly table: 'pages' | 'blogs';
   readonly column: 'page_alias' | 'info_filename';
   /** The table's record id: a record being renamed does not stand in its own way. */

@@ -18,7 +18,7 @@ module.exports = {
         'src/db runs statements and owns connections: it must not depend on authentication, HTTP or the features. ' +
         'The tables it types (*.table.ts, *.tables.ts) are the exception. Migrations that rebuild derived data ' +
         '(stored records, search text) use the features\u2019 own builders and are not held to this.',
-      from: { path: '^src/db/[^/]+\\.ts$', pathNot: '\\.test\\.ts$' },
+      from: { path: '^src/db/(sqlite/|postgres/)?[^/]+\\.ts$', pathNot: '\\.test\\.ts$' },
       to: {
         path: '^src/(auth|http|oauth|console|content|mcp|reference|storage|accounts|cli|demo)/',
         pathNot: '\\.tables?\\.ts$',

@@ -64,8 +64,8 @@ const COMMA = 0x2c;
 
 /**
  * The envelope as UTF-8 bytes, each stored text written once straight into one buffer. Joining
- * the texts into one string and sending that cost about 9 ms for a list of 200 (a 690 KB join,
- * then its UTF-8 encoding on the socket); this takes about 0.3 ms (bench/README.md).
+ * the texts into one string and sending that would copy a large list twice (the join, then its
+ * UTF-8 encoding on the socket), many times slower (bench/README.md).
  */
 function envelopeBytes(records: readonly StoredItem[], meta: string): Buffer {
   const head = '{"data":[';

@@ -5,7 +5,7 @@ import type { DbHandle } from '../db/schema.js';
 import { UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
-import { memoisePerTick, type PrincipalCache, readCached } from './principal-cache.js';
+import { memoisePerTick, type PrincipalCache } from './principal-cache.js';
 
 /** Legacy credentials carry every permission of their website (DESIGN §2). */
 const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everything:write']);
@@ -71,7 +71,7 @@ export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined): Aut
       // database says a credential changed (principal-cache.ts): decoding them, reading the
       // credential and checking the key against its hash cost a sixth of a GET by id.
       // Credentials that fail are never kept: each attempt is checked again.
-      return readCached(cache, keyOf(presented), () => verify(request));
+      return cache ? cache.read(keyOf(presented), () => verify(request)) : verify(request);
     },
   };
 }

@@ -5,7 +5,7 @@ import { UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import { type LiveAccess, readLiveAccess, touchConnection } from '../oauth/connections/connection.repository.js';
 import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
-import { memoisePerTick, type PrincipalCache, readCached } from './principal-cache.js';
+import { memoisePerTick, type PrincipalCache } from './principal-cache.js';
 
 function invalid(): UnauthorizedError {
   return new UnauthorizedError('The access token is not valid: unknown, expired or revoked.', 'invalid_token');
@@ -107,7 +107,7 @@ export function bearerAuth(db: DbHandle, resource: string, cache: PrincipalCache
       // The principal the token proved for this resource (a token for the other one is refused,
       // never kept under this key), kept per process until the database says a token or
       // connection changed (principal-cache.ts), and never past the token's or connection's end.
-      return readCached(cache, `token:${resource}:${hashed}`, () => verify(hashed), expiryOf);
+      return cache ? cache.read(`token:${resource}:${hashed}`, () => verify(hashed), expiryOf) : verify(hashed);
     },
   };
 }

@@ -80,16 +80,6 @@ export class PrincipalCache {
   }
 }
 
-/** A read through the cache when there is one (see PrincipalCache.read), or straight from the database. */
-export function readCached<V>(
-  cache: PrincipalCache | undefined,
-  key: string,
-  read: () => MaybePromise<V | undefined>,
-  until?: (value: V) => number | undefined,
-): MaybePromise<V | undefined> {
-  return cache ? cache.read(key, read, until) : read();
-}
-
 /**
  * `compute` memoised for the rest of the current tick of the event loop: asked again for the same
  * key in the same tick, it answers from memory; the memory is forgotten when the tick ends

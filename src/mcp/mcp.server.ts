@@ -39,7 +39,7 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 
 /**
  * The tool and arguments a tools/call names. A call the schema of tools/call refuses is invalid
- * params (-32602), which the MCP spec (2025-06-18, tools: protocol errors) makes a JSON-RPC error;
+ * params (-32602), which the MCP specification (tools, protocol errors) makes a JSON-RPC error;
  * arguments that are an object but wrong for the tool are the tool's to refuse, as a tool error.
  */
 function callOf(params: unknown): { name: string; args: Record<string, unknown> } {

@@ -1,9 +1,7 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import { storedBlog } from '../../content/blogs/blog.record.js';
-import type { BlogRow } from '../../content/blogs/blog.table.js';
-import { storedPage } from '../../content/pages/page.record.js';
-import type { PageRow } from '../../content/pages/page.table.js';
-import type { StoredRecord } from '../../content/shared/stored.js';
+import { BLOGS } from '../../content/blogs/blog.repository.js';
+import { PAGES } from '../../content/pages/page.repository.js';
+import { storedRecord } from '../../content/shared/stored.js';
 import type { DialectName } from '../database.js';
 
 /**
@@ -26,16 +24,9 @@ export async function up(db: Kysely<unknown>, _dialect: DialectName): Promise<vo
   await rebuildStoredRecords(db);
 }
 
-interface Target {
-  table: string;
-  key: string;
-  stored(row: Record<string, unknown>): StoredRecord;
-}
-
-const TARGETS: readonly Target[] = [
-  { table: 'pages', key: 'page', stored: (row) => storedPage(row as unknown as PageRow) },
-  { table: 'blogs', key: 'info_id', stored: (row) => storedBlog(row as unknown as BlogRow) },
-];
+/** The resources with stored records, as their repositories describe them: table, id column, record builder. */
+type Target = Pick<typeof PAGES | typeof BLOGS, 'table' | 'id'> & { toRecord(row: never): object };
+const TARGETS: readonly Target[] = [PAGES, BLOGS];
 
 /**
  * Exported for later migrations, for `cms records rebuild` (after a rolling upgrade, docs/deploy.md)
@@ -53,14 +44,14 @@ export async function rebuildStoredRecords(db: Kysely<unknown>, batchSize = 1000
  * where migrations run outside a transaction). Running it again changes nothing.
  */
 async function rebuildTable(db: Kysely<unknown>, target: Target, batchSize: number): Promise<number> {
-  const key = sql.ref(target.key);
+  const key = sql.ref(target.id);
   const table = sql.table(target.table);
   let rewritten = 0;
   for (let after = 0; ; ) {
     const { rows } = await sql<Record<string, unknown>>`select * from ${table}
       where ${key} > ${after} order by ${key} limit ${batchSize}`.execute(db);
     const stale = rows
-      .map((row) => ({ id: Number(row[target.key]), old: row.etag as string, oldJson: row.record_json, ...target.stored(row) }))
+      .map((row) => ({ id: Number(row[target.id]), old: row.etag as string, oldJson: row.record_json, ...storedRecord(target.toRecord(row as never)) }))
       .filter((r) => r.etag !== r.old || r.record_json !== r.oldJson);
     if (stale.length > 0) {
       const byKey = (value: (r: (typeof stale)[number]) => string): RawBuilder<string> =>
@@ -76,6 +67,6 @@ async function rebuildTable(db: Kysely<unknown>, target: Target, batchSize: numb
     }
     const last = rows.at(-1);
     if (!last || rows.length < batchSize) return rewritten;
-    after = Number(last[target.key]);
+    after = Number(last[target.id]);
   }
 }

@@ -108,7 +108,10 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
   // The API limit is per credential, counted once authenticated. docs/rate-limits.md says why in-process without Redis.
   installAuthentication(
     app,
-    { api: { bearer: oauth.bearer.api, apiKey: apiKeyAuth(db.kysely, cache) }, mcp: { bearer: oauth.bearer.mcp } },
+    {
+      api: { bearer: oauth.bearer.api, apiKey: apiKeyAuth(db.kysely, cache, config.legacyQueryCredentials) },
+      mcp: { bearer: oauth.bearer.mcp },
+    },
     apiRateLimit(config.rateLimits.api, limits.perRequest),
   );
   installEntityTags(app);

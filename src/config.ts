@@ -45,6 +45,12 @@ export interface Config {
    * on the very next request; off reads them on every request.
    */
   readonly keepCredentials: boolean;
+  /**
+   * Whether API credentials sent as the query parameters apiID and apiKey are accepted, as the
+   * hosted platform's clients send them (LEGACY_QUERY_CREDENTIALS, on by default). Off, such a
+   * request is a 400 that says to send them as headers.
+   */
+  readonly legacyQueryCredentials: boolean;
   readonly cookieSecrets: readonly string[];
   readonly logLevel: LogLevel;
   /** How long a client may take, in milliseconds (docs/deploy.md, Timeouts). */
@@ -229,6 +235,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sqliteSynchronous,
     sqliteMmapMB: integer(env, 'SQLITE_MMAP_MB', DEFAULT_SQLITE_MMAP_MB, 0, MAX_SQLITE_MMAP_MB),
     keepCredentials: flag(env, 'KEEP_CREDENTIALS', true),
+    legacyQueryCredentials: flag(env, 'LEGACY_QUERY_CREDENTIALS', true),
     cookieSecrets: Object.freeze(
       cookieSecretsOf(env.COOKIE_SECRETS, dataDir, databaseUrl.startsWith('sqlite:') && !databaseUrl.endsWith(':memory:')),
     ),

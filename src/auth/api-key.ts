@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { type CredentialRow, readCredential, touchCredential } from '../accounts/account.repository.js';
 import { sameHash, sha256 } from '../accounts/secrets.js';
 import type { DbHandle } from '../db/schema.js';
-import { UnauthorizedError } from '../errors.js';
+import { BadRequestError, UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
 import { memoisePerTick, type PrincipalCache } from './principal-cache.js';
@@ -16,17 +16,79 @@ function basicOf(request: FastifyRequest): string | undefined {
   return authorization && /^basic /i.test(authorization) ? authorization : undefined;
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The API ID and key when the request sent them where the hosted platform's clients do, outside
+     * the headers: as the query parameters apiID and apiKey, or as fields of a form body.
+     */
+    legacyCredentials: LegacyCredentials | undefined;
+  }
+}
+
+/** apiID and apiKey as sent in a query string or a form: each a string when sent once. */
+export interface LegacyCredentials {
+  readonly apiId: unknown;
+  readonly apiKey: unknown;
+}
+
+/** A parsed query string or form: named fields. */
+export function isFields(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
+/** The names of the hosted platform's credential parameters and fields, in any letter case. */
+const LEGACY_NAME = /^api(id|key)$/i;
+
+/** Whether `name` is apiID or apiKey in some letter case, and which. */
+export function legacyCredentialName(name: string): 'apiId' | 'apiKey' | undefined {
+  const match = LEGACY_NAME.exec(name);
+  return match ? (match[1]!.length === 2 ? 'apiId' : 'apiKey') : undefined;
+}
+
+/**
+ * Takes apiID and apiKey out of the query, so that no route sees them as its own parameters;
+ * undefined when the query has neither. `allowed` false (LEGACY_QUERY_CREDENTIALS=false) refuses
+ * them: a URL is kept by browser histories, proxies and other people's logs.
+ */
+function takeFromQuery(request: FastifyRequest, allowed: boolean): LegacyCredentials | undefined {
+  const query = request.query;
+  if (!isFields(query)) return undefined;
+  let found: { apiId?: unknown; apiKey?: unknown } | undefined;
+  for (const name in query) {
+    const which = legacyCredentialName(name);
+    if (!which) continue;
+    found ??= {};
+    found[which] = query[name];
+    delete query[name];
+  }
+  if (found && !allowed) {
+    throw new BadRequestError(
+      'API credentials in the query string are turned off on this server: send them as headers (apiID and apiKey, X-Api-Id and X-Api-Key, or HTTP Basic).',
+    );
+  }
+  return found && { apiId: found.apiId, apiKey: found.apiKey };
+}
+
+/** The API ID and key as one header pair (X-Api-Id and X-Api-Key, or the hosted platform's apiID and apiKey), or as legacy credentials. */
+function pairOf(request: FastifyRequest): LegacyCredentials | undefined {
+  const headers = request.headers;
+  const apiId = headers['x-api-id'] ?? headers.apiid;
+  const apiKey = headers['x-api-key'] ?? headers.apikey;
+  if (apiId !== undefined || apiKey !== undefined) return { apiId, apiKey };
+  return request.legacyCredentials;
+}
+
 /**
  * The credentials exactly as the request sent them, one string: the Basic Authorization header,
- * or the X-Api-Id and X-Api-Key pair (a line break cannot occur in a header value). Undefined when
- * the request sends none of this kind.
+ * or the API ID and key as a pair, however sent (a line break cannot occur in a header value), so
+ * that one credential is one cache entry. Undefined when the request sends none of this kind.
  */
 function presentedOf(request: FastifyRequest): string | undefined {
   const basic = basicOf(request);
   if (basic) return basic;
-  const { 'x-api-id': apiId, 'x-api-key': apiKey } = request.headers;
-  if (apiId === undefined && apiKey === undefined) return undefined;
-  return `${String(apiId)}\n${String(apiKey)}`;
+  const pair = pairOf(request);
+  return pair && `${String(pair.apiId)}\n${String(pair.apiKey)}`;
 }
 
 /** The API ID and key of credentials presentedOf found; refuses a malformed pair or Basic text. */
@@ -38,16 +100,18 @@ function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string
     if (colon < 1) throw new UnauthorizedError('HTTP Basic credentials must be API_ID:API_KEY.');
     return { apiId: decoded.slice(0, colon), apiKey: decoded.slice(colon + 1) };
   }
-  const apiId = request.headers['x-api-id'];
-  const apiKey = request.headers['x-api-key'];
+  const { apiId, apiKey } = pairOf(request) ?? {};
   if (typeof apiId !== 'string' || typeof apiKey !== 'string' || !apiId || !apiKey) {
-    throw new UnauthorizedError('Send both X-Api-Id and X-Api-Key.');
+    throw new UnauthorizedError('Send the API ID and the API key, once each: apiID and apiKey (or X-Api-Id and X-Api-Key).');
   }
   return { apiId, apiKey };
 }
 
-/** API ID and key authentication; `cache` holds the principals proved (none: every request reads and checks). */
-export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined): AuthMethod {
+/**
+ * API ID and key authentication; `cache` holds the principals proved (none: every request reads
+ * and checks); `queryCredentials` accepts apiID and apiKey in the query string (LEGACY_QUERY_CREDENTIALS).
+ */
+export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined, queryCredentials = true): AuthMethod {
   /** The cache's key for credentials as sent: their SHA-256, computed once a tick (principal-cache.ts). */
   const keyOf = memoisePerTick((presented) => `key:${sha256(presented)}`);
   /** The principal of a credential as read, once the key sent matches it; at once unless its last use is due to be written. */
@@ -65,6 +129,7 @@ export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined): Aut
   return {
     name: 'api-key',
     authenticate(request) {
+      request.legacyCredentials ??= takeFromQuery(request, queryCredentials);
       const presented = presentedOf(request);
       if (presented === undefined) return undefined;
       // The principal these exact credentials proved, kept per process by their hash until the

@@ -1,12 +1,19 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
+import type { LegacyCredentials } from './api-key.js';
 import { type AuthMethod, hasScope, type Principal, type Scope } from './principal.js';
 import { protectedResources, type ResourceName } from './resources.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | undefined;
+    /**
+     * Set when the request sent no credentials in its headers or query and its form body may hold
+     * them (a route with `config.formCredentials`): the route's form reader calls it with the
+     * apiID and apiKey fields before it reads anything else of the form.
+     */
+    authenticateForm: ((fields: LegacyCredentials) => MaybePromise<void>) | undefined;
   }
   interface FastifyContextConfig {
     /** The scope a route needs: the route authenticates, and refuses callers without the scope. */
@@ -18,6 +25,11 @@ declare module 'fastify' {
      * server, which takes only Bearer tokens issued for {base_url}/mcp.
      */
     resource?: ResourceName;
+    /**
+     * The route reads a urlencoded or multipart body and accepts API credentials as its apiID and
+     * apiKey fields, as the hosted platform's clients send them: authentication waits for the form.
+     */
+    formCredentials?: true;
   }
 }
 
@@ -61,7 +73,7 @@ export function requireDeclaredAccess(app: FastifyInstance): void {
 }
 
 const MISSING_CREDENTIALS: Record<ResourceName, string> = {
-  api: 'Send an OAuth access token (Authorization: Bearer) or API credentials (HTTP Basic API_ID:API_KEY, or X-Api-Id and X-Api-Key).',
+  api: 'Send an OAuth access token (Authorization: Bearer) or API credentials (HTTP Basic API_ID:API_KEY, or the headers apiID and apiKey, or X-Api-Id and X-Api-Key).',
   mcp: 'Send an OAuth access token issued for this MCP server (Authorization: Bearer); the WWW-Authenticate header names its metadata.',
 };
 
@@ -97,23 +109,42 @@ export function installAuthentication(
   count?: CountRequest,
 ): void {
   app.decorateRequest('principal', undefined);
+  app.decorateRequest('authenticateForm', undefined);
+  app.decorateRequest('legacyCredentials', undefined);
   app.addHook('onRequest', (request, reply, done) => {
     const needed = request.routeOptions.config.scope;
     if (!needed) return done();
     const resource = resourceOf(request);
-    let settled: MaybePromise<void>;
-    try {
-      const found = principalFrom(methods[resource], request);
-      settled = andThen(found, (principal) => {
+    const finish = (found: MaybePromise<Principal | undefined>) =>
+      andThen(found, (principal) => {
         request.principal = authorised(request, principal, needed, resource);
         return count?.(request, reply);
       });
+    let settled: MaybePromise<void>;
+    try {
+      const found = principalFrom(methods[resource], request);
+      if (found === undefined && mayHoldFormCredentials(request)) {
+        // Nothing in the headers or query: the form's fields are read before anything else of it.
+        request.authenticateForm = (fields) => {
+          request.authenticateForm = undefined;
+          request.legacyCredentials = fields;
+          return finish(principalFrom(methods[resource], request));
+        };
+        return done();
+      }
+      settled = finish(found);
     } catch (error) {
       return done(error as Error);
     }
     if (settled instanceof Promise) settled.then(() => done(), done);
     else done();
   });
+}
+
+const FORM_TYPES = /^\s*(application\/x-www-form-urlencoded|multipart\/form-data)\s*(;|$)/i;
+
+function mayHoldFormCredentials(request: FastifyRequest): boolean {
+  return request.routeOptions.config.formCredentials === true && FORM_TYPES.test(request.headers['content-type'] ?? '');
 }
 
 /** The principal the request's credentials prove, by the method its Authorization scheme names; undefined when it sends none. */

@@ -45,13 +45,18 @@ export function jsonBody(contentType: string | undefined, bytes: Buffer): unknow
   } catch {
     throw new BadRequestError('The body is not valid UTF-8: JSON is sent as UTF-8 (RFC 8259).');
   }
+  return jsonText(body);
+}
+
+/** The value of JSON text; a syntax error, or a `__proto__` or `constructor.prototype` key, is a 400 that says which. */
+export function jsonText(text: string): unknown {
   try {
-    return secureJson.parse(body, undefined, FORBIDDEN_KEYS);
+    return secureJson.parse(text, undefined, FORBIDDEN_KEYS);
   } catch (error) {
     const forbidden = error instanceof SyntaxError && error.message.includes('forbidden prototype property');
     throw new BadRequestError(
       forbidden
-        ? 'The body holds a "__proto__" or "constructor.prototype" key, which is refused.'
+        ? `The body holds a "__proto__" or "constructor.prototype" key, which is refused.`
         : `The body is not valid JSON: ${(error as Error).message}.`,
     );
   }

@@ -5,10 +5,10 @@ import pino from 'pino';
 import type { LogLevel } from '../config.js';
 
 /** Query parameters that can carry secrets; they are logged as [redacted]. */
-const SECRET_PARAMS = /([?&](?:access_token|refresh_token|code|code_verifier|token|password|api_key|apiKey)=)[^&]*/gi;
+const SECRET_PARAMS = /([?&](?:access_token|refresh_token|code|code_verifier|token|password|api_key|apiKey|apiID)=)[^&]*/gi;
 
 /** Headers that carry credentials, as pino redact path segments. */
-const SECRET_HEADERS = ['.authorization', '.cookie', '["x-api-key"]', '["set-cookie"]', '["proxy-authorization"]'];
+const SECRET_HEADERS = ['.authorization', '.cookie', '["x-api-key"]', '.apikey', '["set-cookie"]', '["proxy-authorization"]'];
 
 function redactUrl(url: string): string {
   return url.replace(SECRET_PARAMS, '$1[redacted]');

@@ -1,8 +1,23 @@
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, isUnstorableText } from '../db/errors.js';
-import { AppError, BadRequestError, ForbiddenError, ServiceUnavailableError, UnauthorizedError, ValidationError } from '../errors.js';
+import {
+  AppError,
+  BadRequestError,
+  ForbiddenError,
+  ServiceUnavailableError,
+  UnauthorizedError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from '../errors.js';
 import { fieldErrors } from './validation.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The media types the route's body may have, as its 415 names them; application/json when absent. */
+    bodyTypes?: string;
+  }
+}
 
 /** Problem types are relative URI references (RFC 9457 §3.1.1); docs/errors.md lists them. */
 export const PROBLEM_TYPE_BASE = '/problems/';
@@ -75,7 +90,14 @@ export function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Duplex):
 /** Fastify's own errors (bad JSON, wrong content type, too large) as AppErrors. */
 const unstorableText = () => new BadRequestError('A text value holds a character that cannot be stored: the NUL character (U+0000, %00).');
 
-function fromFastifyError(error: FastifyError): AppError | undefined {
+function fromFastifyError(error: FastifyError, request?: FastifyRequest): AppError | undefined {
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    const accepted = request?.routeOptions.config?.bodyTypes ?? 'application/json';
+    const sent = request?.headers['content-type'];
+    return new UnsupportedMediaTypeError(
+      `${sent ? `A body of type ${sent.split(';')[0]} is not accepted here` : 'The body has no Content-Type'}: send ${accepted}.`,
+    );
+  }
   if (error.validation) {
     return new ValidationError(fieldErrors(error.validation as never, error.validationContext));
   }
@@ -104,7 +126,7 @@ export function installProblemHandler(app: FastifyInstance, options: ProblemOpti
         new ServiceUnavailableError('The database is unavailable for a moment; try again shortly.', DATABASE_RETRY_AFTER_SECONDS),
       );
     }
-    const appError = error instanceof AppError ? error : isUnstorableText(error) ? unstorableText() : fromFastifyError(error);
+    const appError = error instanceof AppError ? error : isUnstorableText(error) ? unstorableText() : fromFastifyError(error, request);
     if (!appError) {
       request.log.error({ err: error }, 'unhandled error');
       return sendProblem(reply, new AppError(500, 'Internal server error', 'The server failed to answer this request.'));

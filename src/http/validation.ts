@@ -21,9 +21,11 @@ export function installValidators(app: FastifyInstance): void {
   const lenient = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
   const strict = addFormats(new Ajv({ ...common, coerceTypes: false }));
   app.setValidatorCompiler(({ schema, httpPart, contentType }) => {
-    // A multipart body is streamed by its route, which validates what it reads (files are never
-    // buffered to be validated here); its schema only documents the form.
-    if (httpPart === 'body' && contentType === 'multipart/form-data') return () => true;
+    // A form body is read by its route, which validates what it reads (files are never buffered
+    // to be validated here, and `data` is the record to validate); its schema documents the form.
+    if (httpPart === 'body' && (contentType === 'multipart/form-data' || contentType === 'application/x-www-form-urlencoded')) {
+      return () => true;
+    }
     if (httpPart === 'body') return strict.compile(schema);
     return withTextChecks(lenient.compile(schema), schema as Schema);
   });

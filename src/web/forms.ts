@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
+import { type Form, parseForm } from '../http/url-encoded.js';
 
-/** An HTML form's fields as sent: a field given more than once keeps every value, in order. */
-export type Form = Record<string, string | string[] | undefined>;
+export type { Form };
 
 /** A field's first value, or '' when the form lacks it. */
 export function formValue(form: Form, name: string): string {
@@ -13,15 +13,6 @@ export function formValue(form: Form, name: string): string {
 export function formValues(form: Form, name: string): string[] {
   const value = form[name];
   return value === undefined ? [] : Array.isArray(value) ? value : [value];
-}
-
-function parseForm(body: string): Form {
-  const form: Form = {};
-  for (const [key, value] of new URLSearchParams(body)) {
-    const seen = form[key];
-    form[key] = seen === undefined ? value : [...(Array.isArray(seen) ? seen : [seen]), value];
-  }
-  return form;
 }
 
 /**

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { type BlogTestApp, buildBlogApp, filesIn, image } from '../../../test/blog-fixtures.js';
 import { json } from '../../../test/helpers.js';
 import { BadRequestError } from '../../errors.js';
-import { FORM_SETTLE_MS, settled } from './blog.uploads.js';
+import { FORM_SETTLE_MS, settled } from '../shared/form-body.js';
 
 const BOUNDARY = 'hygieneBoundary';
 

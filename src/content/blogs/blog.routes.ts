@@ -10,8 +10,9 @@ import { validatorFor } from '../../http/validation.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
+import { acceptContentBodies, takingForms } from '../shared/form-body.js';
 import { IdParams, pageSizeOf, queryBoolean } from '../shared/schemas.js';
-import { BlogForm, BlogList, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
+import { BlogBodies, BlogList, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
 import * as blogs from './blog.service.js';
 import { readBlogForm } from './blog.uploads.js';
 
@@ -40,6 +41,7 @@ export async function registerBlogs(
   { db, config, prefix, images, lists }: { db: DbHandle; config: Config; prefix: string; images: ImageStorage; lists: Budget },
 ): Promise<void> {
   await app.register(multipart);
+  acceptContentBodies(app);
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
   const { read, write } = operations('blogs', prefix);
   const deps: blogs.BlogDeps = { db, images, warn: (message, error) => app.log.warn({ err: error }, message) };
@@ -65,19 +67,23 @@ export async function registerBlogs(
   // (undefined) for readBlogForm, which holds its data field to the same schema.
   routes.post<{ Body: blogs.BlogInput | undefined; Querystring: Static<typeof BlogWriteQuery> }>(
     '/blog',
-    write('Insert or update a blog', DOCS.post, {
-      querystring: BlogWriteQuery,
-      body: { content: { 'application/json': { schema: BlogWrite }, 'multipart/form-data': { schema: BlogForm } } },
-      response: { 200: BlogWritten, 201: BlogWritten },
-    }),
+    takingForms(
+      write('Insert or update a blog', DOCS.post, {
+        querystring: BlogWriteQuery,
+        body: BlogBodies,
+        response: { 200: BlogWritten, 201: BlogWritten },
+      }),
+      checkData,
+      { multipart: false },
+    ),
     async (request, reply) => {
-      const siteId = principalOf(request).siteId;
       const options = { migrate: queryBoolean(request.query.migrateMode), precondition: ifMatch(request) };
+      // A multipart form is read first: its credentials may be among its fields.
       const saved = request.isMultipart()
         ? await readBlogForm(request, images, config.uploads, checkData).then((form) =>
-            blogs.saveBlog(deps, siteId, form.data, { ...options, uploads: form.uploads }),
+            blogs.saveBlog(deps, principalOf(request).siteId, form.data, { ...options, uploads: form.uploads }),
           )
-        : await blogs.saveBlog(deps, siteId, request.body ?? {}, options);
+        : await blogs.saveBlog(deps, principalOf(request).siteId, request.body ?? {}, options);
       return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
     },
   );

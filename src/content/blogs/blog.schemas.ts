@@ -7,6 +7,7 @@ import {
   listQueryProperties,
   QueryBoolean,
   recordSchema,
+  writeBodies,
   writeSchema,
   writtenSchema,
 } from '../shared/schemas.js';
@@ -73,19 +74,18 @@ export const BlogWriteQuery = Type.Object(
 const imageFile = (description: string) => Type.String({ format: 'binary', description });
 const imageFiles = (description: string) => Type.Array(Type.String({ format: 'binary' }), { description });
 
-/** The multipart form (spec §4.5), for the references and OpenAPI; the route streams and checks it. */
-export const BlogForm = Type.Object(
-  {
-    data: Type.String({ description: 'The blog JSON object as text: the same fields and rules as the JSON body' }),
-    uploadPrimaryImage: Type.Optional(imageFile('One primary image (JPEG, PNG, GIF, WebP or AVIF); sets info_img and info_img_json')),
-    uploadAdditionalImage: Type.Optional(imageFiles('Additional image; may be repeated; added to info_more_images')),
-    uploadAdditionalImages: Type.Optional(imageFiles('Additional image; may be repeated; added to info_more_images')),
-    primaryImage: Type.Optional(imageFile('Older name of uploadPrimaryImage')),
-    additionalImage: Type.Optional(imageFiles('Older name of uploadAdditionalImage')),
-    additionalImages: Type.Optional(imageFiles('Older name of uploadAdditionalImages')),
-  },
-  { description: 'multipart/form-data' },
-);
+/** The multipart form's files (spec §4.5), for the references and OpenAPI; the route streams and checks them. */
+const BLOG_FILES = {
+  uploadPrimaryImage: Type.Optional(imageFile('One primary image (JPEG, PNG, GIF, WebP or AVIF); sets info_img and info_img_json')),
+  uploadAdditionalImage: Type.Optional(imageFiles('Additional image; may be repeated; added to info_more_images')),
+  uploadAdditionalImages: Type.Optional(imageFiles('Additional image; may be repeated; added to info_more_images')),
+  primaryImage: Type.Optional(imageFile('Older name of uploadPrimaryImage')),
+  additionalImage: Type.Optional(imageFiles('Older name of uploadAdditionalImage')),
+  additionalImages: Type.Optional(imageFiles('Older name of uploadAdditionalImages')),
+};
+
+/** The bodies POST /api/blog takes: JSON, or a form with `data`, the credentials and the files. */
+export const BlogBodies = writeBodies(BlogWrite, 'blog', BLOG_FILES);
 
 export const BlogList = envelopeSchema(BlogRecord);
 export const BlogWritten = writtenSchema(BlogRecord);

@@ -297,7 +297,7 @@ test('/images serves only stored images: no listing, no traversal, no staged fil
   }
 });
 
-test('multipart needs credentials like JSON, and only the blog endpoint takes it', async (t) => {
+test('multipart needs credentials like JSON; the page endpoint reads its data field as a page', async (t) => {
   const app = await buildBlogApp(t);
   const body = [['data', JSON.stringify({ page: app.pageId, info_title: 'No key' })]] as Array<[string, string]>;
   const anonymous = await postForm(app, body, '', { authorization: '' });
@@ -310,7 +310,11 @@ test('multipart needs credentials like JSON, and only the blog endpoint takes it
     headers: { ...app.site.headers, ...encoded.headers },
     payload: encoded.payload,
   });
-  assert.equal(onPages.statusCode, 415);
+  assert.equal(onPages.statusCode, 400);
+  assert.deepEqual(
+    json(onPages).errors.map((e: { field: string }) => e.field),
+    ['info_title'],
+  );
 });
 
 // How browsers (FormData with a Blob), Python's requests (files=) and curl -F 'data=@d.json' send

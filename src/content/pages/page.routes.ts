@@ -1,11 +1,14 @@
+import multipart from '@fastify/multipart';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { principalOf } from '../../auth/authenticate.js';
 import type { DbHandle } from '../../db/schema.js';
 import type { Budget } from '../../http/budget.js';
+import { validatorFor } from '../../http/validation.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
-import { IdParams, pageSizeOf } from '../shared/schemas.js';
+import { acceptContentBodies, takingForms } from '../shared/form-body.js';
+import { IdParams, pageSizeOf, writeBodies } from '../shared/schemas.js';
 import { PageList, PageQuery, PageWrite, PageWritten } from './page.schemas.js';
 import * as pages from './page.service.js';
 
@@ -33,6 +36,8 @@ export async function registerPages(
   app: FastifyInstance,
   { db, prefix, lists }: { db: DbHandle; prefix: string; lists: Budget },
 ): Promise<void> {
+  await app.register(multipart);
+  acceptContentBodies(app);
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
   const { read, write } = operations('pages', prefix);
 
@@ -51,13 +56,18 @@ export async function registerPages(
     (request, reply) => sendStored(reply, pages.getStoredPage(db, principalOf(request).siteId, request.params.id)),
   );
 
-  routes.post(
+  // The body is declared per media type, which the type provider cannot read: JSON bodies are
+  // validated against PageWrite, and a form's data field by the same schema (takingForms).
+  routes.post<{ Body: pages.PageInput; Querystring: Record<string, never> }>(
     '/page',
-    write('Insert or update a page', DOCS.post, {
-      querystring: NoQuery,
-      body: PageWrite,
-      response: { 200: PageWritten, 201: PageWritten },
-    }),
+    takingForms(
+      write('Insert or update a page', DOCS.post, {
+        querystring: NoQuery,
+        body: writeBodies(PageWrite, 'page'),
+        response: { 200: PageWritten, 201: PageWritten },
+      }),
+      validatorFor(app, { schema: PageWrite, method: 'POST', url: `${prefix}/page`, httpPart: 'body' }, 'data'),
+    ),
     async (request, reply) => {
       const saved = await pages.savePage(db, principalOf(request).siteId, request.body, ifMatch(request));
       return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);

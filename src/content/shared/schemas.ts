@@ -177,3 +177,28 @@ export function listWindow(query: { offset?: number; pageSize?: number | string;
   }
   return { cursor: query.cursor, pageSize };
 }
+
+/** The form fields that carry the API credentials where the hosted platform's clients send them. */
+const FORM_CREDENTIALS = {
+  apiID: Type.Optional(Type.String({ description: 'The API ID, when it is not sent in a header' })),
+  apiKey: Type.Optional(Type.String({ description: 'The API key, when it is not sent in a header' })),
+};
+
+/**
+ * A write route's bodies, for its validation and the references: the record as JSON (also
+ * `text/json`), or as the `data` field of a urlencoded or multipart form with the credentials
+ * beside it; `files`, the multipart form's file fields.
+ */
+export function writeBodies<S extends TSchema>(record: S, noun: string, files: TProperties = {}) {
+  const data = Type.String({ description: `The ${noun} JSON object as text: the same fields and rules as the JSON body` });
+  return {
+    content: {
+      'application/json': { schema: record },
+      'text/json': { schema: record },
+      'application/x-www-form-urlencoded': {
+        schema: Type.Object({ data, ...FORM_CREDENTIALS }, { description: 'application/x-www-form-urlencoded' }),
+      },
+      'multipart/form-data': { schema: Type.Object({ data, ...FORM_CREDENTIALS, ...files }, { description: 'multipart/form-data' }) },
+    },
+  };
+}

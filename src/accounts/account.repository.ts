@@ -78,7 +78,7 @@ export async function sitesOfUser(db: DbHandle, userId: number) {
 
 export async function insertCredential(
   db: DbHandle,
-  credential: { api_id: string; site_id: number; label: string; key_hash: string; created_at: string },
+  credential: { api_id: string; site_id: number; label: string; key_hash: string; created_at: string; default_page: number | null },
 ): Promise<void> {
   await db.insertInto('api_credentials').values(credential).execute();
 }
@@ -86,7 +86,7 @@ export async function insertCredential(
 function credentialQuery(db: DbHandle, { apiId }: { apiId: string }) {
   return db
     .selectFrom('api_credentials')
-    .select(['api_id', 'site_id', 'key_hash', 'revoked_at', 'last_used_at'])
+    .select(['api_id', 'site_id', 'key_hash', 'revoked_at', 'last_used_at', 'default_page'])
     .where('api_id', '=', apiId);
 }
 
@@ -100,7 +100,7 @@ export function readCredential(db: DbHandle, apiId: string): MaybePromise<Creden
 export async function listCredentials(db: DbHandle, siteId: number) {
   return db
     .selectFrom('api_credentials')
-    .select(['api_id', 'site_id', 'label', 'created_at', 'last_used_at', 'revoked_at'])
+    .select(['api_id', 'site_id', 'label', 'created_at', 'last_used_at', 'revoked_at', 'default_page'])
     .where('site_id', '=', siteId)
     .orderBy('created_at')
     .orderBy('api_id')
@@ -120,4 +120,10 @@ export async function revokeCredential(db: DbHandle, apiId: string, at: string):
 
 export async function touchCredential(db: DbHandle, apiId: string, at: string): Promise<void> {
   await db.updateTable('api_credentials').set({ last_used_at: at }).where('api_id', '=', apiId).execute();
+}
+
+/** Whether the website has this page: a credential's default page must be one of its own. */
+export async function siteHasPage(db: DbHandle, siteId: number, page: number): Promise<boolean> {
+  const found = await db.selectFrom('pages').select('page').where('site_id', '=', siteId).where('page', '=', page).executeTakeFirst();
+  return found !== undefined;
 }

@@ -95,15 +95,36 @@ interface NewCredential {
   apiKey: string;
   siteId: number;
   label: string;
+  /** Where a blog posted with it and without `page` goes; null: nowhere (such a blog is a 400). */
+  defaultPage: number | null;
 }
 
-export async function createCredential(db: DbHandle, siteId: number, rawLabel: string): Promise<NewCredential> {
+/**
+ * A new API ID and key for the website. `defaultPage`, a page of that website, receives the blogs
+ * posted with the credential without `page`; it is fixed for the credential's life, like its key.
+ */
+export async function createCredential(
+  db: DbHandle,
+  siteId: number,
+  rawLabel: string,
+  defaultPage: number | null = null,
+): Promise<NewCredential> {
   const label = credentialLabel(rawLabel);
   await requireSite(db, siteId);
+  if (defaultPage !== null && !(await repo.siteHasPage(db, siteId, defaultPage))) {
+    throw new BadRequestError(`Website ${siteId} has no page ${defaultPage}: a default page must be one of the website's own pages.`);
+  }
   const apiId = `ak_${randomBytes(9).toString('base64url')}`;
   const apiKey = `sk_${randomToken(32)}`;
-  await repo.insertCredential(db, { api_id: apiId, site_id: siteId, label, key_hash: sha256(apiKey), created_at: now() });
-  return { apiId, apiKey, siteId, label };
+  await repo.insertCredential(db, {
+    api_id: apiId,
+    site_id: siteId,
+    label,
+    key_hash: sha256(apiKey),
+    created_at: now(),
+    default_page: defaultPage,
+  });
+  return { apiId, apiKey, siteId, label, defaultPage };
 }
 
 export async function revokeCredential(db: DbHandle, apiId: string): Promise<void> {

@@ -31,4 +31,6 @@ export interface ApiCredentialsTable {
   created_at: Timestamp;
   last_used_at: Timestamp | null;
   revoked_at: Timestamp | null;
+  /** Where a blog posted with this credential and without `page` goes; null: nowhere (a 400). */
+  default_page: number | null;
 }

@@ -119,7 +119,13 @@ export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined, quer
     if (!credential || credential.revoked_at || !sameHash(credential.key_hash, sha256(apiKey))) {
       throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
     }
-    const principal: Principal = { siteId: credential.site_id, scopes: LEGACY_SCOPES, method: 'api-key', subject: credential.api_id };
+    const principal: Principal = {
+      siteId: credential.site_id,
+      scopes: LEGACY_SCOPES,
+      method: 'api-key',
+      subject: credential.api_id,
+      ...(credential.default_page === null ? {} : { defaultPage: credential.default_page }),
+    };
     return afterLastUse(principal, credential.last_used_at, new Date(), (at) => touchCredential(db, credential.api_id, at));
   };
   const verify = (request: FastifyRequest): MaybePromise<Principal> => {

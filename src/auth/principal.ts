@@ -14,6 +14,8 @@ export interface Principal {
   readonly subject: string;
   /** When the credential stops being valid (ms since the epoch): an access token's end; none for an API key. */
   readonly expiresAt?: number;
+  /** The API credential's default page: where a blog posted without `page` goes. */
+  readonly defaultPage?: number;
 }
 
 /**

@@ -80,10 +80,15 @@ test('cms manages websites, users and API keys; a created key works until it is 
   assert.match(key.apiKey, /^sk_/);
   assert.equal(key.label, 'shop sync');
   const listed = ok(await cms(env, 'apikey', 'list', '--site', '1', '--json'));
-  assert.deepEqual(Object.keys(listed.credentials[0]).sort(), ['apiId', 'createdAt', 'label', 'lastUsedAt', 'revokedAt']);
+  assert.deepEqual(Object.keys(listed.credentials[0]).sort(), ['apiId', 'createdAt', 'defaultPage', 'label', 'lastUsedAt', 'revokedAt']);
+  assert.equal(listed.credentials[0].defaultPage, null);
   assert.equal(listed.credentials[0].revokedAt, null);
   assert.ok(!JSON.stringify(listed).includes(key.apiKey), 'a list never shows the key');
   assert.deepEqual(ok(await cms(env, 'apikey', 'list', '--site', '2', '--json')), { credentials: [] });
+  const noPage = await cms(env, 'apikey', 'create', '--site', '1', '--label', 'feed', '--default-page', '7');
+  assert.equal(noPage.code, 1);
+  assert.match(noPage.stderr, /Website 1 has no page 7/);
+  assert.equal((await cms(env, 'apikey', 'create', '--site', '1', '--label', 'feed', '--default-page', 'seven')).code, 2);
 
   // The same database the CLI wrote, seen by the app the server runs.
   const db = createDatabase(`sqlite:${path.join(env.DATA_DIR!, 'cms.sqlite')}`);
@@ -92,6 +97,14 @@ test('cms manages websites, users and API keys; a created key works until it is 
   t.after(() => app.close());
   const headers = { authorization: `Basic ${Buffer.from(`${key.apiId}:${key.apiKey}`).toString('base64')}` };
   assert.equal((await app.inject({ url: '/api/page', headers })).statusCode, 200);
+  const news = await app.inject({ method: 'POST', url: '/api/page', headers, payload: { page_usertitle: 'News' } });
+  const newsId = JSON.parse(news.body).data[0].page as number;
+  const feed = ok(await cms(env, 'apikey', 'create', '--site', '1', '--label', 'feed', '--default-page', String(newsId), '--json'));
+  assert.equal(feed.defaultPage, newsId);
+  const withDefault = ok(await cms(env, 'apikey', 'list', '--site', '1', '--json'));
+  assert.equal(withDefault.credentials.find((c: { apiId: string }) => c.apiId === feed.apiId).defaultPage, newsId);
+  const text = await cms(env, 'apikey', 'list', '--site', '1');
+  assert.match(text.stdout, /DEFAULT PAGE/);
 
   assert.deepEqual(ok(await cms(env, 'apikey', 'revoke', key.apiId, '--json')), { apiId: key.apiId, revoked: true });
   assert.equal((await app.inject({ url: '/api/page', headers })).statusCode, 401);
@@ -237,7 +250,7 @@ test('cms help lists every command with its usage; no command means help', async
   }
   assert.equal(
     commands.find((c: { name: string }) => c.name === 'apikey create').usage,
-    'cms apikey create --site ID --label LABEL [--json]',
+    'cms apikey create --site ID --label LABEL [--default-page PAGE_ID] [--json]',
   );
   const bare = await cms({});
   assert.equal(bare.code, 0);

@@ -84,8 +84,18 @@ export function repeatedOption(ctx: CommandContext, name: string): string[] {
 
 /** A website id from --site: a positive whole number, or a usage error (not a database lookup). */
 export function siteIdOption(ctx: CommandContext): number {
-  const raw = requiredOption(ctx, 'site');
-  if (!/^[1-9]\d{0,14}$/.test(raw)) throw new UsageError(`--site must be a website id (a positive whole number), got "${raw}"`);
+  return idOf('site', requiredOption(ctx, 'site'), 'a website id');
+}
+
+/** An id option's value, when given: a positive whole number within the id columns' range. */
+export function optionalIdOption(ctx: CommandContext, name: string, what: string): number | undefined {
+  const raw = optionalOption(ctx, name);
+  return raw === undefined ? undefined : idOf(name, raw, what);
+}
+
+function idOf(name: string, raw: string, what: string): number {
+  if (!/^[1-9]\d{0,9}$/.test(raw) || Number(raw) > 2147483647)
+    throw new UsageError(`--${name} must be ${what} (a positive whole number), got "${raw}"`);
   return Number(raw);
 }
 

@@ -17,6 +17,7 @@ import {
   type Command,
   type CommandContext,
   listedSiteOption,
+  optionalIdOption,
   optionalOption,
   requiredOption,
   siteIdOption,
@@ -157,18 +158,20 @@ const userList: Command = {
 const apikeyCreate: Command = {
   name: 'apikey create',
   summary: 'Create an API ID and key for a website (the key is shown only here)',
-  usage: '--site ID --label LABEL',
-  options: { site: { type: 'string' }, label: { type: 'string' } },
+  usage: '--site ID --label LABEL [--default-page PAGE_ID]',
+  options: { site: { type: 'string' }, label: { type: 'string' }, 'default-page': { type: 'string' } },
   async run(ctx) {
     const label = optionalOption(ctx, 'label');
     if (label === undefined) throw new UsageError('--label is required');
+    const defaultPage = optionalIdOption(ctx, 'default-page', 'a page id of the website') ?? null;
     // What a label may be (1 to 100 characters) is the console's rule: createCredential checks it for both.
-    const credential = await createCredential((await ctx.db()).kysely, siteIdOption(ctx), label);
+    const credential = await createCredential((await ctx.db()).kysely, siteIdOption(ctx), label, defaultPage);
     return {
       json: credential,
       text: [
         `API ID:  ${credential.apiId}`,
         `API key: ${credential.apiKey}`,
+        ...(defaultPage === null ? [] : [`Blogs posted without a page go to page ${defaultPage}.`]),
         'The key is shown only now (only its hash is stored): keep it somewhere safe.',
       ].join('\n'),
     };
@@ -189,12 +192,20 @@ const apikeyList: Command = {
       createdAt: c.created_at,
       lastUsedAt: c.last_used_at,
       revokedAt: c.revoked_at,
+      defaultPage: c.default_page,
     }));
     return {
       json: { credentials },
       text: table(
-        ['API ID', 'LABEL', 'CREATED (UTC)', 'LAST USED', 'STATE'],
-        credentials.map((c) => [c.apiId, c.label, c.createdAt, c.lastUsedAt ?? '-', c.revokedAt ? `revoked ${c.revokedAt}` : 'active']),
+        ['API ID', 'LABEL', 'DEFAULT PAGE', 'CREATED (UTC)', 'LAST USED', 'STATE'],
+        credentials.map((c) => [
+          c.apiId,
+          c.label,
+          c.defaultPage === null ? '-' : String(c.defaultPage),
+          c.createdAt,
+          c.lastUsedAt ?? '-',
+          c.revokedAt ? `revoked ${c.revokedAt}` : 'active',
+        ]),
       ),
     };
   },

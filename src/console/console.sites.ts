@@ -3,9 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { LABEL_MAX } from '../accounts/account.names.js';
 import { createCredential } from '../accounts/account.service.js';
-import { getPage, pageTree } from '../content/pages/page.service.js';
+import { getPage, type PageNode, pageTree } from '../content/pages/page.service.js';
 import { INT32_MAX } from '../content/shared/schemas.js';
-import { NotFoundError } from '../errors.js';
+import { BadRequestError, NotFoundError } from '../errors.js';
 import { isVerifiedClient, listClients } from '../oauth/clients/client.service.js';
 import { listConnections } from '../oauth/connections/connection.service.js';
 import { SCOPE_TITLES } from '../oauth/scopes.js';
@@ -99,7 +99,9 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
       site,
       tab: 'credentials',
       credentials: await siteCredentials(db, ctx.user.id, siteId),
+      pages: pageChoices(await pageTree(db, siteId)),
       label: '',
+      defaultPage: '',
       labelMax: LABEL_MAX,
       base: deps.config.publicUrl,
       ...data,
@@ -119,9 +121,10 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
       const siteId = idOf(ctx.params.siteId);
       await requireUserSite(db, ctx.user.id, siteId);
       const label = formValue(ctx.form, 'label');
+      const defaultPage = formValue(ctx.form, 'defaultPage');
       const created = await changeOrFormAgain(
-        (error) => credentialsPage(ctx, 400, { label, error }),
-        () => createCredential(db, siteId, label),
+        (error) => credentialsPage(ctx, 400, { label, defaultPage, error }),
+        () => createCredential(db, siteId, label, defaultPage === '' ? null : pageIdOf(defaultPage)),
       );
       if (!created) return ctx.reply;
       const { apiId, apiKey } = created.result;
@@ -184,4 +187,18 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
         .send(JSON.stringify(page, null, 2));
     }),
   );
+}
+
+/** The website's pages as the default-page choices: in tree order, each title indented by its depth. */
+function pageChoices(tree: readonly PageNode[], depth = 0): Array<{ id: number; title: string }> {
+  return tree.flatMap((node) => [
+    { id: node.id, title: `${'\u2003'.repeat(depth)}${node.title}` },
+    ...pageChoices(node.children, depth + 1),
+  ]);
+}
+
+/** A page id chosen in the form: refused like any page the website lacks when it is not one. */
+function pageIdOf(value: string): number {
+  if (!/^[1-9]\d{0,9}$/.test(value)) throw new BadRequestError('Choose one of the website’s pages as the default page, or none.');
+  return Number(value);
 }

@@ -202,6 +202,35 @@ test('console: a new API key is shown once, then only its API ID', async (t) => 
   assert.equal(api.status, 200);
 });
 
+test('console: a credential may name a default page of its website, shown in the list; blogs without page go there', async (t) => {
+  const a = await startOAuthApp(t);
+  const page = await a.app.inject({ method: 'POST', url: '/api/page', headers: a.site.headers, payload: { page_usertitle: 'News' } });
+  const pageId = JSON.parse(page.body).data[0].page as number;
+  const { browser } = await consoleLogin(a);
+  const form = await (await browser.request(`/console/sites/${a.site.siteId}/credentials`)).text();
+  assert.match(form, new RegExp(`<option value="${pageId}">News</option>`), 'the website’s pages are the choices');
+  const foreign = await browser.request(`/console/sites/${a.site.siteId}/credentials`, {
+    form: { csrf: await csrfOf(browser), label: 'Elsewhere', defaultPage: '999999' },
+  });
+  assert.equal(foreign.status, 400, 'a page the website lacks is refused, with the form again');
+  assert.match(await foreign.text(), /has no page 999999/);
+  const created = await browser.request(`/console/sites/${a.site.siteId}/credentials`, {
+    form: { csrf: await csrfOf(browser), label: 'Newsroom', defaultPage: String(pageId) },
+  });
+  assert.equal(created.status, 303);
+  const shown = await (await browser.request(String(created.headers.get('location')))).text();
+  const key = /id="new-api-key">(sk_[\w-]+)</.exec(shown)?.[1];
+  const apiId = /id="new-api-id">(ak_[\w-]+)</.exec(shown)?.[1];
+  assert.match(shown, /<dt>Default page<\/dt><dd>News<\/dd>/);
+  const blog = await fetch(`${a.base}/api/blog`, {
+    method: 'POST',
+    headers: { apiID: String(apiId), apiKey: String(key), 'content-type': 'application/json' },
+    body: JSON.stringify({ info_title: 'Posted without a page' }),
+  });
+  assert.equal(blog.status, 201);
+  assert.equal(((await blog.json()) as { data: Array<{ page: number }> }).data[0]!.page, pageId);
+});
+
 test('front door: / links to the docs, the OpenAPI document and the console; /try is allowed its script and nothing more', async (t) => {
   const a = await startOAuthApp(t);
   const home = await fetch(`${a.base}/`);

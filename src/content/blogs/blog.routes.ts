@@ -79,11 +79,11 @@ export async function registerBlogs(
     async (request, reply) => {
       const options = { migrate: queryBoolean(request.query.migrateMode), precondition: ifMatch(request) };
       // A multipart form is read first: its credentials may be among its fields.
-      const saved = request.isMultipart()
-        ? await readBlogForm(request, images, config.uploads, checkData).then((form) =>
-            blogs.saveBlog(deps, principalOf(request).siteId, form.data, { ...options, uploads: form.uploads }),
-          )
-        : await blogs.saveBlog(deps, principalOf(request).siteId, request.body ?? {}, options);
+      const form = request.isMultipart() ? await readBlogForm(request, images, config.uploads, checkData) : undefined;
+      const { siteId, defaultPage } = principalOf(request);
+      const saved = form
+        ? await blogs.saveBlog(deps, siteId, form.data, { ...options, defaultPage, uploads: form.uploads })
+        : await blogs.saveBlog(deps, siteId, request.body ?? {}, { ...options, defaultPage });
       return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
     },
   );

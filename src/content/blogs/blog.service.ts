@@ -42,6 +42,8 @@ interface SaveOptions {
   readonly uploads?: readonly ReceivedImage[];
   readonly migrate?: boolean;
   readonly precondition?: Precondition | undefined;
+  /** The page a new blog without `page` goes to: the API credential's default page. */
+  readonly defaultPage?: number | undefined;
 }
 
 type Stored = Record<string, string | number>;
@@ -136,7 +138,7 @@ export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput,
       };
       const result =
         input.id === undefined
-          ? await insert(trx, siteId, changes, imageRequest)
+          ? await insert(trx, siteId, changes, imageRequest, options.defaultPage)
           : await update(trx, siteId, input.id, changes, imageRequest, options.precondition);
       // Last step before COMMIT: the files get their public names (a database storage names
       // them in this transaction, so they become visible with the record).
@@ -161,8 +163,23 @@ export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput,
 
 type ImageRequestOf = Parameters<typeof planImages>[1];
 
-async function insert(db: DbHandle, siteId: number, changes: Stored, images: ImageRequestOf) {
-  if (changes.page === undefined) throw new ValidationError([{ field: 'page', message: 'is required: the page that holds the blog' }]);
+async function insert(db: DbHandle, siteId: number, changes: Stored, images: ImageRequestOf, defaultPage: number | undefined) {
+  if (changes.page === undefined) {
+    if (defaultPage === undefined) {
+      throw new ValidationError([
+        { field: 'page', message: 'is required: the page that holds the blog (or use an API credential that has a default page)' },
+      ]);
+    }
+    if (!(await pageExists(db, siteId, defaultPage))) {
+      throw new ValidationError([
+        { field: 'page', message: `is required: the API credential's default page ${defaultPage} no longer exists` },
+      ]);
+    }
+    changes.page = defaultPage;
+  }
+  if (typeof changes.info_title !== 'string' || changes.info_title.trim() === '') {
+    throw new ValidationError([{ field: 'info_title', message: 'is required: a new blog needs a title' }]);
+  }
   await checkPage(db, siteId, Number(changes.page));
   const plan = planImages({ info_img: '', info_img_json: null, info_more_images: [], rows: [] }, images);
   const at = now();

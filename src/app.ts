@@ -83,8 +83,11 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
   installValidators(app);
   installProblemHandler(app, {
     challenge: challengeFor(config.publicUrl),
+    // The endpoint's reference rides on its 401 only for a client that asks for JSON by name (the
+    // spec serves the reference at the endpoint's URL to Accept: application/json): every other
+    // anonymous request, a probe or a browser sending */*, gets a small answer.
     unauthorizedExtra: (request) => {
-      const reference = referenceFor(request);
+      const reference = asksForJson(request.headers.accept) ? referenceFor(request) : undefined;
       return reference ? { reference } : undefined;
     },
   });
@@ -132,6 +135,15 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     deps: { db: db.kysely, images: imageStorage, warn: (message, error) => app.log.warn({ err: error }, message) },
   });
   return app;
+}
+
+/** Whether Accept names application/json itself (with a q above 0), not only through a wildcard. */
+function asksForJson(accept: string | undefined): boolean {
+  if (!accept?.includes('application/json')) return false;
+  return accept.split(',').some((range) => {
+    const [type = '', ...params] = range.split(';').map((p) => p.trim());
+    return type.toLowerCase() === 'application/json' && !params.some((p) => /^q=0(\.0*)?$/.test(p));
+  });
 }
 
 /**

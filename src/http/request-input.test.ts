@@ -41,7 +41,7 @@ test('a value outside a set of literals is refused with the allowed values named
     { field: 'publicContentOnly', message: 'must be one of: "true", "1", "false", "0"' },
   ]);
   const body = await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_notify: 'a@b' } });
-  assert.deepEqual(json(body).errors, [{ field: 'page_notify', message: 'must match format "email", or be ""' }]);
+  assert.deepEqual(json(body).errors, [{ field: 'page_notify', message: 'must be an e-mail address, or empty' }]);
 });
 
 test('JSON bodies: a syntax error, an empty body, bytes that are not UTF-8 and a __proto__ key are 400s that say which; another charset is 415; a DELETE needs none', async (t) => {
@@ -75,4 +75,53 @@ test('JSON bodies: a syntax error, an empty body, bytes that are not UTF-8 and a
     headers: { ...site.headers, 'content-type': 'application/json' },
   });
   assert.equal(deleted.statusCode, 204, deleted.body);
+});
+
+test('validator messages are written in words: patterns, formats, types and ranges', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const post = async (payload: object) =>
+    json(await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: 'x', ...payload } }))
+      .errors;
+  assert.deepEqual(await post({ page_alttemplate: 'Z' }), [
+    { field: 'page_alttemplate', message: 'must be one letter from A to F, or empty' },
+  ]);
+  assert.deepEqual(await post({ page_alias: 'a/b' }), [
+    { field: 'page_alias', message: 'must hold no slash, question mark, hash or white space' },
+  ]);
+  assert.deepEqual(await post({ page_thumb_dimensions: 'big' }), [
+    { field: 'page_thumb_dimensions', message: 'must be WIDTHxHEIGHT in pixels (such as 300x200), or empty' },
+  ]);
+  assert.deepEqual(await post({ page_order: 'first' }), [{ field: 'page_order', message: 'must be a whole number' }]);
+  assert.deepEqual(await post({ page_usertitle: 5 }), [{ field: 'page_usertitle', message: 'must be text' }]);
+  const everything = JSON.stringify([
+    await post({ page_alttemplate: 'Z', page_alias: 'a b', page_order: 'x', page_notify: 'nope', page_parent: -1 }),
+  ]);
+  for (const raw of ['must match', 'must be integer', 'must be string', 'must be >=', 'or be ', '^[']) {
+    assert.ok(!everything.includes(raw), `no raw validator wording (${raw}): ${everything}`);
+  }
+});
+
+test('an id sent both in the path and the query is named as such', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const response = await app.inject({ url: '/api/page/2?id=2', headers: site.headers });
+  assert.equal(response.statusCode, 400);
+  assert.deepEqual(json(response).errors, [{ field: 'id', message: 'is already in the path: send the id once, in the path' }]);
+  const other = await app.inject({ url: '/api/page/2?colour=red', headers: site.headers });
+  assert.deepEqual(json(other).errors, [{ field: 'colour', message: 'is not a known query parameter' }]);
+});
+
+test('an anonymous 401 is small, unless Accept names application/json, which keeps the endpoint’s reference', async (t) => {
+  const { app } = await buildTestApp(t);
+  for (const accept of [undefined, '*/*', 'text/html,application/xhtml+xml,*/*;q=0.8', 'application/*', 'application/json;q=0']) {
+    const response = await app.inject({ url: '/api/page', headers: accept ? { accept } : {} });
+    assert.equal(response.statusCode, 401);
+    assert.ok(response.body.length < 2048, `Accept ${accept}: ${response.body.length} bytes`);
+    assert.equal(json(response).reference, undefined);
+  }
+  const asked = await app.inject({ url: '/api/page', headers: { accept: 'application/json' } });
+  assert.equal(asked.statusCode, 401);
+  assert.equal(json(asked).reference.endpoint, '/api/page');
+  const markdown = await app.inject({ url: '/api/page', headers: { accept: 'text/markdown' } });
+  assert.equal(markdown.statusCode, 200, 'the Markdown reference needs no credentials');
+  assert.match(markdown.body, /^# /m);
 });

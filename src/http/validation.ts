@@ -112,10 +112,15 @@ export function fieldErrors(errors: readonly ErrorObject[], part: string | undef
   for (const e of errors) {
     const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
     let field = base;
-    let message = e.message ?? 'is invalid';
+    let message = inWords(e);
     if (e.keyword === 'additionalProperties') {
       field = join(base, String(e.params.additionalProperty));
-      message = part === 'querystring' ? 'is not a known query parameter' : 'is not a known field';
+      message =
+        part !== 'querystring'
+          ? 'is not a known field'
+          : field === 'id'
+            ? 'is already in the path: send the id once, in the path'
+            : 'is not a known query parameter';
     } else if (e.keyword === 'required') {
       field = join(base, String(e.params.missingProperty));
       message = 'is required';
@@ -134,11 +139,75 @@ export function fieldErrors(errors: readonly ErrorObject[], part: string | undef
   return out;
 }
 
-/** `must be integer, or be one of: "true", "1"`: the branches of a union, literals together. */
+/** JSON types as a client would name them. */
+const TYPE_WORDS: Readonly<Record<string, string>> = {
+  integer: 'a whole number',
+  number: 'a number',
+  string: 'text',
+  boolean: 'true or false',
+  object: 'a JSON object',
+  array: 'a list',
+  null: 'null',
+};
+
+/** The formats the schemas use, in words. */
+const FORMAT_WORDS: Readonly<Record<string, string>> = {
+  email: 'an e-mail address',
+  date: 'a date, YYYY-MM-DD',
+  uri: 'an absolute URL',
+};
+
+/** The patterns the schemas use, in words: Ajv would quote the regular expression. */
+const PATTERN_WORDS: Readonly<Record<string, string>> = {
+  '^[A-Fa-f]?$': 'be one letter from A to F, or empty',
+  '^[^/?#\\s]*$': 'hold no slash, question mark, hash or white space',
+  '^(\\d{1,5}x\\d{1,5})?$': 'be WIDTHxHEIGHT in pixels (such as 300x200), or empty',
+  '^\\d{4}-\\d{2}-\\d{2}$': 'be a date, YYYY-MM-DD',
+};
+
+/** An Ajv error's message in words, beginning with "must" like Ajv's own. */
+function inWords(e: ErrorObject): string {
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'type': {
+      const types = String(p.type).split(',');
+      return `must be ${types.map((t) => TYPE_WORDS[t] ?? t).join(' or ')}`;
+    }
+    case 'format':
+      return `must be ${FORMAT_WORDS[String(p.format)] ?? `in the ${String(p.format)} format`}`;
+    case 'pattern':
+      return `must ${PATTERN_WORDS[String(p.pattern)] ?? 'be in the accepted form'}`;
+    case 'maxLength':
+      return `must be at most ${String(p.limit)} characters long`;
+    case 'minLength':
+      return `must be at least ${String(p.limit)} characters long`;
+    case 'maximum':
+      return `must be ${String(p.limit)} or less`;
+    case 'minimum':
+      return `must be ${String(p.limit)} or more`;
+    case 'exclusiveMaximum':
+      return `must be less than ${String(p.limit)}`;
+    case 'exclusiveMinimum':
+      return `must be more than ${String(p.limit)}`;
+    case 'maxItems':
+      return `must have at most ${String(p.limit)} items`;
+    case 'minItems':
+      return `must have at least ${String(p.limit)} items`;
+    default:
+      return e.message ?? 'is not valid';
+  }
+}
+
+/** `must be a whole number, or one of: "true", "1"`: the branches of a union, literals together. */
 function unionMessage(branches: readonly ErrorObject[]): string {
-  const literals = branches.filter((b) => b.keyword === 'const').map((b) => JSON.stringify(b.params.allowedValue));
-  const others = branches.filter((b) => b.keyword !== 'const').map((b) => (b.message ?? 'be valid').replace(/^must /, ''));
-  if (literals.length > 0) others.push(literals.length > 1 ? `be one of: ${literals.join(', ')}` : `be ${literals[0]}`);
+  const literals = branches
+    .filter((b) => b.keyword === 'const')
+    .map((b) => (b.params.allowedValue === '' ? 'empty' : JSON.stringify(b.params.allowedValue)));
+  const others = branches.filter((b) => b.keyword !== 'const').map((b) => inWords(b).replace(/^must /, ''));
+  if (literals.length > 0) {
+    const phrase = literals.length > 1 ? `one of: ${literals.join(', ')}` : literals[0]!;
+    others.push(others.length > 0 ? phrase : `be ${phrase}`);
+  }
   return `must ${[...new Set(others)].join(', or ')}`;
 }
 

@@ -68,6 +68,23 @@ function missingVerifierIsInvalidRequest(ctx: KoaContextWithOIDC): void {
   ctx.body = { error: 'invalid_request', error_description: "missing required parameter 'code_verifier'" };
 }
 
+/**
+ * A request to the token or revocation endpoint that names no client at all: oidc-provider says
+ * "no client authentication mechanism provided", which reads as if a secret were missing. Every
+ * client here is public and identifies itself by client_id alone, so that is what to say.
+ */
+function missingClientIdSaysSo(ctx: KoaContextWithOIDC): void {
+  const body = ctx.body as Body | undefined;
+  if (body?.error !== 'invalid_request' && body?.error !== 'invalid_client') return;
+  if (!/no client authentication mechanism provided/.test(String(body.error_description))) return;
+  ctx.status = 400;
+  ctx.remove('www-authenticate');
+  ctx.body = {
+    error: 'invalid_request',
+    error_description: "missing required parameter 'client_id': a public client sends its client_id in the form body",
+  };
+}
+
 /** The provider's paths whose storage work runs in one transaction (request-transaction.ts). */
 const TRANSACTIONAL = new Set(['/token', '/revoke']);
 
@@ -85,6 +102,7 @@ export function installProviderHooks(provider: Provider, db: DbHandle, issuer: s
     if (ctx.status === 404 && ctx.body == null) return answerUnknownRoute(ctx);
     if (ctx.oidc?.route === 'registration' && ctx.status === 201) ctx.body = registrationAnswer(ctx.body as Body);
     if (ctx.oidc?.route === 'token' && ctx.status === 400) missingVerifierIsInvalidRequest(ctx);
+    if (ctx.status === 400 || ctx.status === 401) missingClientIdSaysSo(ctx);
     if (ctx.status !== 200) return;
     if (ctx.oidc?.route === 'token') await afterTokenIssued(ctx, db);
     if (ctx.oidc?.route === 'discovery') ctx.body = authorizationServerMetadata(provider, issuer, ctx.body as Body);

@@ -217,6 +217,28 @@ test('a missing code_verifier is invalid_request, a wrong one invalid_grant, and
   assert.equal((await exchangeCode(a, code, verifier)).status, 200);
 });
 
+test('a token or revocation request without client_id says that client_id is missing', async (t) => {
+  const a = await startOAuthApp(t);
+  const { code, verifier } = await authorizeCode(a);
+  const exchange = await tokenRequest(a.issuer, {
+    grant_type: 'authorization_code',
+    code,
+    code_verifier: verifier,
+    redirect_uri: REDIRECT_URI,
+  });
+  assert.equal(exchange.status, 400);
+  assert.equal(exchange.body.error, 'invalid_request');
+  assert.match(String(exchange.body.error_description), /missing required parameter 'client_id'/);
+  assert.equal(exchange.headers.get('www-authenticate'), null);
+  const revoke = await fetch(`${a.issuer}/revoke`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: 'anything' }),
+  });
+  assert.equal(revoke.status, 400);
+  assert.match(String(((await revoke.json()) as { error_description?: string }).error_description), /client_id/);
+});
+
 test('the code is bound to its client and redirect URI', async (t) => {
   const a = await startOAuthApp(t);
   const { createClient } = await import('../clients/client.service.js');

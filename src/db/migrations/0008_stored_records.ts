@@ -51,7 +51,12 @@ async function rebuildTable(db: Kysely<unknown>, target: Target, batchSize: numb
     const { rows } = await sql<Record<string, unknown>>`select * from ${table}
       where ${key} > ${after} order by ${key} limit ${batchSize}`.execute(db);
     const stale = rows
-      .map((row) => ({ id: Number(row[target.id]), old: row.etag as string, oldJson: row.record_json, ...storedRecord(target.toRecord(row as never)) }))
+      .map((row) => ({
+        id: Number(row[target.id]),
+        old: row.etag as string,
+        oldJson: row.record_json,
+        ...storedRecord(target.toRecord(row as never)),
+      }))
       .filter((r) => r.etag !== r.old || r.record_json !== r.oldJson);
     if (stale.length > 0) {
       const byKey = (value: (r: (typeof stale)[number]) => string): RawBuilder<string> =>

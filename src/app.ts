@@ -14,6 +14,7 @@ import { LIST_RECORDS_IN_FLIGHT } from './content/shared/envelope.js';
 import type { Db } from './db/database.js';
 import { Budget } from './http/budget.js';
 import { installCompression } from './http/compression.js';
+import { installCors } from './http/cors.js';
 import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { installJsonBodies } from './http/json-body.js';
@@ -76,6 +77,9 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
   requireDeclaredAccess(app);
   installRequestHeaders(app);
   echoRequestIds(app);
+  // Before any route (it records their methods for preflights) and before every other onRequest
+  // hook that may answer (authentication, the Markdown reference), so those answers carry it too.
+  installCors(app, config.corsOrigins);
 
   // JSON only (multipart where a route adds it): a text/plain body is a 415, not a string to validate.
   app.removeContentTypeParser('text/plain');

@@ -93,9 +93,16 @@ export interface Config {
     /** Per OAuth client and, separately, per IP address on the token, revocation and registration endpoints. */
     readonly token: number;
   };
+  /**
+   * Which origins' browser apps may call the API, MCP and OAuth endpoints (CORS_ORIGINS): `*` for
+   * any, or a list of exact origins (`https://app.example`). src/http/cors.ts applies it.
+   */
+  readonly corsOrigins: CorsOrigins;
   /** Create the demo website on an empty database. */
   readonly demo: boolean;
 }
+
+export type CorsOrigins = '*' | readonly string[];
 
 export type TrustProxy = false | number | readonly string[];
 
@@ -180,6 +187,35 @@ function publicUrlOf(raw: string): string {
   return url.href.replace(/\/+$/, '');
 }
 
+/**
+ * `*`, or comma-separated origins as a browser sends them in Origin: scheme, host and port only.
+ * An entry with a path, a wildcard or user information would never equal an Origin header, so it
+ * is refused rather than left to match nothing. Kept in the browser's serialization (lower-case
+ * host, no default port) so that the comparison per request is a plain string equality.
+ */
+function corsOriginsOf(raw: string | undefined): CorsOrigins {
+  const value = raw?.trim() ?? '';
+  if (value === '' || value === '*') return '*';
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  const origins = entries.map((entry) => {
+    const url = URL.parse(entry);
+    const bare = entry.replace(/\/$/, '');
+    if (entry === '*') throw new ConfigError('CORS_ORIGINS is either * or a list of origins, not both');
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || bare.includes('*')) {
+      throw new ConfigError(`CORS_ORIGINS: "${entry}" is not an http(s) origin such as https://app.example`);
+    }
+    if (url.pathname !== '/' || url.search || url.hash || bare.endsWith('?') || bare.endsWith('#')) {
+      throw new ConfigError(`CORS_ORIGINS: "${entry}" has a path, query or fragment; an origin is scheme://host[:port] only`);
+    }
+    return url.origin;
+  });
+  if (!origins.length) throw new ConfigError('CORS_ORIGINS names no origin: give * or a comma-separated list of origins');
+  return Object.freeze([...new Set(origins)]);
+}
+
 function databaseUrlOf(raw: string | undefined, dataDir: string): string {
   if (raw === undefined || raw === '') return `sqlite:${path.join(dataDir, 'cms.sqlite')}`;
   if (/^postgres(ql)?:\/\//.test(raw) || raw.startsWith('sqlite:')) return raw;
@@ -261,6 +297,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       api: integer(env, 'RATE_LIMIT_API', 600, 0, 100_000_000),
       token: integer(env, 'RATE_LIMIT_TOKEN', 120, 0, 100_000_000),
     }),
+    corsOrigins: corsOriginsOf(env.CORS_ORIGINS),
     demo: flag(env, 'DEMO_DATA', true),
   });
 }

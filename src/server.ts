@@ -29,7 +29,7 @@ interface RunningServer {
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   // Loaded only now, after the configuration was read: a configuration error is then answered at
   // once, in one line, before the slow load of oidc-provider and the app (and anything they print).
-  const [{ buildApp }, { createDatabase }, { migrateToLatest }, { seedDemo }, { addDemoTryRedirect }] = await Promise.all([
+  const [{ buildApp }, { createDatabase }, { migrateToLatest }, { seedDemo }, { addDemoRedirects }] = await Promise.all([
     import('./app.js'),
     import('./db/database.js'),
     import('./db/migrate.js'),
@@ -51,7 +51,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   try {
     const migrations = await migrateToLatest(db);
     const demoCreated = config.demo ? await seedDemo(db.kysely, config, { password: options.demoPassword }) : undefined;
-    if (config.demo) await addDemoTryRedirect(db.kysely, config.publicUrl);
+    if (config.demo) await addDemoRedirects(db.kysely, config.publicUrl);
     app = await buildApp({ config, db, logStream: options.logStream });
     // Says which node of several did the upgrade: the others wait for its lock, then find it done.
     app.log.info({ migrations }, migrations.length ? 'database migrations applied' : 'database schema is current');

@@ -35,7 +35,7 @@ export interface OAuthServer {
 
 export interface OAuthTestApp extends TestApp, OAuthServer {}
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

@@ -9,6 +9,15 @@ import { verifyPassword } from '../accounts/secrets.js';
 import { testConfig } from '../config.js';
 import { listPages, type PageRecord } from '../content/pages/page.service.js';
 import { parsedRecords } from '../content/shared/stored.js';
+import {
+  addDemoRedirects,
+  createDemoClient,
+  DEMO_CLIENT_ID,
+  DEMO_REDIRECT_URIS,
+  DOCS_REDIRECT_PATH,
+  demoRedirectUris,
+  readClientMetadata,
+} from '../oauth/clients/client.service.js';
 import { demoCredentialsFile, readDemoCredentials } from './credentials.js';
 import { DEMO_OWNER_EMAIL, seedDemo } from './seed.js';
 
@@ -113,4 +122,23 @@ test('a demo password the account rules refuse undoes the whole seed', async (t)
   assert.equal((await listSites(db.kysely)).length, 0, 'no half-made demo website is left');
   assert.equal((await db.kysely.selectFrom('blogs').select('page').execute()).length, 0, 'nor its articles');
   assert.equal(await readDemoCredentials(config), undefined);
+});
+
+test('a demo client seeded before /docs Authorize existed gains its callback at start, once, and keeps what it had', async (t) => {
+  const db = await createTestDatabase(t);
+  const base = 'http://localhost:8080';
+  const earlier = [...DEMO_REDIRECT_URIS, `${base}/try`, 'https://kept.example/cb'];
+  await createDemoClient(db.kysely, earlier);
+  await addDemoRedirects(db.kysely, base);
+  const uris = (await readClientMetadata(db.kysely, DEMO_CLIENT_ID))?.redirect_uris;
+  assert.deepEqual(uris, [...earlier, `${base}${DOCS_REDIRECT_PATH}`]);
+  await addDemoRedirects(db.kysely, base);
+  assert.deepEqual((await readClientMetadata(db.kysely, DEMO_CLIENT_ID))?.redirect_uris, uris, 'a second start adds nothing');
+  // A web client may not use plain http on another host: neither page is offered there.
+  assert.deepEqual(demoRedirectUris('http://cms.internal'), DEMO_REDIRECT_URIS);
+  assert.deepEqual(demoRedirectUris('https://cms.example'), [
+    ...DEMO_REDIRECT_URIS,
+    'https://cms.example/try',
+    'https://cms.example/docs/static/oauth2-redirect.html',
+  ]);
 });

@@ -105,6 +105,13 @@ export function createOAuthServer({
         await limitTokenEndpoint(request, reply, { store: limits.perRequest, shared: limits.shared, perMinute, registration: true });
         return forward(request, reply, '/reg', request.raw.url, await registrationRequest(request.raw));
       });
+      // A route of its own, not the catch-all's: it is one of the addresses browser apps read
+      // cross-origin (src/http/cors.ts), with GET only.
+      scope.get(
+        `${AUTH_PATH}/.well-known/oauth-authorization-server`,
+        { schema: { hide: true }, config: { public: true } },
+        (request, reply) => forward(request, reply, '/.well-known/oauth-authorization-server'),
+      );
       // RFC 8414 §3.1: the metadata of issuer {base}/api/auth is also at /.well-known/…/api/auth.
       scope.get(`/.well-known/oauth-authorization-server${AUTH_PATH}`, { schema: { hide: true } }, (request, reply) =>
         forward(request, reply, '/.well-known/oauth-authorization-server', `${AUTH_PATH}/.well-known/oauth-authorization-server`),

@@ -33,6 +33,8 @@ export function openapiOptions(config: Config): SwaggerOptions {
         securitySchemes: {
           oauth2: {
             type: 'oauth2',
+            description:
+              'Authorization code with PKCE (S256) and resource (RFC 8707, this server’s address). Every client is public: there is no client secret. /docs Authorize uses the demo client (docs/oauth.md).',
             flows: {
               authorizationCode: {
                 authorizationUrl: `${config.publicUrl}/api/auth/authorize`,

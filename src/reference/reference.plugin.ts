@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { Config } from '../config.js';
+import { DEMO_CLIENT_ID } from '../oauth/clients/client.service.js';
 import { openapiOptions } from './openapi.document.js';
 import { buildReference, type EndpointReference, type RouteInfo, renderMarkdown } from './reference.js';
 
@@ -61,6 +62,8 @@ function prefersMarkdown(accept: string | undefined): boolean {
   return best === 'text/markdown';
 }
 
+const NO_CLIENT_SECRET_CSS = '.auth-container .wrapper:has(> label[for^="client_secret_"]) { display: none; }\n';
+
 /**
  * Endpoint references (Markdown and JSON) and the OpenAPI document, all built from the route
  * schemas, so they cannot disagree with what the routes validate and send.
@@ -94,6 +97,20 @@ export async function registerReference(app: FastifyInstance, config: Config): P
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     uiConfig: { docExpansion: 'list', deepLinking: true },
+    // Authorize runs what every client here runs: authorization code with PKCE, as a public client
+    // (the demo client's id filled in when there is one), for the content API as the resource. The
+    // token request carries resource in its query string, which oidc-provider does not read; the
+    // grant's one resource is used instead (useGrantedResource). The redirect URI is swagger-ui's
+    // callback page, /docs/static/oauth2-redirect.html (DOCS_REDIRECT_PATH).
+    initOAuth: {
+      ...(config.demo ? { clientId: DEMO_CLIENT_ID } : {}),
+      usePkceWithAuthorizationCodeGrant: true,
+      additionalQueryStringParams: { resource: config.publicUrl },
+      scopes: 'everything:read',
+    },
+    // swagger-ui shows a client_secret field in every authorization code dialog; no client here
+    // has a secret, and one typed in would only be refused, so the field is not displayed.
+    theme: { css: [{ filename: 'public-clients.css', content: NO_CLIENT_SECRET_CSS }] },
     // The same rules as the other HTML pages: the page's credentials dialog must not be framed and
     // overlaid, and it runs only its own files (swagger-ui's scripts are all files, none inline).
     // Its styles are its own files too, but it sets style attributes as it renders.

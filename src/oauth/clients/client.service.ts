@@ -136,22 +136,25 @@ export async function createClient(db: DbHandle, input: NewClient): Promise<{ cl
 export const DEMO_CLIENT_ID = 'demo-client';
 /** A local script's callback and Postman's, so the demo can be tried without writing a client. */
 export const DEMO_REDIRECT_URIS = ['http://127.0.0.1:8976/callback', 'https://oauth.pstmn.io/v1/callback'];
+/** swagger-ui's callback page under /docs, which its Authorize button names as the redirect URI. */
+export const DOCS_REDIRECT_PATH = '/docs/static/oauth2-redirect.html';
 
 /**
- * The demo client's redirect URIs on this server: the fixed ones and the /try page, which runs
- * the whole flow in the browser. /try is left out where a web client may not use it (plain http
- * on a host other than localhost).
+ * The demo client's redirect URIs on this server: the fixed ones, the /try page, which runs the
+ * whole flow in the browser, and the callback of /docs's Authorize. The pages are left out where
+ * a web client may not use them (plain http on a host other than localhost).
  */
 export function demoRedirectUris(publicUrl: string): string[] {
-  const tryPage = `${publicUrl}/try`;
-  return redirectUriProblem(tryPage, 'web') ? [...DEMO_REDIRECT_URIS] : [...DEMO_REDIRECT_URIS, tryPage];
+  const pages = [`${publicUrl}/try`, `${publicUrl}${DOCS_REDIRECT_PATH}`].filter((uri) => !redirectUriProblem(uri, 'web'));
+  return [...DEMO_REDIRECT_URIS, ...pages];
 }
 
 /**
- * At start-up with demo data on: a demo client seeded earlier, or under another PUBLIC_URL, gains
- * this server's /try page as a redirect URI. Nothing happens without a demo client.
+ * At start-up with demo data on: a demo client seeded earlier, by an older version or under another
+ * PUBLIC_URL, gains this server's page redirect URIs (/try, /docs). Nothing happens without a demo
+ * client, and nothing is removed.
  */
-export async function addDemoTryRedirect(db: DbHandle, publicUrl: string): Promise<void> {
+export async function addDemoRedirects(db: DbHandle, publicUrl: string): Promise<void> {
   const existing = await repo.findRedirectUris(db, DEMO_CLIENT_ID);
   if (!existing) return;
   const uris = JSON.parse(existing.redirect_uris) as string[];

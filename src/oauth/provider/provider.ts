@@ -7,6 +7,7 @@ import type { Config } from '../../config.js';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../db/errors.js';
 import { readHandle } from '../../db/request-transaction.js';
 import type { DbHandle } from '../../db/schema.js';
+import { corsOriginAllowed } from '../../http/cors.js';
 import type { RateLimitStore } from '../../http/rate-limit.store.js';
 import { renderPage } from '../../web/views.js';
 import { newClientId } from '../clients/client.service.js';
@@ -96,7 +97,9 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
     clockTolerance: 0,
     cookies: { keys: [...config.cookieSecrets] },
     routes: { authorization: '/authorize', token: '/token', revocation: '/revoke', registration: '/reg' },
-    clientBasedCORS: () => true,
+    // A token or revocation request from a page of an origin CORS_ORIGINS does not list is refused
+    // (invalid_request), not only left unreadable: the browser sends a form POST without asking first.
+    clientBasedCORS: (_ctx, origin) => corsOriginAllowed(config.corsOrigins, origin || undefined),
     features: {
       devInteractions: { enabled: false },
       userinfo: { enabled: false },
@@ -188,6 +191,14 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
   // replaced it (and X-Forwarded-For/-Host) with what the trusted hops (TRUST_PROXY) said.
   provider.proxy = true;
   installProviderHooks(provider, db, issuerOf(config));
+  // src/http/cors.ts decides CORS: the answers it allows reach the provider with their headers set,
+  // and the provider then adds none. Its own (any origin, on its preflights, metadata and keys) are
+  // removed for an origin CORS_ORIGINS does not list.
+  provider.use(async (ctx, next) => {
+    await next();
+    if (corsOriginAllowed(config.corsOrigins, ctx.get('origin') || undefined)) return;
+    for (const name of Object.keys(ctx.response.headers)) if (name.startsWith('access-control-')) ctx.remove(name);
+  });
 
   provider.on('server_error', (ctx, err: Error) => {
     if (!isDatabaseUnavailable(err)) return log.error({ err }, 'OAuth server error');

@@ -22,6 +22,7 @@ import {
   siteIdOption,
   UsageError,
 } from './command.js';
+import { imageCommands } from './images.commands.js';
 import { connectionService, oauthCommands } from './oauth.commands.js';
 import { table } from './output.js';
 
@@ -229,5 +230,6 @@ export const COMMANDS: readonly Command[] = [
   apikeyCreate,
   apikeyList,
   apikeyRevoke,
+  ...imageCommands,
   ...oauthCommands,
 ];

@@ -28,7 +28,8 @@ import { registerMcp } from './mcp/mcp.routes.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
 import { referenceFor, registerReference } from './reference/reference.plugin.js';
 import { DatabaseImageStorage } from './storage/database-image-storage.js';
-import { registerImageFiles } from './storage/image.routes.js';
+import { registerImageFiles, variantRateLimit } from './storage/image.routes.js';
+import { ImageProcessor } from './storage/image-processor.js';
 import type { ImageStorage } from './storage/image-storage.js';
 import { LocalImageStorage } from './storage/local-image-storage.js';
 
@@ -128,11 +129,18 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
   await registerConsole(app, { provider: oauth.provider, db: db.kysely, config, limits: limits.shared });
   registerFrontDoor(app, { config, db: db.kysely });
   const imageStorage = images ?? (await configuredImages(config, db, app));
-  registerImageFiles(app, imageStorage);
+  const processor = new ImageProcessor({ concurrency: config.imageProcessing.concurrency, maxPixels: config.uploads.maxPixels });
+  registerImageFiles(app, imageStorage, {
+    processor,
+    variantsPerImage: config.imageProcessing.variantsPerImage,
+    newVariants: variantRateLimit(config.imageProcessing.variantsPerMinute, limits.shared),
+  });
   const lists = new Budget(LIST_RECORDS_IN_FLIGHT);
   for (const prefix of ['/api', '/webapps/api']) {
     await app.register(async (scope) => registerPages(scope, { db: db.kysely, prefix, lists }), { prefix });
-    await app.register(async (scope) => registerBlogs(scope, { db: db.kysely, config, prefix, images: imageStorage, lists }), { prefix });
+    await app.register(async (scope) => registerBlogs(scope, { db: db.kysely, config, prefix, images: imageStorage, processor, lists }), {
+      prefix,
+    });
   }
   // After the content routes: its tools are built from their schemas.
   await registerMcp(app, {

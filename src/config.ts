@@ -65,6 +65,8 @@ export interface Config {
   readonly uploads: {
     readonly maxFileBytes: number;
     readonly maxFiles: number;
+    /** Largest image accepted, in pixels, read from its header before decoding (UPLOAD_MAX_PIXELS). */
+    readonly maxPixels: number;
   };
   readonly images: {
     /** `local`: files in DATA_DIR/images. `database`: rows in the database, for nodes without a shared disk. */
@@ -74,6 +76,15 @@ export interface Config {
      * younger ones may belong to an upload another node is still writing or committing.
      */
     readonly cleanupGraceMs: number;
+  };
+  /** Work on image pixels: uploads under their page's rules, and sizes and formats made on request. */
+  readonly imageProcessing: {
+    /** Images processed at once per process; each holds its file and decoded pixels (IMAGE_PROCESSING_CONCURRENCY). */
+    readonly concurrency: number;
+    /** Sizes and formats made on request kept per image, least recently used dropped (IMAGE_VARIANTS_PER_IMAGE). */
+    readonly variantsPerImage: number;
+    /** New sizes and formats one client address may have made per minute (RATE_LIMIT_IMAGE_VARIANTS); 0 is no limit. */
+    readonly variantsPerMinute: number;
   };
   readonly oauth: {
     readonly dynamicRegistration: boolean;
@@ -284,10 +295,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uploads: Object.freeze({
       maxFileBytes: integer(env, 'UPLOAD_MAX_FILE_BYTES', 10 * 1024 * 1024, 1024, 1024 ** 3),
       maxFiles: integer(env, 'UPLOAD_MAX_FILES', 20, 1, 1000),
+      maxPixels: integer(env, 'UPLOAD_MAX_PIXELS', 50_000_000, 1, 1_000_000_000),
     }),
     images: Object.freeze({
       storage: imageStorage,
       cleanupGraceMs: integer(env, 'IMAGE_CLEANUP_GRACE_SECONDS', 3600, 0, 30 * 24 * 3600) * 1000,
+    }),
+    imageProcessing: Object.freeze({
+      concurrency: integer(env, 'IMAGE_PROCESSING_CONCURRENCY', 2, 1, 64),
+      variantsPerImage: integer(env, 'IMAGE_VARIANTS_PER_IMAGE', 20, 1, 1000),
+      variantsPerMinute: integer(env, 'RATE_LIMIT_IMAGE_VARIANTS', 60, 0, 100_000_000),
     }),
     oauth: Object.freeze({
       dynamicRegistration: flag(env, 'OAUTH_DYNAMIC_REGISTRATION', true),

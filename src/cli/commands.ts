@@ -23,6 +23,7 @@ import {
   siteIdOption,
   UsageError,
 } from './command.js';
+import { imageCommands } from './images.commands.js';
 import { connectionService, oauthCommands } from './oauth.commands.js';
 import { table } from './output.js';
 
@@ -240,5 +241,6 @@ export const COMMANDS: readonly Command[] = [
   apikeyCreate,
   apikeyList,
   apikeyRevoke,
+  ...imageCommands,
   ...oauthCommands,
 ];

@@ -12,6 +12,7 @@ import * as m0010 from './migrations/0010_content_totals.js';
 import * as m0011 from './migrations/0011_search_folding.js';
 import * as m0012 from './migrations/0012_access_triggers.js';
 import * as m0013 from './migrations/0013_credential_default_page.js';
+import * as m0015 from './migrations/0015_image_rules.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0011_search_folding': m0011,
   '0012_access_triggers': m0012,
   '0013_credential_default_page': m0013,
+  '0015_image_rules': m0015,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

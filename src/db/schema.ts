@@ -4,7 +4,7 @@ import type { BlogImagesTable, BlogsTable } from '../content/blogs/blog.table.js
 import type { PagesTable } from '../content/pages/page.table.js';
 import type { ContentTotalsTable } from '../content/shared/content-totals.table.js';
 import type { OAuthTables } from '../oauth/oauth.tables.js';
-import type { ImageChunksTable, ImagesTable } from '../storage/image.table.js';
+import type { ImageChunksTable, ImagesTable, ImageVariantsTable } from '../storage/image.table.js';
 
 /** Every table, gathered from the features that own them (each `*.table.ts` sits beside its feature). */
 export interface Database extends OAuthTables {
@@ -17,6 +17,7 @@ export interface Database extends OAuthTables {
   blog_images: BlogImagesTable;
   images: ImagesTable;
   image_chunks: ImageChunksTable;
+  image_variants: ImageVariantsTable;
   content_totals: ContentTotalsTable;
 }
 

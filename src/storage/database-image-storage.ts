@@ -2,7 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, now, parseTimestamp } from '../db/time.js';
-import { type ImageStorage, isImageName, mimeOf, type StagedImage, type StoredImage } from './image-storage.js';
+import {
+  type ImageStorage,
+  isImageName,
+  isVariantKey,
+  mimeOf,
+  type StagedImage,
+  type StoredImage,
+  thumbnailNameOf,
+} from './image-storage.js';
 
 /**
  * Bytes per stored chunk. An upload holds at most one chunk in memory before writing it, and a
@@ -10,6 +18,9 @@ import { type ImageStorage, isImageName, mimeOf, type StagedImage, type StoredIm
  * few (a 10 MiB image is 40 rows).
  */
 export const IMAGE_CHUNK_BYTES = 256 * 1024;
+
+/** Millisecond ISO time: variants used within one second still order by their last use. */
+const usedNow = () => new Date().toISOString();
 
 /** Committed names are listed this many at a time, so a large table is never read whole. */
 const LIST_BATCH = 500;
@@ -82,7 +93,45 @@ export class DatabaseImageStorage implements ImageStorage {
   }
 
   async remove(name: string, within: DbHandle = this.db): Promise<void> {
-    await within.deleteFrom('images').where('name', '=', name).execute();
+    const names = [name, thumbnailNameOf(name)];
+    await within.deleteFrom('image_variants').where('name', 'in', names).execute();
+    await within.deleteFrom('images').where('name', 'in', names).execute();
+  }
+
+  async readStaged(staged: StagedImage): Promise<Buffer> {
+    const chunks = await this.db.selectFrom('image_chunks').select('data').where('token', '=', staged.token).orderBy('seq').execute();
+    return Buffer.concat(chunks.map((c) => c.data));
+  }
+
+  async readVariant(name: string, key: string): Promise<Buffer | undefined> {
+    if (!isImageName(name) || !isVariantKey(key)) return undefined;
+    const row = await this.db
+      .selectFrom('image_variants')
+      .select('data')
+      .where('name', '=', name)
+      .where('variant', '=', key)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    await this.db.updateTable('image_variants').set({ used_at: usedNow() }).where('name', '=', name).where('variant', '=', key).execute();
+    return row.data;
+  }
+
+  async writeVariant(name: string, key: string, data: Buffer, keep: number): Promise<void> {
+    if (!isImageName(name) || !isVariantKey(key)) throw new Error(`not a variant: ${name} ${key}`);
+    // Another node may have made the same variant meanwhile: the same bytes, so either row will do.
+    await this.db
+      .insertInto('image_variants')
+      .values({ name, variant: key, data, bytes: data.length, used_at: usedNow() })
+      .onConflict((oc) => oc.columns(['name', 'variant']).doNothing())
+      .execute();
+    const recent = this.db
+      .selectFrom('image_variants')
+      .select('variant')
+      .where('name', '=', name)
+      .orderBy('used_at', 'desc')
+      .orderBy('variant')
+      .limit(keep);
+    await this.db.deleteFrom('image_variants').where('name', '=', name).where('variant', 'not in', recent).execute();
   }
 
   async exists(name: string): Promise<boolean> {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import { type TestContext, test } from 'node:test';
-import { type ImageStorage, newImageName } from './image-storage.js';
+import { type ImageStorage, newImageName, thumbnailNameOf } from './image-storage.js';
 
 async function* chunksOf(bytes: Buffer, size = 64 * 1024): AsyncGenerator<Uint8Array> {
   for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
@@ -106,5 +106,38 @@ export function imageStorageContract(driver: string, make: (t: TestContext) => P
     assert.equal(await storage.removeAbandoned(Date.now() + 5_000), 1, 'older: removed');
     await assert.rejects(storage.commit(staged, newImageName('image/png')), 'it is gone');
     assert.equal(await storage.exists(committed), true, 'committed images are never abandoned');
+  });
+
+  test(`${driver}: variants are kept per image, the least recently used dropped past the bound, and go with their image`, async (t) => {
+    const storage = await make(t);
+    const name = newImageName('image/jpeg');
+    await storage.commit(await storage.stage(chunksOf(Buffer.from('original'))), name);
+    const thumb = thumbnailNameOf(name);
+    await storage.commit(await storage.stage(chunksOf(Buffer.from('thumbnail'))), thumb);
+    assert.equal(await storage.readVariant(name, 'w10-h0-inside-q85.jpg'), undefined);
+    await storage.writeVariant(name, 'a.jpg', Buffer.from('a'), 2);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await storage.writeVariant(name, 'b.jpg', Buffer.from('b'), 2);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal((await storage.readVariant(name, 'a.jpg'))?.toString(), 'a', 'a read is a use');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await storage.writeVariant(name, 'c.jpg', Buffer.from('c'), 2);
+    assert.equal(await storage.readVariant(name, 'b.jpg'), undefined, 'the least recently used is dropped');
+    assert.equal((await storage.readVariant(name, 'a.jpg'))?.toString(), 'a');
+    assert.equal((await storage.readVariant(name, 'c.jpg'))?.toString(), 'c');
+    await storage.writeVariant(thumb, 'a.jpg', Buffer.from('ta'), 2);
+    assert.equal(await storage.readVariant(name, '../x'), undefined, 'only variant keys are read');
+
+    await storage.remove(name);
+    assert.equal(await storage.exists(thumb), false, 'the thumbnail goes with its image');
+    assert.equal(await storage.readVariant(name, 'a.jpg'), undefined, 'and the variants');
+    assert.equal(await storage.readVariant(thumb, 'a.jpg'), undefined);
+  });
+
+  test(`${driver}: readStaged gives back a staged object's bytes`, async (t) => {
+    const storage = await make(t);
+    const bytes = randomBytes(600 * 1024 + 7);
+    const staged = await storage.stage(chunksOf(bytes));
+    assert.ok((await storage.readStaged(staged)).equals(bytes));
   });
 }

@@ -16,8 +16,12 @@ export type ImageMime = keyof typeof IMAGE_TYPES;
 /** Public URL path prefix under which stored images are served. */
 export const IMAGE_PATH_PREFIX = '/images/';
 
-/** Generated names: 32 hex characters and a known extension. Nothing else is ever stored or served. */
-const NAME = /^[0-9a-f]{32}\.(jpg|png|gif|webp|avif)$/;
+/**
+ * Generated names: 32 hex characters and a known extension, or the same with `-thumb` before the
+ * extension for that image's thumbnail. Nothing else is ever stored or served.
+ */
+const NAME = /^[0-9a-f]{32}(-thumb)?\.(jpg|png|gif|webp|avif)$/;
+const THUMB = '-thumb';
 
 export function isImageName(name: string): boolean {
   return NAME.test(name);
@@ -32,6 +36,30 @@ export function mimeOf(name: string): ImageMime | undefined {
 
 export function newImageName(mime: ImageMime): string {
   return `${randomBytes(16).toString('hex')}.${IMAGE_TYPES[mime]}`;
+}
+
+/**
+ * The thumbnail of an image lives under the image's name with `-thumb` before the extension, so a
+ * client finds the thumbnail of any image path (info_more_images included) without a lookup.
+ */
+export function thumbnailNameOf(name: string): string {
+  return name.replace('.', `${THUMB}.`);
+}
+
+/** A thumbnail's image; an image's own name for any other. */
+export function mainNameOf(name: string): string {
+  return name.replace(`${THUMB}.`, '.');
+}
+
+export function isThumbnailName(name: string): boolean {
+  return name.includes(`${THUMB}.`);
+}
+
+/** Variant keys name the parameters an image was made with (`w300-h200-cover-q85.webp`). */
+const VARIANT_KEY = /^[a-z0-9][a-z0-9.-]{0,63}$/;
+
+export function isVariantKey(key: string): boolean {
+  return VARIANT_KEY.test(key);
 }
 
 /** `/images/<name>` → `<name>`, for paths this service generated; anything else → undefined. */
@@ -78,12 +106,24 @@ export interface ImageStorage {
    * elsewhere cannot be rolled back: it is removed only once that transaction has committed.
    */
   readonly inDatabase: boolean;
-  /** Removes a committed image; a missing one is not an error. `within`: see inDatabase. */
+  /**
+   * Removes a committed image with what is made from it: its thumbnail and the variants of both
+   * (they have no life of their own). A missing one is not an error. `within`: see inDatabase.
+   */
   remove(name: string, within?: DbHandle): Promise<void>;
+  /** The bytes of a staged object, for processing before it is committed. */
+  readStaged(staged: StagedImage): Promise<Buffer>;
   exists(name: string): Promise<boolean>;
   open(name: string): Promise<StoredImage | undefined>;
   /** Removes staged objects last written before `before` (ms since the epoch); returns how many. */
   removeAbandoned(before: number): Promise<number>;
   /** Names of committed images last written before `before` (ms since the epoch). */
   committedBefore(before: number): AsyncIterable<string>;
+  /**
+   * A variant of image `name` made on request (GET /images/<name>?width=…), and marks it used now.
+   * Variants are kept where the images are, so every node serves what any node made.
+   */
+  readVariant(name: string, key: string): Promise<Buffer | undefined>;
+  /** Keeps a variant, then drops the image's least recently used ones past `keep`. */
+  writeVariant(name: string, key: string, data: Buffer, keep: number): Promise<void>;
 }

@@ -65,7 +65,7 @@ for (const driver of DRIVERS) {
       ['uploadAdditionalImage', { file: Buffer.from('%PDF-1.4\n%%EOF\n'), filename: 'x.jpg' }],
     ]);
     assert.equal(notImage.statusCode, 415, notImage.body);
-    const tooLarge = await buildBlogApp(t, { ...config, uploads: { maxFileBytes: 100 * 1024, maxFiles: 5 } });
+    const tooLarge = await buildBlogApp(t, { ...config, uploads: { maxFileBytes: 100 * 1024, maxFiles: 5, maxPixels: 50_000_000 } });
     const big = await postForm(tooLarge, [
       ['data', JSON.stringify({ page: tooLarge.pageId, info_title: 'Big' })],
       ['uploadPrimaryImage', { file: await noisyJpeg(400 * 1024), filename: 'big.jpg' }],

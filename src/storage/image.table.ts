@@ -26,3 +26,16 @@ export interface ImageChunksTable {
   seq: number;
   data: Buffer;
 }
+
+/**
+ * Images made on request from a stored one (GET /images/<name>?width=…), keyed by the image's
+ * name and the parameters (`variant`); each image keeps a bounded number, least recently used
+ * (`used_at`, ISO time with milliseconds) dropped first. Removed with their image.
+ */
+export interface ImageVariantsTable {
+  name: string;
+  variant: string;
+  data: Buffer;
+  bytes: number;
+  used_at: string;
+}

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-files.js';
-import { type ImageStorage, isImageName, type StagedImage, type StoredImage } from './image-storage.js';
+import { type ImageStorage, isImageName, isVariantKey, type StagedImage, type StoredImage, thumbnailNameOf } from './image-storage.js';
 
 function isMissing(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === 'ENOENT';
@@ -30,10 +30,13 @@ async function filesIn(dir: string, keep: (name: string) => boolean): Promise<st
 export class LocalImageStorage implements ImageStorage {
   readonly inDatabase = false;
   private readonly staging: string;
+  /** `.variants/<image name>/<variant key>`: a file's mtime is its last use (for the LRU). */
+  private readonly variants: string;
   private ready: Promise<unknown> | undefined;
 
   constructor(private readonly root: string) {
     this.staging = path.join(root, '.staging');
+    this.variants = path.join(root, '.variants');
   }
 
   private ensureFolders(): Promise<unknown> {
@@ -103,11 +106,61 @@ export class LocalImageStorage implements ImageStorage {
   }
 
   async remove(name: string): Promise<void> {
-    try {
-      await unlink(this.fileOf(name));
-    } catch (error) {
-      if (!isMissing(error)) throw error;
+    // The image last: a removal cut short is repeated by the sweep, which finds the image.
+    for (const each of [thumbnailNameOf(name), name]) {
+      await rm(this.variantsOf(each), { recursive: true, force: true });
+      try {
+        await unlink(this.fileOf(each));
+      } catch (error) {
+        if (!isMissing(error)) throw error;
+      }
     }
+  }
+
+  async readStaged(staged: StagedImage): Promise<Buffer> {
+    return readFile(path.join(this.staging, staged.token));
+  }
+
+  private variantsOf(name: string): string {
+    if (!isImageName(name)) throw new Error(`not an image name: ${name}`);
+    return path.join(this.variants, name);
+  }
+
+  async readVariant(name: string, key: string): Promise<Buffer | undefined> {
+    if (!isImageName(name) || !isVariantKey(key)) return undefined;
+    const file = path.join(this.variantsOf(name), key);
+    try {
+      const data = await readFile(file);
+      const now = new Date();
+      await utimes(file, now, now).catch(() => {});
+      return data;
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async writeVariant(name: string, key: string, data: Buffer, keep: number): Promise<void> {
+    if (!isVariantKey(key)) throw new Error(`not a variant key: ${key}`);
+    const dir = this.variantsOf(name);
+    await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    // Written aside and renamed, so a reader on another node never sees half a variant.
+    const part = path.join(dir, `.${randomBytes(8).toString('hex')}.part`);
+    await writeFile(part, data, { mode: PRIVATE_FILE_MODE });
+    await rename(part, path.join(dir, key));
+    const kept = await filesIn(dir, isVariantKey);
+    if (kept.length <= keep) return;
+    const used = await Promise.all(
+      kept.map(async (file) => ({
+        file,
+        at: await stat(file).then(
+          (s) => s.mtimeMs,
+          () => 0,
+        ),
+      })),
+    );
+    used.sort((a, b) => b.at - a.at);
+    await Promise.all(used.slice(keep).map(({ file }) => unlink(file).catch(() => {})));
   }
 
   async exists(name: string): Promise<boolean> {

@@ -12,7 +12,7 @@
  *   upload of the same original; a primary upload of an original the blog already shows reuses
  *   that file rather than storing a copy.
  */
-import type { ImageMime, StagedImage } from '../../storage/image-storage.js';
+import { IMAGE_PATH_PREFIX, type ImageMime, type StagedImage, thumbnailNameOf } from '../../storage/image-storage.js';
 import type { BlogImageRow, ImageRole } from './blog.table.js';
 
 export interface ImageMetadata {
@@ -20,6 +20,14 @@ export interface ImageMetadata {
   height: number;
   bytes: number;
   type: string;
+  thumbnail?: { src: string; width: number; height: number };
+}
+
+/** A thumbnail made under the page's rules, staged beside its image. */
+export interface ReceivedThumbnail {
+  readonly staged: StagedImage;
+  readonly width: number;
+  readonly height: number;
 }
 
 /** An uploaded file, checked and staged, not yet under its public name. */
@@ -35,6 +43,10 @@ export interface ReceivedImage {
   readonly width: number;
   readonly height: number;
   readonly type: ImageMime;
+  /** Its thumbnail, committed under thumbnailNameOf(name) with it. */
+  readonly thumbnail?: ReceivedThumbnail | undefined;
+  /** The rules it was made under (rulesKey); '' before the page's rules are applied. */
+  readonly rules: string;
 }
 
 interface CurrentImages {
@@ -72,12 +84,32 @@ type Original = { original_name: string; sha256: string };
 
 const sameOriginal = (a: Original, b: Original) => a.original_name === b.original_name && a.sha256 === b.sha256;
 const originalOf = (u: ReceivedImage): Original => ({ original_name: u.originalName, sha256: u.sha256 });
-const metadataOf = (r: { width: number; height: number; bytes: number; type: string }): ImageMetadata => ({
-  width: r.width,
-  height: r.height,
-  bytes: r.bytes,
-  type: r.type,
-});
+type Measured = Pick<BlogImageRow, 'path' | 'width' | 'height' | 'bytes' | 'type' | 'thumb_width' | 'thumb_height'>;
+
+/** info_img_json: the stored image, and its thumbnail when it has one. */
+export function metadataOf(r: Measured): ImageMetadata {
+  const metadata: ImageMetadata = { width: r.width, height: r.height, bytes: r.bytes, type: r.type };
+  const name = r.path.slice(IMAGE_PATH_PREFIX.length);
+  if (r.thumb_width > 0)
+    metadata.thumbnail = { src: `${IMAGE_PATH_PREFIX}${thumbnailNameOf(name)}`, width: r.thumb_width, height: r.thumb_height };
+  return metadata;
+}
+
+/** The blog_images columns of an upload. */
+function rowOf(u: ReceivedImage): Omit<BlogImageRow, 'site_id' | 'info_id' | 'role'> {
+  return {
+    path: u.path,
+    original_name: u.originalName,
+    sha256: u.sha256,
+    bytes: u.bytes,
+    width: u.width,
+    height: u.height,
+    type: u.type,
+    thumb_width: u.thumbnail?.width ?? 0,
+    thumb_height: u.thumbnail?.height ?? 0,
+    rules: u.rules,
+  };
+}
 
 export function planImages(current: CurrentImages, request: ImageRequest): ImagePlan {
   const { uploads, migrate } = request;
@@ -101,7 +133,7 @@ export function planImages(current: CurrentImages, request: ImageRequest): Image
     } else {
       commit.push(primaryUpload);
       info_img = primaryUpload.path;
-      info_img_json = metadataOf(primaryUpload);
+      info_img_json = metadataOf(rowOf(primaryUpload));
     }
     primaryOriginal = originalOf(primaryUpload);
   } else if (request.info_img !== undefined && request.info_img !== current.info_img) {
@@ -140,7 +172,7 @@ export function planImages(current: CurrentImages, request: ImageRequest): Image
     const upload = uploadByPath.get(path);
     const existing = rowByPath.get(path);
     if (upload) {
-      rows.push({ role, path, original_name: upload.originalName, sha256: upload.sha256, ...metadataOf(upload) });
+      rows.push({ role, ...rowOf(upload) });
     } else if (existing) {
       rows.push({ ...existing, role });
     }

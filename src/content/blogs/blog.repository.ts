@@ -7,6 +7,7 @@ import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filt
 import type { MatchType } from '../shared/schemas.js';
 import { storedResource } from '../shared/stored-records.js';
 import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
+import type { PageImageFields } from './blog.image-rules.js';
 import { toBlogRecord } from './blog.record.js';
 import type { BlogImageRow, BlogsTable } from './blog.table.js';
 
@@ -144,4 +145,20 @@ export async function pathsWithImageRows(db: DbHandle, paths: readonly string[])
   if (paths.length === 0) return new Set();
   const rows = await db.selectFrom('blog_images').select('path').distinct().where('path', 'in', paths).execute();
   return new Set(rows.map((r) => r.path));
+}
+
+/** A page's image rule fields (spec §2.1); undefined when the website has no such page. */
+export async function pageImageFields(db: DbHandle, siteId: number, page: number): Promise<PageImageFields | undefined> {
+  return db
+    .selectFrom('pages')
+    .select(['page_crop_width', 'page_crop_height', 'page_crop_aspect', 'page_crop_aspect_thumbs', 'page_thumb_dimensions'])
+    .where('site_id', '=', siteId)
+    .where('page', '=', page)
+    .executeTakeFirst();
+}
+
+/** The page that holds a blog; undefined when there is no such blog. */
+export async function pageOfBlog(db: DbHandle, siteId: number, id: number): Promise<number | undefined> {
+  const row = await db.selectFrom('blogs').select('page').where('site_id', '=', siteId).where('info_id', '=', id).executeTakeFirst();
+  return row?.page;
 }

@@ -7,6 +7,7 @@ import type { Config } from '../../config.js';
 import type { DbHandle } from '../../db/schema.js';
 import type { Budget } from '../../http/budget.js';
 import { validatorFor } from '../../http/validation.js';
+import type { ImageProcessor } from '../../storage/image-processor.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
@@ -38,13 +39,20 @@ const DOCS = {
 /** `lists`: the process's list budget, shared by every list route (envelope.ts, withinBudget). */
 export async function registerBlogs(
   app: FastifyInstance,
-  { db, config, prefix, images, lists }: { db: DbHandle; config: Config; prefix: string; images: ImageStorage; lists: Budget },
+  {
+    db,
+    config,
+    prefix,
+    images,
+    processor,
+    lists,
+  }: { db: DbHandle; config: Config; prefix: string; images: ImageStorage; processor: ImageProcessor; lists: Budget },
 ): Promise<void> {
   await app.register(multipart);
   acceptContentBodies(app);
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
   const { read, write } = operations('blogs', prefix);
-  const deps: blogs.BlogDeps = { db, images, warn: (message, error) => app.log.warn({ err: error }, message) };
+  const deps: blogs.BlogDeps = { db, images, processor, warn: (message, error) => app.log.warn({ err: error }, message) };
   const checkData = dataValidator(app, `${prefix}/blog`);
 
   routes.get('/blog', read('List blogs', DOCS.list, { querystring: BlogQuery, response: { 200: BlogList } }), async (request, reply) =>

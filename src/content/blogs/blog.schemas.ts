@@ -25,8 +25,21 @@ export const ImageMetadata = Type.Object(
     height: Type.Integer({ description: 'Height in pixels' }),
     bytes: Type.Integer({ description: 'File size in bytes' }),
     type: Type.String({ description: 'MIME type, e.g. image/jpeg' }),
+    thumbnail: Type.Optional(
+      Type.Object(
+        {
+          src: Type.String({ description: 'Path of the thumbnail: the image path with -thumb before the extension' }),
+          width: Type.Integer({ description: 'Width in pixels' }),
+          height: Type.Integer({ description: 'Height in pixels' }),
+        },
+        {
+          additionalProperties: false,
+          description: "The thumbnail the page's page_thumb_dimensions asked for; absent when it asks for none",
+        },
+      ),
+    ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'The stored image, after the page’s image rules' },
 );
 
 export const BlogRecord = recordSchema('BlogRecord', BLOG_FIELDS, {

@@ -5,7 +5,8 @@ import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/etag.js';
 import type { MaybePromise } from '../../maybe-async.js';
-import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
+import type { ImageProcessor } from '../../storage/image-processor.js';
+import { type ImageStorage, imageNameOf, thumbnailNameOf } from '../../storage/image-storage.js';
 import { pageExists } from '../shared/content.queries.js';
 import type { Listed, Saved } from '../shared/envelope.js';
 import { lockImageReferences } from '../shared/image-references.js';
@@ -16,6 +17,7 @@ import type { StoredItem, StoredRecord } from '../shared/stored.js';
 import { deleteRow, findForWrite, getRecord, getStored, listStored, storeRecord } from '../shared/stored-records.js';
 import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
 import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
+import { processUploads } from './blog.image-processing.js';
 import { type ImagePlan, planImages, type ReceivedImage } from './blog.images.js';
 import { type BlogRecord, toBlogRecord } from './blog.record.js';
 import * as repo from './blog.repository.js';
@@ -34,6 +36,8 @@ export type BlogListQuery = Static<typeof BlogQuery>;
 export interface BlogDeps {
   readonly db: DbHandle;
   readonly images: ImageStorage;
+  /** Applies the page's image rules to uploads; a write with uploads and no processor is refused. */
+  readonly processor?: ImageProcessor;
   /** Reports a file that could not be removed after a successful write (the write stands). */
   readonly warn?: (message: string, error: unknown) => void;
 }
@@ -112,7 +116,8 @@ function imageColumns(plan: ImagePlan): Stored {
  * Files the blog stopped showing are removed after the commit when nothing else refers to them.
  */
 export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput, options: SaveOptions = {}): Promise<Saved<BlogRecord>> {
-  const uploads = options.uploads ?? [];
+  const received = options.uploads ?? [];
+  let uploads = received;
   const committed: string[] = [];
   let outcome: (Saved<BlogRecord> & { dropped: string[] }) | undefined;
   try {
@@ -125,6 +130,8 @@ export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput,
     // Joining a caller's transaction (the demo seed) is for uploads-free writes only: the files'
     // last-step-before-COMMIT guarantee cannot hold for a COMMIT the caller makes later.
     if (deps.db.isTransaction && uploads.length > 0) throw new Error('saveBlog with uploads must own its transaction');
+    // Before the transaction: image work takes far longer than the write, and SQLite has one writer.
+    uploads = await processUploads(deps, siteId, input, received);
     outcome = await inTransaction(deps.db, async (trx) => {
       // Before looking the image up: a clean-up cannot then remove it before this write commits.
       await lockImageReferences(trx, 'shared');
@@ -145,6 +152,7 @@ export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput,
       for (const upload of result.plan.commit) {
         await deps.images.commit(upload.staged, upload.name, trx);
         committed.push(upload.name);
+        if (upload.thumbnail) await deps.images.commit(upload.thumbnail.staged, thumbnailNameOf(upload.name), trx);
       }
       return { record: result.record, etag: result.etag, created: input.id === undefined, dropped: result.plan.dropped };
     });
@@ -154,8 +162,10 @@ export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput,
   } finally {
     // After a failure every upload is discarded, committed ones too: a rollback returns a
     // database storage's commit to the staged state (a local file already renamed is simply gone).
+    // Received files that processing replaced were discarded by it; discarding again is harmless.
     const used = new Set(outcome ? committed : []);
-    await Promise.all(uploads.filter((u) => !used.has(u.name)).map((u) => deps.images.discard(u.staged)));
+    const unused = [...received, ...uploads].filter((u) => !used.has(u.name));
+    await Promise.all(unused.flatMap((u) => [u.staged, ...(u.thumbnail ? [u.thumbnail.staged] : [])]).map((s) => deps.images.discard(s)));
   }
   await removeUnused(deps, outcome.dropped);
   return { record: outcome.record, etag: outcome.etag, created: outcome.created };

@@ -35,13 +35,18 @@ export interface BlogImagesTable {
   /** Public path, /images/<name>. */
   path: string;
   original_name: string;
-  /** Hex SHA-256 of the bytes. */
+  /** Hex SHA-256 of the original's bytes (width, height, bytes and type are the stored image's). */
   sha256: string;
   bytes: number;
   width: number;
   height: number;
   /** MIME type, e.g. image/jpeg. */
   type: string;
+  /** The thumbnail's size, 0 × 0 when there is none; it is stored under thumbnailNameOf(path). */
+  thumb_width: Generated<number>;
+  thumb_height: Generated<number>;
+  /** The rules the image was made under (rulesKey), '' for an image stored before rules applied. */
+  rules: Generated<string>;
 }
 
 /** An image row as read. */

@@ -124,7 +124,7 @@ test('files are judged by their bytes: PDF named .jpg, SVG, text, truncated imag
 });
 
 test('a file over the size limit, or too many files, is 413 and leaves nothing', async (t) => {
-  const app = await buildBlogApp(t, { uploads: { maxFileBytes: 64 * 1024, maxFiles: 3 } });
+  const app = await buildBlogApp(t, { uploads: { maxFileBytes: 64 * 1024, maxFiles: 3, maxPixels: 50_000_000 } });
   const big = await noisyJpeg(150 * 1024);
   assert.ok(big.length > 64 * 1024);
   const oversized = await postForm(app, [
@@ -358,7 +358,7 @@ test('the data field may come as a file part of application/json or text/plain, 
 });
 
 test('a data file part is limited like the field, not by the image limits, and is not counted as an image', async (t) => {
-  const app = await buildBlogApp(t, { uploads: { maxFileBytes: 1024, maxFiles: 1 } });
+  const app = await buildBlogApp(t, { uploads: { maxFileBytes: 1024, maxFiles: 1, maxPixels: 50_000_000 } });
   const long = { page: app.pageId, info_title: 'Long', info_fulltext: `<p>${'x'.repeat(4000)}</p>` };
   const asFile = (value: unknown) => ({ file: Buffer.from(JSON.stringify(value)), filename: 'd.json', type: 'application/json' });
   const small = await image('png', 4, 4);

@@ -94,7 +94,8 @@ function validSide(pixels: number): boolean {
   return Number.isInteger(pixels) && pixels >= 1 && pixels <= INT32_MAX;
 }
 
-async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageStorage, maxBytes: number): Promise<ReceivedImage> {
+async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageStorage, limits: Config['uploads']): Promise<ReceivedImage> {
+  const maxBytes = limits.maxFileBytes;
   const label = `${part.fieldname} "${part.filename}"`;
   const found: Partial<Inspection> = {};
   const staged = await storage.stage(inspected(parsed(part.file), label, maxBytes, found));
@@ -111,6 +112,13 @@ async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageS
     if (!size || !validSide(size.width) || !validSide(size.height)) {
       throw new UnsupportedMediaTypeError(`${label}: the ${mime} image cannot be read (${ACCEPTED}).`);
     }
+    // From the header, before anything decodes it: a small file may claim a huge picture, and
+    // decoding allocates what the header claims.
+    if (size.width * size.height > limits.maxPixels) {
+      throw new PayloadTooLargeError(
+        `${label} is ${size.width}×${size.height} pixels; images may have at most ${limits.maxPixels} pixels (UPLOAD_MAX_PIXELS).`,
+      );
+    }
     const name = newImageName(mime);
     return {
       role,
@@ -123,6 +131,7 @@ async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageS
       width: size.width,
       height: size.height,
       type: mime,
+      rules: '',
     };
   } catch (error) {
     await storage.discard(staged);
@@ -164,7 +173,7 @@ export async function readBlogForm<T>(
       if (role === 'primary' && uploads.some((u) => u.role === 'primary')) {
         throw new BadRequestError('Send one primary image (uploadPrimaryImage or primaryImage), not several.');
       }
-      uploads.push(await receiveFile(part, role, storage, limits.maxFileBytes));
+      uploads.push(await receiveFile(part, role, storage, limits));
     });
     return { data, uploads };
   } catch (error) {

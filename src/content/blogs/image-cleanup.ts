@@ -1,6 +1,6 @@
 import type { DbHandle } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
-import { IMAGE_PATH_PREFIX, type ImageStorage } from '../../storage/image-storage.js';
+import { IMAGE_PATH_PREFIX, type ImageStorage, mainNameOf } from '../../storage/image-storage.js';
 import { lockImageReferences } from '../shared/image-references.js';
 import { imagePathInUse, pathsWithImageRows } from './blog.repository.js';
 
@@ -57,7 +57,11 @@ export async function removeOrphanImages(db: DbHandle, storage: ImageStorage, gr
     }
     batch = [];
   };
-  for await (const name of storage.committedBefore(before)) {
+  for await (const stored of storage.committedBefore(before)) {
+    // A thumbnail lives and goes with its image (storage.remove removes both), so it is judged by
+    // its image's references.
+    const name = mainNameOf(stored);
+    if (batch.includes(name)) continue;
     batch.push(name);
     if (batch.length >= BATCH) await sweep();
   }

@@ -1,0 +1,46 @@
+import path from 'node:path';
+import { reprocessImages } from '../content/blogs/blog.reprocess.js';
+import { DatabaseImageStorage } from '../storage/database-image-storage.js';
+import { ImageProcessor } from '../storage/image-processor.js';
+import { LocalImageStorage } from '../storage/local-image-storage.js';
+import { type Command, type CommandContext, optionalOption, UsageError } from './command.js';
+
+function idOption(ctx: CommandContext, name: string): number | undefined {
+  const raw = optionalOption(ctx, name);
+  if (raw === undefined) return undefined;
+  if (!/^[1-9]\d{0,14}$/.test(raw)) throw new UsageError(`--${name} must be an id (a positive whole number), got "${raw}"`);
+  return Number(raw);
+}
+
+const imagesReprocess: Command = {
+  name: 'images reprocess',
+  summary: "Remake stored blog images under their page's image rules of today (resumable; Ctrl-C stops after the current image)",
+  usage: '[--site ID] [--page ID]',
+  options: { site: { type: 'string' }, page: { type: 'string' } },
+  async run(ctx) {
+    const siteId = idOption(ctx, 'site');
+    const page = idOption(ctx, 'page');
+    const config = ctx.config();
+    const db = (await ctx.db()).kysely;
+    const images =
+      config.images.storage === 'database' ? new DatabaseImageStorage(db) : new LocalImageStorage(path.join(config.dataDir, 'images'));
+    const processor = new ImageProcessor({ concurrency: config.imageProcessing.concurrency, maxPixels: config.uploads.maxPixels });
+    // An interrupt finishes the image in hand: each is switched in its own transaction.
+    const stop = new AbortController();
+    const interrupt = () => stop.abort();
+    process.once('SIGINT', interrupt);
+    process.once('SIGTERM', interrupt);
+    try {
+      const result = await reprocessImages({ db, images, processor }, { siteId, page, signal: stop.signal });
+      const text = `${result.remade} image(s) remade, ${result.skipped} skipped (gone or no longer shown)${
+        result.interrupted ? '; interrupted: run again to go on' : '; every image follows its page’s rules'
+      }.`;
+      return { json: result, text };
+    } finally {
+      process.off('SIGINT', interrupt);
+      process.off('SIGTERM', interrupt);
+    }
+  },
+};
+
+export const imageCommands: readonly Command[] = [imagesReprocess];

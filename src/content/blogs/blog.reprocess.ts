@@ -1,0 +1,213 @@
+/**
+ * `cms images reprocess`: remakes stored blog images under their page's rules of today, for images
+ * stored before rules applied or before a page's rules changed. An image whose recorded rules
+ * (blog_images.rules) are today's is skipped, so a run that was interrupted resumes where it
+ * stopped, and a second run does nothing.
+ *
+ * Never loses an image: the remade image is stored under a new name (names are immutable: clients
+ * cache them for a year), the blog is switched to it in one transaction, and only after that
+ * commits is the old image removed, if nothing else refers to it. A crash in between leaves an
+ * extra image, which the start-up sweep removes; never a blog without its image.
+ *
+ * The remade image is made from the stored one, which is all there is: rules loosened since an
+ * image was shrunk cannot give back the pixels it lost.
+ */
+import { buffer } from 'node:stream/consumers';
+import type { DbHandle } from '../../db/schema.js';
+import { now } from '../../db/time.js';
+import { inTransaction } from '../../db/transaction.js';
+import type { ImageProcessor, ImageRules } from '../../storage/image-processor.js';
+import {
+  IMAGE_PATH_PREFIX,
+  type ImageMime,
+  type ImageStorage,
+  imageNameOf,
+  newImageName,
+  thumbnailNameOf,
+} from '../../storage/image-storage.js';
+import { lockImageReferences } from '../shared/image-references.js';
+import { blogSearchText } from '../shared/search-text.js';
+import { findForWrite, storeRecord } from '../shared/stored-records.js';
+import { processUpload } from './blog.image-processing.js';
+import { rulesKey, rulesOfPage } from './blog.image-rules.js';
+import { metadataOf, type ReceivedImage } from './blog.images.js';
+import { toBlogRecord } from './blog.record.js';
+import * as repo from './blog.repository.js';
+import { BLOGS } from './blog.repository.js';
+import type { BlogImageRow, BlogRow } from './blog.table.js';
+import { removeImageIfUnused } from './image-cleanup.js';
+
+export interface ReprocessDeps {
+  readonly db: DbHandle;
+  readonly images: ImageStorage;
+  readonly processor: ImageProcessor;
+}
+
+export interface ReprocessOptions {
+  readonly siteId?: number | undefined;
+  readonly page?: number | undefined;
+  /** Stops between two images (SIGINT in the command); what is done stays done. */
+  readonly signal?: AbortSignal | undefined;
+  /** Called after each image remade. */
+  readonly onImage?: ((path: string, remadeAs: string) => void) | undefined;
+}
+
+export interface ReprocessResult {
+  /** Images whose recorded rules were not today's. */
+  readonly checked: number;
+  /** Images stored anew and switched to. */
+  readonly remade: number;
+  /** Images whose file is gone, or whose blog stopped showing them meanwhile: left as they are. */
+  readonly skipped: number;
+  readonly interrupted: boolean;
+}
+
+const BATCH = 100;
+
+type Row = BlogImageRow & { page: number };
+
+/** The blog_images rows in scope after `after` (site, blog, path), with their blog's page. */
+async function nextRows(db: DbHandle, options: ReprocessOptions, after: [number, number, string]): Promise<Row[]> {
+  let query = db
+    .selectFrom('blog_images')
+    .innerJoin('blogs', (join) =>
+      join.onRef('blogs.info_id', '=', 'blog_images.info_id').onRef('blogs.site_id', '=', 'blog_images.site_id'),
+    )
+    .selectAll('blog_images')
+    .select('blogs.page');
+  if (options.siteId !== undefined) query = query.where('blog_images.site_id', '=', options.siteId);
+  if (options.page !== undefined) query = query.where('blogs.page', '=', options.page);
+  const [site, info, path] = after;
+  return query
+    .where((eb) =>
+      eb.or([
+        eb('blog_images.site_id', '>', site),
+        eb.and([eb('blog_images.site_id', '=', site), eb('blog_images.info_id', '>', info)]),
+        eb.and([eb('blog_images.site_id', '=', site), eb('blog_images.info_id', '=', info), eb('blog_images.path', '>', path)]),
+      ]),
+    )
+    .orderBy('blog_images.site_id')
+    .orderBy('blog_images.info_id')
+    .orderBy('blog_images.path')
+    .limit(BATCH)
+    .execute();
+}
+
+export async function reprocessImages(deps: ReprocessDeps, options: ReprocessOptions = {}): Promise<ReprocessResult> {
+  const rulesByPage = new Map<string, ImageRules>();
+  const rulesOf = async (siteId: number, page: number): Promise<ImageRules | undefined> => {
+    const key = `${siteId}:${page}`;
+    if (!rulesByPage.has(key)) {
+      const fields = await repo.pageImageFields(deps.db, siteId, page);
+      if (!fields) return undefined;
+      rulesByPage.set(key, rulesOfPage(fields));
+    }
+    return rulesByPage.get(key);
+  };
+  let checked = 0;
+  let remade = 0;
+  let skipped = 0;
+  let after: [number, number, string] = [0, 0, ''];
+  for (;;) {
+    const rows = await nextRows(deps.db, options, after);
+    for (const row of rows) {
+      after = [row.site_id, row.info_id, row.path];
+      const rules = await rulesOf(row.site_id, row.page);
+      if (!rules || row.rules === rulesKey(rules)) continue;
+      if (options.signal?.aborted) return { checked, remade, skipped, interrupted: true };
+      checked++;
+      const newPath = await reprocessOne(deps, row, rules);
+      if (newPath) {
+        remade++;
+        options.onImage?.(row.path, newPath);
+      } else skipped++;
+    }
+    if (rows.length < BATCH) return { checked, remade, skipped, interrupted: false };
+  }
+}
+
+/** One image: stored anew, the blog switched to it, the old one removed if unused; its new path, or undefined. */
+async function reprocessOne(deps: ReprocessDeps, row: Row, rules: ImageRules): Promise<string | undefined> {
+  const oldName = imageNameOf(row.path);
+  const stored = oldName ? await deps.images.open(oldName) : undefined;
+  if (!oldName || !stored) return undefined;
+  const staged = await deps.images.stage(stored.stream);
+  const mime = row.type as ImageMime;
+  const name = newImageName(mime);
+  const received: ReceivedImage = {
+    role: row.role,
+    staged,
+    name,
+    path: `${IMAGE_PATH_PREFIX}${name}`,
+    originalName: row.original_name,
+    sha256: row.sha256,
+    bytes: row.bytes,
+    width: row.width,
+    height: row.height,
+    type: mime,
+    rules: '',
+  };
+  const made = await processUpload(deps.images, deps.processor, received, rules).catch(async (error) => {
+    await deps.images.discard(staged);
+    throw error;
+  });
+  const committed: string[] = [];
+  try {
+    const switched = await inTransaction(deps.db, async (trx) => {
+      await lockImageReferences(trx, 'shared');
+      const current = await findForWrite(trx, BLOGS, row.site_id, row.info_id, undefined).catch(() => undefined);
+      if (!current) return false;
+      const record = toBlogRecord(current);
+      const shows = record.info_img === row.path || record.info_more_images.includes(row.path);
+      if (!shows) return false;
+      const { page: _page, ...oldRow } = row;
+      const newRow: BlogImageRow = {
+        ...oldRow,
+        path: made.path,
+        bytes: made.bytes,
+        width: made.width,
+        height: made.height,
+        thumb_width: made.thumbnail?.width ?? 0,
+        thumb_height: made.thumbnail?.height ?? 0,
+        rules: made.rules,
+      };
+      const changes: Partial<BlogRow> = {
+        info_more_images: JSON.stringify(record.info_more_images.map((p) => (p === row.path ? made.path : p))),
+      };
+      if (record.info_img === row.path) {
+        changes.info_img = made.path;
+        changes.info_img_json = JSON.stringify(metadataOf(newRow));
+      }
+      const merged = { ...current, ...changes } as BlogRow;
+      await repo.updateBlog(trx, row.site_id, row.info_id, { ...changes, info_timestamp: now(), search_text: blogSearchText(merged) });
+      const rows = await repo.listBlogImages(trx, row.site_id, row.info_id);
+      await repo.replaceBlogImages(
+        trx,
+        row.site_id,
+        row.info_id,
+        rows.map((r) => (r.path === row.path ? newRow : r)),
+      );
+      await storeRecord(trx, BLOGS, row.site_id, row.info_id);
+      // Last step before COMMIT, as for an upload.
+      await deps.images.commit(made.staged, made.name, trx);
+      committed.push(made.name);
+      if (made.thumbnail) await deps.images.commit(made.thumbnail.staged, thumbnailNameOf(made.name), trx);
+      return true;
+    });
+    if (!switched) {
+      await discardMade(deps.images, made);
+      return undefined;
+    }
+  } catch (error) {
+    await Promise.all(committed.map((n) => deps.images.remove(n).catch(() => {})));
+    await discardMade(deps.images, made);
+    throw error;
+  }
+  await removeImageIfUnused(deps.db, deps.images, oldName);
+  return made.path;
+}
+
+async function discardMade(images: ImageStorage, made: ReceivedImage): Promise<void> {
+  await images.discard(made.staged);
+  if (made.thumbnail) await images.discard(made.thumbnail.staged);
+}

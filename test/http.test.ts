@@ -209,7 +209,7 @@ test('unknown routes are 404 problems and every answer carries a request id', as
   assert.equal(echoed.headers['x-request-id'], 'abc-123');
 });
 
-test('a request the HTTP parser refuses, or HTTP/1.1 without Host, gets a problem+json 400 or 431, and the connection closes', async (t) => {
+test('a request the HTTP parser refuses, or HTTP/1.1 without Host, gets a problem+json 400, 414 or 431, and the connection closes', async (t) => {
   const { app } = await buildTestApp(t);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
@@ -237,4 +237,25 @@ test('a request the HTTP parser refuses, or HTTP/1.1 without Host, gets a proble
     431,
     '/problems/request-header-fields-too-large',
   );
+  check(await raw(`GET /api/page?title=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`), 414, '/problems/uri-too-long');
+});
+
+test('a method a known path does not take is a 405 with Allow; an unknown path stays a 404', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const put = await app.inject({ method: 'PUT', url: '/api/page/3', headers: site.headers, payload: {} });
+  assert.equal(put.statusCode, 405);
+  assert.equal(put.headers['content-type'], 'application/problem+json; charset=utf-8');
+  const allowed = String(put.headers.allow).split(', ').sort();
+  assert.ok(
+    ['DELETE', 'GET', 'HEAD'].every((m) => allowed.includes(m)),
+    `Allow: ${put.headers.allow}`,
+  );
+  assert.ok(!allowed.includes('PUT'));
+  assert.match(JSON.parse(put.body).detail, /\/api\/page\/3 does not take PUT/);
+  const list = await app.inject({ method: 'DELETE', url: '/webapps/api/blog', headers: site.headers });
+  assert.equal(list.statusCode, 405);
+  assert.ok(String(list.headers.allow).includes('POST'));
+  const unknown = await app.inject({ method: 'PUT', url: '/api/nothing', headers: site.headers });
+  assert.equal(unknown.statusCode, 404);
+  assert.equal(unknown.headers.allow, undefined);
 });

@@ -1,5 +1,6 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CorsOrigins } from '../config.js';
+import { pathOf, RouteMethods } from './route-methods.js';
 
 /**
  * What a browser app may send: credentials in every form the API takes (Bearer, HTTP Basic, the
@@ -58,43 +59,6 @@ export function corsOriginAllowed(origins: CorsOrigins, origin: string | undefin
   return origins === '*' || (origin !== undefined && origins.includes(origin));
 }
 
-/**
- * The methods of each cross-origin route pattern, for the preflight's Allow-Methods. A preflight
- * is an OPTIONS request, so the router cannot say which route the real request will reach: its
- * path is matched here against the patterns instead. The patterns of cross-origin paths do not
- * overlap (answersOtherOrigins leaves out the provider's /api/auth/* catch-all), so every pattern
- * that matches contributes its methods.
- */
-class RouteMethods {
-  private readonly routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();
-
-  add(route: RouteOptions): void {
-    const entry = this.routes.get(route.url) ?? { pattern: patternOf(route.url), methods: new Set<string>() };
-    for (const method of [route.method].flat()) entry.methods.add(method);
-    this.routes.set(route.url, entry);
-  }
-
-  of(path: string): string[] {
-    const methods = new Set<string>();
-    for (const { pattern, methods: some } of this.routes.values()) if (pattern.test(path)) for (const m of some) methods.add(m);
-    return [...methods];
-  }
-}
-
-/** A Fastify route pattern as a regular expression: `:name` is one path segment, `*` the rest; a trailing slash is ignored (ignoreTrailingSlash). */
-function patternOf(url: string): RegExp {
-  const source = url
-    .split(/(:\w+|\*)/)
-    .map((part, i) => (i % 2 === 0 ? part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : part === '*' ? '.*' : '[^/]+'))
-    .join('');
-  return new RegExp(`^${source.replace(/\/$/, '')}/?$`);
-}
-
-function pathOf(url: string): string {
-  const question = url.indexOf('?');
-  return question === -1 ? url : url.slice(0, question);
-}
-
 function isPreflight(request: FastifyRequest): boolean {
   return (
     request.method === 'OPTIONS' && request.headers.origin !== undefined && request.headers['access-control-request-method'] !== undefined
@@ -124,6 +88,8 @@ function allowOrigin(reply: FastifyReply, origins: CorsOrigins, origin: string |
  * over), and oidc-provider then adds none of its own. Install before any route is added.
  */
 export function installCors(app: FastifyInstance, origins: CorsOrigins): void {
+  // A preflight is an OPTIONS request, so the router cannot say which route the real request
+  // will reach: its path is matched against the cross-origin routes' patterns instead.
   const routes = new RouteMethods();
   app.addHook('onRoute', (route) => {
     if (answersOtherOrigins(route.url)) routes.add(route);

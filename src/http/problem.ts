@@ -10,6 +10,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../errors.js';
+import { pathOf, RouteMethods } from './route-methods.js';
 import { fieldErrors } from './validation.js';
 
 declare module 'fastify' {
@@ -65,13 +66,26 @@ export const FASTIFY_ERROR_TITLES: Readonly<Record<number, string>> = {
 };
 
 /**
+ * Whether the header overflow Node's parser reports is the request line's: the URL alone filled
+ * what the headers may take, so the answer is 414 URI Too Long, not 431.
+ */
+function requestLineTooLong(error: NodeJS.ErrnoException & { rawPacket?: Buffer }): boolean {
+  const packet = error.rawPacket;
+  return packet !== undefined && !packet.subarray(0, HEADER_LIMIT_BYTES).includes('\r\n');
+}
+
+/** Node's limit on the request line and headers together (--max-http-header-size, 16 KiB by default). */
+const HEADER_LIMIT_BYTES = 16 * 1024;
+
+/**
  * Requests Node's HTTP parser refuses before Fastify sees them (bytes that are not HTTP, a raw
  * non-ASCII URL, headers over the size limit, a request that took too long) get a problem+json
  * like every other error, written straight to the socket, then the connection is closed.
  */
 export function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const status =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? (requestLineTooLong(error) ? 414 : 431) : 400;
   const title = FASTIFY_ERROR_TITLES[status] ?? 'Bad request';
   const body = JSON.stringify({
     type: `${PROBLEM_TYPE_BASE}${new AppError(status, title, '').type}`,
@@ -137,7 +151,22 @@ export function installProblemHandler(app: FastifyInstance, options: ProblemOpti
     const extra = appError instanceof UnauthorizedError ? options.unauthorizedExtra?.(request) : undefined;
     return sendProblem(reply, appError, extra);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, new AppError(404, 'Not found', `No route for ${request.method} ${request.url.split('?')[0]}.`)),
-  );
+  // A known path asked with a method it does not take is a 405 naming the ones it does (RFC 9110
+  // §15.5.6), not a 404 that says the path is not there.
+  const routes = new RouteMethods();
+  app.addHook('onRoute', (route) => routes.add(route));
+  app.setNotFoundHandler((request, reply) => {
+    const path = pathOf(request.url);
+    const methods = routes.of(path);
+    // A route of this method that found nothing (callNotFound) is a 404 like any other.
+    if (methods.length > 0 && !methods.includes(request.method)) {
+      const allowed = methods;
+      reply.header('allow', allowed.join(', '));
+      return sendProblem(
+        reply,
+        new AppError(405, 'Method not allowed', `${path} does not take ${request.method}: use ${allowed.join(', ')}.`),
+      );
+    }
+    return sendProblem(reply, new AppError(404, 'Not found', `No route for ${request.method} ${path}.`));
+  });
 }

@@ -26,7 +26,9 @@ test('unknown query parameters are a 400 naming them on every content endpoint',
   const { app, site } = await buildTestApp(t);
   const page = json(await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: 'P' } }))
     .data[0];
-  const blog = json(await app.inject({ method: 'POST', url: '/api/blog', headers: site.headers, payload: { page: page.page } })).data[0];
+  const blog = json(
+    await app.inject({ method: 'POST', url: '/api/blog', headers: site.headers, payload: { page: page.page, info_title: 'B' } }),
+  ).data[0];
   const calls = [
     { method: 'GET', url: '/api/page' },
     { method: 'GET', url: `/api/page/${page.page}` },
@@ -34,7 +36,7 @@ test('unknown query parameters are a 400 naming them on every content endpoint',
     { method: 'DELETE', url: `/api/page/${page.page}` },
     { method: 'GET', url: '/api/blog' },
     { method: 'GET', url: `/api/blog/${blog.info_id}` },
-    { method: 'POST', url: '/api/blog', payload: { page: page.page } },
+    { method: 'POST', url: '/api/blog', payload: { page: page.page, info_title: 'C' } },
     { method: 'DELETE', url: `/api/blog/${blog.info_id}` },
   ] as const;
   for (const prefix of ['', '/webapps']) {

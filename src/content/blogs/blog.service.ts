@@ -187,10 +187,10 @@ async function insert(db: DbHandle, siteId: number, changes: Stored, images: Ima
     }
     changes.page = defaultPage;
   }
+  await checkPage(db, siteId, Number(changes.page));
   if (typeof changes.info_title !== 'string' || changes.info_title.trim() === '') {
     throw new ValidationError([{ field: 'info_title', message: 'is required: a new blog needs a title' }]);
   }
-  await checkPage(db, siteId, Number(changes.page));
   const plan = planImages({ info_img: '', info_img_json: null, info_more_images: [], rows: [] }, images);
   const at = now();
   const blank = Object.fromEntries(COPIED_FIELDS.map((f) => [f, BLOG_FIELDS[f].kind === 'text' ? '' : 0]));

@@ -184,7 +184,11 @@ test('a form whose record is refused keeps no file and no row, whichever comes f
     ['not JSON', '{"page":', 400],
     ['no page (service)', JSON.stringify({ info_title: 'No page' }), 400],
     ["another website's page (database check)", JSON.stringify({ page: foreignPage, info_title: 'Foreign' }), 400],
-    ['duplicate filename (unique index)', JSON.stringify({ page: app.pageId, info_filename: taken.info_filename }), 409],
+    [
+      'duplicate filename (unique index)',
+      JSON.stringify({ page: app.pageId, info_title: 'Again', info_filename: taken.info_filename }),
+      409,
+    ],
     ['unknown id', JSON.stringify({ id: 987654, info_title: 'Ghost' }), 404],
   ];
   for (const [label, data, status] of cases) {

@@ -102,6 +102,7 @@ export async function savePage(db: DbHandle, siteId: number, input: PageInput, p
 }
 
 async function insert(db: DbHandle, siteId: number, changes: Partial<Record<PageField, string | number>>, at: string) {
+  if (changes.page_parent !== undefined) await checkParent(db, siteId, Number(changes.page_parent), undefined);
   // A page is named by its title or its menu text; one with neither is nothing anybody could find.
   const named = (field: PageField) => typeof changes[field] === 'string' && String(changes[field]).trim() !== '';
   if (!named('page_usertitle') && !named('page_menuname')) {
@@ -109,7 +110,6 @@ async function insert(db: DbHandle, siteId: number, changes: Partial<Record<Page
       { field: 'page_usertitle', message: 'is required on a new page, unless page_menuname is given: a page needs a title or a menu text' },
     ]);
   }
-  if (changes.page_parent !== undefined) await checkParent(db, siteId, Number(changes.page_parent), undefined);
   const blank = Object.fromEntries(WRITABLE_FIELDS.map((f) => [f, PAGE_FIELDS[f].kind === 'text' ? '' : 0])) as Record<
     PageField,
     string | number

@@ -53,7 +53,7 @@ test('aliases are generated from the title and unique within the website', async
   assert.equal((await create(app, { page_usertitle: 'Crème Brûlée!' })).page_alias, 'creme-brulee');
   assert.equal((await create(app, { page_usertitle: 'Crème brûlée' })).page_alias, 'creme-brulee-2');
   assert.equal((await create(app, { page_usertitle: 'creme brulee' })).page_alias, 'creme-brulee-3');
-  assert.equal((await create(app, { page_usertitle: '' })).page_alias, 'page');
+  assert.equal((await create(app, { page_usertitle: '!!!' })).page_alias, 'page');
   const taken = await post(app, { page_usertitle: 'X', page_alias: 'creme-brulee' });
   assert.equal(taken.statusCode, 409, 'an alias sent explicitly is not renamed silently');
   const own = await create(app, { page_usertitle: 'Own name' });
@@ -103,6 +103,7 @@ test('each field is validated and every error names its field', async (t) => {
     );
   }
   const good = await create(app, {
+    page_usertitle: 'Good',
     page_notify: 'owner@example.com',
     page_alttemplate: 'c',
     page_thumb_dimensions: '320x200',

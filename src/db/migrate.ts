@@ -11,6 +11,7 @@ import * as m0009 from './migrations/0009_change_notices.js';
 import * as m0010 from './migrations/0010_content_totals.js';
 import * as m0011 from './migrations/0011_search_folding.js';
 import * as m0012 from './migrations/0012_access_triggers.js';
+import * as m0014 from './migrations/0014_sort_keys.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0010_content_totals': m0010,
   '0011_search_folding': m0011,
   '0012_access_triggers': m0012,
+  '0014_sort_keys': m0014,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

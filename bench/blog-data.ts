@@ -5,7 +5,7 @@
 import SQLite from 'better-sqlite3';
 import sharp from 'sharp';
 import { BLOG_FIELDS, type BlogField } from '../src/content/blogs/blog.fields.js';
-import { storedBlog } from '../src/content/blogs/blog.record.js';
+import { blogSortKeys, storedBlog } from '../src/content/blogs/blog.record.js';
 import type { BlogRow } from '../src/content/blogs/blog.table.js';
 import { type BlogSearchFields, blogSearchText } from '../src/content/shared/search-text.js';
 import { formatTimestamp } from '../src/db/time.js';
@@ -28,7 +28,9 @@ export function seedBlogs(file: string, siteId: number, pageId: number, count: n
     `insert into blogs (site_id, search_text, ${fields.join(', ')}) values (@site_id, @search_text, ${fields.map((f) => `@${f}`).join(', ')})`,
   );
   // Each blog's stored record, built as the service builds it once the id is known.
-  const store = sqlite.prepare('update blogs set record_json = @record_json, etag = @etag where info_id = @info_id');
+  const store = sqlite.prepare(
+    'update blogs set record_json = @record_json, etag = @etag, title_sort_key = @title_sort_key where info_id = @info_id',
+  );
   let htmlBytes = 0;
   sqlite.transaction(() => {
     for (let i = 0; i < count; i++) {
@@ -66,7 +68,7 @@ export function seedBlogs(file: string, siteId: number, pageId: number, count: n
       };
       row.search_text = blogSearchText(row as unknown as BlogSearchFields);
       const info_id = Number(insert.run(row).lastInsertRowid);
-      store.run({ ...storedBlog({ ...row, info_id } as unknown as BlogRow), info_id });
+      store.run({ ...storedBlog({ ...row, info_id } as unknown as BlogRow), ...blogSortKeys(row as unknown as BlogRow), info_id });
     }
   })();
   sqlite.pragma('wal_checkpoint(TRUNCATE)');

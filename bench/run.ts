@@ -29,7 +29,7 @@ import { type Seeded, seedDatabase } from './seed.js';
 import { DEFAULT_PG_ADMIN_URL, postgresUnreachable, seedPostgres } from './seed-pg.js';
 import { soak } from './soak.js';
 
-const SECTIONS = ['getById', 'list200', 'list999', 'growth', 'tokens', 'soak', 'pg'] as const;
+const SECTIONS = ['getById', 'list200', 'list200title', 'list999', 'growth', 'tokens', 'soak', 'pg'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values: args } = parseArgs({
@@ -43,7 +43,7 @@ const { values: args } = parseArgs({
     'growth-pages': { type: 'string' },
     rounds: { type: 'string' },
     'round-seconds': { type: 'string' },
-    /** Comma-separated sections to run (getById,list200,list999,growth,tokens,soak,pg); all when absent. */
+    /** Comma-separated sections to run (getById,list200,list200title,list999,growth,tokens,soak,pg); all when absent. */
     only: { type: 'string' },
     profile: { type: 'boolean', default: false },
     /** Node flags for the app child only: SERVER_NODE_FLAGS, as production runs it, unless given (--app-flags=' ' for none) */
@@ -114,7 +114,10 @@ function paths(seeded: Seeded, pages: number) {
   const span = seeded.lastId - seeded.firstId + 1;
   return {
     byId: () => `/api/page/${seeded.firstId + Math.floor(Math.random() * span)}`,
-    list: (size: number) => () => `/api/page?pageSize=${size}&offset=${Math.floor(Math.random() * Math.floor(pages / size)) * size}`,
+    list:
+      (size: number, extra = '') =>
+      () =>
+        `/api/page?pageSize=${size}&offset=${Math.floor(Math.random() * Math.floor(pages / size)) * size}${extra}`,
   };
 }
 
@@ -210,6 +213,38 @@ async function sqliteSections(dataDir: string, file: string, seeded: Seeded) {
     const summary = summariseProfile(JSON.parse(readFileSync(path.join(profileDir, `${s.key}.cpuprofile`), 'utf8')), 15);
     writeFileSync(path.join(profileDir, `${s.key}.txt`), summary);
     console.log(`\nProfile of the app, ${s.title}\n${summary}`);
+  }
+}
+
+/**
+ * A list of 200 in title order against the same list in the default order, on one app server,
+ * interleaved: both are read from an index (pages_site_title, pages_site_order), so title order
+ * may cost at most 1.2× the default (req/s ratio ≥ 1/1.2).
+ */
+async function titleOrderSection(dataDir: string, seeded: Seeded) {
+  const headers = basic(seeded);
+  const p = paths(seeded, PAGES);
+  const app = await startServer('app-server.js', { ...appEnv(dataDir), ...QUOTAS }, appFlags);
+  try {
+    const contenders: Contender[] = [
+      { key: 'default', server: app, makePath: p.list(200), headers },
+      { key: 'title', server: app, makePath: p.list(200, '&orderBy=title'), headers },
+    ];
+    const runs = await interleave(contenders, rounds);
+    const byDefault = summarise(runs.default!);
+    const byTitle = summarise(runs.title!);
+    const ratio = medianRatio(runs.title!, runs.default!);
+    console.log(`\nGET /api/page?pageSize=200&orderBy=title against the default order (random offset), same server`);
+    printSummaries([
+      ['default order', byDefault],
+      ['title order', byTitle],
+    ]);
+    console.log(`  title/default ${ratio.toFixed(2)}× req/s, so title costs ${(1 / ratio).toFixed(2)}× the default`);
+    check('sqlite', 'list200title: costs ≤ 1.2× list200 (req/s ≥ 0.83×, median ratio)', `${(1 / ratio).toFixed(2)}×`, 1 / ratio <= 1.2);
+    check('sqlite', 'list200title: every answer 2xx', String(byDefault.failed + byTitle.failed), byDefault.failed + byTitle.failed === 0);
+    report.list200title = { default: byDefault, title: byTitle, ratio };
+  } finally {
+    await stopServer(app);
   }
 }
 
@@ -315,6 +350,7 @@ async function main() {
         `${rounds.rounds} rounds of ${rounds.seconds} s per server (${shortRounds.rounds} for Bearer, PostgreSQL)`,
     );
     if (only.has('getById') || only.has('list200') || only.has('list999')) await sqliteSections(dataDir, file, seeded);
+    if (only.has('list200title')) await titleOrderSection(dataDir, seeded);
     if (only.has('growth')) {
       const growth = await growthCheck({ smallPages: 2000, largePages: GROWTH_PAGES, rounds, env: QUOTAS });
       for (const t of growth.targets) check('growth', t.target, t.value, t.pass);

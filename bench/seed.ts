@@ -6,7 +6,7 @@
 import SQLite from 'better-sqlite3';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
 import { PAGE_FIELDS, type PageField } from '../src/content/pages/page.fields.js';
-import { storedPage } from '../src/content/pages/page.record.js';
+import { pageSortKeys, storedPage } from '../src/content/pages/page.record.js';
 import type { PageRow } from '../src/content/pages/page.table.js';
 import { type PageSearchFields, pageSearchText } from '../src/content/shared/search-text.js';
 import { createDatabase } from '../src/db/database.js';
@@ -73,7 +73,9 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
     `insert into pages (site_id, search_text, ${columns.join(', ')}) values (@site_id, @search_text, ${columns.map((c) => `@${c}`).join(', ')})`,
   );
   // Each page's stored record, built as the service builds it once the id is known.
-  const store = sqlite.prepare('update pages set record_json = @record_json, etag = @etag where page = @page');
+  const store = sqlite.prepare(
+    'update pages set record_json = @record_json, etag = @etag, title_sort_key = @title_sort_key, menutext_sort_key = @menutext_sort_key where page = @page',
+  );
   const blank = Object.fromEntries(columns.map((c) => [c, PAGE_FIELDS[c].kind === 'text' || PAGE_FIELDS[c].kind === 'timestamp' ? '' : 0]));
   const ids: number[] = [];
   const siblings = new Map<number, number>();
@@ -126,7 +128,7 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
       row.search_text = pageSearchText(row as unknown as PageSearchFields);
       const page = Number(insert.run(row).lastInsertRowid);
       ids.push(page);
-      store.run({ ...storedPage({ ...row, page } as unknown as PageRow), page });
+      store.run({ ...storedPage({ ...row, page } as unknown as PageRow), ...pageSortKeys(row as unknown as PageRow), page });
     }
     if (ftsTrigger) {
       sqlite.exec(`insert into pages_fts(pages_fts) values ('rebuild')`);

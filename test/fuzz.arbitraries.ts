@@ -6,6 +6,10 @@
  */
 import fc from 'fast-check';
 import type { TSchema } from 'typebox';
+import { BLOGS } from '../src/content/blogs/blog.repository.js';
+import { PAGES } from '../src/content/pages/page.repository.js';
+
+const FIELD_NAMES = [...new Set([...PAGES.fields.names, ...BLOGS.fields.names])];
 
 /** Strings that have broken parsers, filters and SQL before. */
 const NOTORIOUS = [
@@ -99,7 +103,7 @@ export function queryString(schema: TSchema): fc.Arbitrary<string> {
   const knownPair = (name: string) =>
     fc
       .oneof(
-        { arbitrary: (name === 'cursor' ? cursorValue : validValue(properties[name]!)).map((v) => encode(String(v))), weight: 3 },
+        { arbitrary: (LIST_VALUES[name] ?? validValue(properties[name]!)).map((v) => encode(String(v))), weight: 3 },
         { arbitrary: encoded(hostileValue), weight: 2 },
       )
       .map((v) => `${encode(name)}=${v}`);
@@ -125,21 +129,37 @@ const cursorKeyValue: fc.Arbitrary<unknown> = fc.oneof(
   { arbitrary: hostileString, weight: 3 },
 );
 
+/** The tags of the lists' cursors, one per list, order and direction (stored-records.ts), and a few of nothing. */
+const CURSOR_TAGS = [PAGES, BLOGS].flatMap((r) =>
+  Object.values(r.sorted).flatMap((order) =>
+    [order.forward, order.reversed].map((o) => JSON.parse(Buffer.from(o.cursor.encode([]), 'base64url').toString())[0] as string),
+  ),
+);
+
 /**
  * A `cursor`: base64url of a JSON array as the lists write them (`["p", order, page]`,
- * `["b", order, date, id]`), with keys of any kind, so that decoding is tested and well-formed
- * cursors reach the keyset queries; or any string.
+ * `["b.title~", key, id]`), with keys of any kind, so that decoding is tested and well-formed
+ * cursors reach the keyset queries of every order; or any string.
  */
 const cursorValue: fc.Arbitrary<string> = fc.oneof(
   {
     arbitrary: fc
-      .tuple(fc.constantFrom('p', 'b', 'x', ''), fc.array(cursorKeyValue, { minLength: 2, maxLength: 3 }))
+      .tuple(fc.constantFrom(...CURSOR_TAGS, 'x', '', 'p.nope'), fc.array(cursorKeyValue, { minLength: 1, maxLength: 3 }))
       .map(([tag, key]) => Buffer.from(JSON.stringify([tag, ...key])).toString('base64url')),
     weight: 4,
   },
   { arbitrary: fc.constant(''), weight: 1 },
   { arbitrary: fc.string({ unit: 'grapheme', maxLength: 60 }), weight: 1 },
 );
+
+/** A `fields` value: names of a record's fields (of either resource, so some are unknown), comma-separated. */
+const fieldsValue: fc.Arbitrary<string> = fc.oneof(
+  { arbitrary: fc.array(fc.constantFrom(...FIELD_NAMES), { minLength: 1, maxLength: 6 }).map((names) => names.join(',')), weight: 4 },
+  { arbitrary: fc.array(fc.oneof(fc.constantFrom(...FIELD_NAMES), hostileString), { maxLength: 4 }).map((n) => n.join(',')), weight: 1 },
+);
+
+/** List parameters whose valid values a schema cannot say: sent from these instead. */
+const LIST_VALUES: Record<string, fc.Arbitrary<unknown>> = { cursor: cursorValue, fields: fieldsValue };
 
 /** A path segment for an `:id` or `:name`: a real value, a number of any size, or hostile text. */
 export function pathSegment(real: readonly (string | number)[]): fc.Arbitrary<string> {

@@ -12,6 +12,7 @@ import * as m0010 from './migrations/0010_content_totals.js';
 import * as m0011 from './migrations/0011_search_folding.js';
 import * as m0012 from './migrations/0012_access_triggers.js';
 import * as m0013 from './migrations/0013_credential_default_page.js';
+import * as m0014 from './migrations/0014_sort_keys.js';
 import * as m0015 from './migrations/0015_image_rules.js';
 
 interface DialectMigration {
@@ -32,6 +33,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0011_search_folding': m0011,
   '0012_access_triggers': m0012,
   '0013_credential_default_page': m0013,
+  '0014_sort_keys': m0014,
   '0015_image_rules': m0015,
 };
 

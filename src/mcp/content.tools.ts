@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Scope } from '../auth/principal.js';
+import type { BlogField } from '../content/blogs/blog.fields.js';
 import * as blogs from '../content/blogs/blog.service.js';
+import type { PageField } from '../content/pages/page.fields.js';
 import * as pages from '../content/pages/page.service.js';
 import { type Listed, listMeta } from '../content/shared/envelope.js';
 import { DEFAULT_PAGE_SIZE } from '../content/shared/schemas.js';
@@ -52,6 +54,48 @@ const one = (record: object) => ({ data: [record], meta: { total: 1, offset: 0, 
 const saved = (s: { record: object }) => ({ data: [s.record] });
 const id = (input: Input) => Number(input.id);
 
+/**
+ * Over MCP a list answers fewer records and fields unless the arguments ask otherwise (pageSize,
+ * fields, allFields): an agent's tool result should stay well under its 25,000-token limit, and a
+ * REST default list of 200 full records is several times that (docs/mcp.md has the figures).
+ */
+export const MCP_PAGE_SIZE = 20;
+export const MCP_PAGE_FIELDS = [
+  'page_usertitle',
+  'page_menuname',
+  'page_alias',
+  'page_parent',
+  'page_order',
+  'page_summary',
+  'page_privacy',
+  'page_lastmodified',
+] as const satisfies readonly PageField[];
+export const MCP_BLOG_FIELDS = [
+  'page',
+  'info_title',
+  'info_filename',
+  'info_summary',
+  'info_tags',
+  'info_show',
+  'info_date',
+  'info_order',
+  'info_timestamp',
+] as const satisfies readonly BlogField[];
+
+/** A list tool's arguments with the MCP defaults filled in where the agent sent nothing. */
+function smallList<Q extends { pageSize?: number | string; fields?: string; allFields?: string }>(
+  input: Input,
+  fields: readonly string[],
+): Q {
+  const query = { ...input } as Q;
+  query.pageSize ??= MCP_PAGE_SIZE;
+  if (query.fields === undefined && query.allFields === undefined) query.fields = fields.join(',');
+  return query;
+}
+
+const listNote = (fields: readonly string[], ids: string) =>
+  `Over MCP: pageSize defaults to ${MCP_PAGE_SIZE}, and unless \`fields\` or \`allFields\` is sent only ${ids} and ${fields.join(', ')} are returned; send \`allFields=true\` for every field, or \`fields\` for others.`;
+
 const WRITE_NOTE =
   'Over MCP: the arguments are the JSON body; blog images are referenced by path (info_img, info_more_images: paths this website already uses), files cannot be uploaded; If-Match is not used.';
 const DELETE_NOTE = 'Over MCP: If-Match is not used; the result names the deleted ID.';
@@ -66,7 +110,8 @@ const OPERATIONS: readonly Operation[] = [
     method: 'GET',
     endpoint: '/api/page',
     part: 'querystring',
-    run: async (d, site, input) => listed(await pages.listPages(d.db, site, input as pages.PageListQuery)),
+    note: listNote(MCP_PAGE_FIELDS, 'page, id'),
+    run: async (d, site, input) => listed(await pages.listPages(d.db, site, smallList(input, MCP_PAGE_FIELDS))),
   },
   {
     name: 'get_page',
@@ -99,7 +144,8 @@ const OPERATIONS: readonly Operation[] = [
     method: 'GET',
     endpoint: '/api/blog',
     part: 'querystring',
-    run: async (d, site, input) => listed(await blogs.listBlogs(d.db, site, input as blogs.BlogListQuery)),
+    note: listNote(MCP_BLOG_FIELDS, 'info_id, id'),
+    run: async (d, site, input) => listed(await blogs.listBlogs(d.db, site, smallList(input, MCP_BLOG_FIELDS))),
   },
   {
     name: 'get_blog',

@@ -126,7 +126,7 @@ test('a page cursor, a bad cursor or cursor with offset is a 400 on the blog lis
     encoded(['b', 0, '2024-01-01']),
     encoded(['b', 0, 'x\u0000', 1]),
     encoded(['b', 0, '\ud800', 1]),
-    encoded(['b', 0, 'x'.repeat(101), 1]),
+    encoded(['b', 0, 'x'.repeat(129), 1]),
     encoded(['b', -2147483649, '', 1]),
     '!!',
   ]) {
@@ -176,6 +176,11 @@ test('the blog keyset query reads three ranges of blogs_site_order, with no sort
     const plan = await planOf(app.db, query);
     if (app.db.dialect === 'sqlite') {
       assert.deepEqual(plan, [`SEARCH blogs USING INDEX blogs_site_order (${bounds[i]})`], `range ${i}`);
+    } else if (i === 0 && plan.join('\n').includes('blogs_site_id')) {
+      // The first range fixes info_order and info_date, so blogs_site_id (site_id, info_id) also
+      // serves it in order; on a table this small PostgreSQL costs both indexes the same.
+      assert.match(plan.join('\n'), /Index (Only )?Scan using blogs_site_id on blogs/, `range ${i}`);
+      assert.doesNotMatch(plan.join('\n'), /Sort/, `range ${i}`);
     } else {
       assert.match(plan.join('\n'), /Index (Only )?Scan using blogs_site_order on blogs/, `range ${i}`);
       assert.ok(plan.includes(`Index Cond: (${bounds[i]})`), `range ${i}: ${plan.join('\n')}`);

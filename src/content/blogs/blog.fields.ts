@@ -70,6 +70,9 @@ export const BLOG_FIELDS = {
 
 export type BlogField = keyof typeof BLOG_FIELDS;
 
+/** The HTML bodies (the text, an embed, a custom form): what a list with allFields=false leaves out. */
+export const BLOG_BODY_FIELDS = ['info_fulltext', 'info_object', 'info_enquiryform'] as const satisfies readonly BlogField[];
+
 /** Fields only the system writes; a client may send them back unchanged and they are ignored. */
 export const BLOG_SYSTEM_FIELDS = [
   'info_id',

@@ -3,6 +3,7 @@
  * The one place that decides the record's shape, used by the service, the migration that fills
  * the stored column, and the bench seeder.
  */
+import { sortKey } from '../shared/search-text.js';
 import { type StoredRecord, storedRecord } from '../shared/stored.js';
 import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
 import type { ImageMetadata } from './blog.images.js';
@@ -51,4 +52,9 @@ export function toBlogRecord(row: BlogRow): BlogRecord {
 /** What a blog row stores beside its columns: its record's JSON text and strong ETag. */
 export function storedBlog(row: BlogRow): StoredRecord {
   return storedRecord(toBlogRecord(row));
+}
+
+/** The key a blog is listed by in title order (sortKey), written beside its stored record. */
+export function blogSortKeys(row: Pick<BlogRow, 'info_title'>): { title_sort_key: string } {
+  return { title_sort_key: sortKey(row.info_title) };
 }

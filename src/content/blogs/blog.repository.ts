@@ -6,9 +6,9 @@ import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
 import { storedResource } from '../shared/stored-records.js';
-import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
+import { BLOG_BODY_FIELDS, BLOG_FIELDS, type BlogField } from './blog.fields.js';
 import type { PageImageFields } from './blog.image-rules.js';
-import { toBlogRecord } from './blog.record.js';
+import { blogSortKeys, toBlogRecord } from './blog.record.js';
 import type { BlogImageRow, BlogsTable } from './blog.table.js';
 
 type NewBlogRow = Insertable<BlogsTable>;
@@ -20,6 +20,8 @@ interface BlogFilter {
   title?: string;
   filename?: string;
   tags?: string;
+  /** The same as tags; both may be sent, and then both must hold. */
+  tag?: string;
   keywords?: string;
   matchType?: MatchType;
   /** Today's date (YYYY-MM-DD, UTC) when only public blogs are wanted. */
@@ -33,7 +35,9 @@ function conditionsOf(eb: ExpressionBuilder<Database, 'blogs'>, dialect: Dialect
   if (f.page !== undefined) conditions.push(eb('blogs.page', '=', f.page));
   if (f.title !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_title'), f.title, f.matchType) as never);
   if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_filename'), f.filename, f.matchType) as never);
-  if (f.tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('blogs.info_tags'), f.tags, f.matchType) as never);
+  for (const tags of [f.tags, f.tag]) {
+    if (tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('blogs.info_tags'), tags, f.matchType) as never);
+  }
   if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'blogs', 'info_id', f.keywords) as never);
   if (f.publicOn !== undefined) {
     // Dates are YYYY-MM-DD text, so comparing the strings compares the days.
@@ -50,19 +54,36 @@ function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: num
   return db.selectFrom('blogs').select(['record_json', 'etag']).where('site_id', '=', siteId).where('info_id', '=', id);
 }
 
-/** Blogs to the shared stored-record queries: listed by the index blogs_site_order, newest date first within an order. */
+const BLOG_ID = { column: 'info_id', type: 'int' } as const;
+const NEWEST_BLOG_FIRST = { ...BLOG_ID, desc: true } as const;
+
+/**
+ * Blogs to the shared stored-record queries. Listed by info_order, newest date first within an
+ * order, by default; each order a client can choose is read from its own index (migration 0014),
+ * the id breaking ties. A blog keeps no creation time: ids are given out in the order blogs are
+ * created, so `created` is the id order, newest first.
+ */
 export const BLOGS = storedResource({
   noun: 'blog',
   table: 'blogs',
   id: 'info_id',
   columns: Object.keys(BLOG_FIELDS) as BlogField[],
+  fields: { names: [...Object.keys(BLOG_FIELDS), 'id'], ids: ['info_id', 'id'], bodies: BLOG_BODY_FIELDS },
   toRecord: toBlogRecord,
+  sortKeys: blogSortKeys,
   storedById: storedByIdQuery,
-  order: [
-    { column: 'info_order', type: 'int' },
-    { column: 'info_date', type: 'text', desc: true },
-    { column: 'info_id', type: 'int' },
-  ],
+  orders: {
+    order: {
+      index: 'blogs_site_order',
+      columns: [{ column: 'info_order', type: 'int' }, { column: 'info_date', type: 'text', desc: true }, BLOG_ID],
+    },
+    // Newest first unless asked otherwise, here and below.
+    date: { index: 'blogs_site_date', columns: [{ column: 'info_date', type: 'text', desc: true }, NEWEST_BLOG_FIRST] },
+    title: { index: 'blogs_site_title', columns: [{ column: 'title_sort_key', type: 'text' }, BLOG_ID] },
+    created: { index: 'blogs_site_id', columns: [NEWEST_BLOG_FIRST] },
+    updated: { index: 'blogs_site_updated', columns: [{ column: 'info_timestamp', type: 'text', desc: true }, NEWEST_BLOG_FIRST] },
+    id: { index: 'blogs_site_id', columns: [BLOG_ID] },
+  },
   conditions: conditionsOf,
   /** Cursors of the blog list: `["b", info_order, info_date, info_id]` of the last blog shown. */
   cursorTag: 'b',

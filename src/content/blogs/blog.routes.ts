@@ -13,14 +13,17 @@ import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { acceptContentBodies, takingForms } from '../shared/form-body.js';
 import { IdParams, pageSizeOf, queryBoolean } from '../shared/schemas.js';
-import { BlogBodies, BlogList, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
+import { BLOG_BODY_FIELDS } from './blog.fields.js';
+import { BlogBodies, BlogList, BlogListing, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
 import * as blogs from './blog.service.js';
 import { readBlogForm } from './blog.uploads.js';
 
 const DOCS = {
   list: [
-    'Lists the blogs of the website: by info_order, then info_date newest first, then info_id. All filters combine (AND).',
-    'Text filters (title, filename, tags) are case-insensitive patterns: `%` matches any text, `_` one character, `\\` escapes them; without a wildcard the whole value must match. `matchType` changes the comparison. `tags` matches any one of a blog’s comma-separated tags.',
+    'Lists the blogs of the website: by info_order, then info_date newest first, then info_id, unless `orderBy` says otherwise. All filters combine (AND).',
+    'Text filters (title, filename, tags) are case-insensitive patterns: `%` matches any text, `_` one character, `\\` escapes them; without a wildcard the whole value must match. `matchType` changes the comparison. `tags` matches any one of a blog’s comma-separated tags; `tag` is the same as `tags`.',
+    '`orderBy`: `order` (default: info_order, then info_date newest first), `date` (info_date, newest first), `title` (info_title), `created` (newest first: blogs keep no creation time, and ids are given out in creation order), `updated` (info_timestamp, newest first), `id`. `orderDirection`: `asc`, `desc`, or `reverse` (the opposite of the default of that order). Titles sort ignoring case and accents, by their first 64 characters; ties go by id, in the same direction.',
+    `Fields: every field by default (\`allFields=true\`). \`allFields=false\` leaves out the HTML bodies (${BLOG_BODY_FIELDS.join(', ')}); \`fields=a,b,c\` sends only those fields, and always info_id and id. An unknown name is a 400 listing the allowed ones.`,
     '`keywords` is a full-text search over title, SEO title, summary, tags and the text of the HTML; every word must occur.',
     '`publicContentOnly=true` keeps blogs that are visible (info_show Y), whose info_hideuntil date has come (or is empty), whose info_date is not in the future, and whose page is public (dates in UTC).',
     CURSOR_DOC,
@@ -55,7 +58,7 @@ export async function registerBlogs(
   const deps: blogs.BlogDeps = { db, images, processor, warn: (message, error) => app.log.warn({ err: error }, message) };
   const checkData = dataValidator(app, `${prefix}/blog`);
 
-  routes.get('/blog', read('List blogs', DOCS.list, { querystring: BlogQuery, response: { 200: BlogList } }), async (request, reply) =>
+  routes.get('/blog', read('List blogs', DOCS.list, { querystring: BlogQuery, response: { 200: BlogListing } }), async (request, reply) =>
     sendList(
       reply,
       await withinBudget(lists, reply, pageSizeOf(request.query.pageSize), () =>

@@ -4,14 +4,17 @@ import {
   envelopeSchema,
   filterText,
   INT32_MAX,
+  listedRecordSchema,
   listQueryProperties,
+  listViewProperties,
   QueryBoolean,
   recordSchema,
   writeBodies,
   writeSchema,
   writtenSchema,
 } from '../shared/schemas.js';
-import { BLOG_FIELDS } from './blog.fields.js';
+import { BLOG_BODY_FIELDS, BLOG_FIELDS } from './blog.fields.js';
+import { BLOGS } from './blog.repository.js';
 
 const d = (field: keyof typeof BLOG_FIELDS) => BLOG_FIELDS[field].description;
 const nonNegative = (field: keyof typeof BLOG_FIELDS) => Type.Integer({ minimum: 0, maximum: INT32_MAX, description: d(field) });
@@ -101,6 +104,8 @@ const BLOG_FILES = {
 export const BlogBodies = writeBodies(BlogWrite, 'blog', BLOG_FILES);
 
 export const BlogList = envelopeSchema(BlogRecord);
+/** The list's envelope: every field, unless fields or allFields=false chose fewer. */
+export const BlogListing = envelopeSchema(listedRecordSchema('BlogListItem', BlogRecord, BLOGS.fields.ids));
 export const BlogWritten = writtenSchema(BlogRecord);
 
 export const BlogQuery = Type.Object(
@@ -109,7 +114,9 @@ export const BlogQuery = Type.Object(
     page: Type.Optional(Type.Integer({ minimum: 1, maximum: INT32_MAX, description: 'Blogs on this page (the page ID)' })),
     title: Type.Optional(filterText('Filter by title (info_title); a pattern')),
     tags: Type.Optional(filterText('Any of the comma-separated info_tags matches; a pattern')),
+    tag: Type.Optional(filterText('The same as tags')),
     filename: Type.Optional(filterText('Filter by filename (info_filename); a pattern')),
+    ...listViewProperties(Object.keys(BLOGS.orders), BLOG_BODY_FIELDS),
   },
   { additionalProperties: false },
 );

@@ -65,7 +65,7 @@ export async function listBlogs(db: DbHandle, siteId: number, query: BlogListQue
   const window = listWindow(query);
   const { publicContentOnly, ...filter } = query;
   const publicOn = queryBoolean(publicContentOnly) ? today() : undefined;
-  return listStored(db, BLOGS, siteId, { ...filter, publicOn }, window);
+  return listStored(db, BLOGS, siteId, { ...filter, publicOn }, window, query);
 }
 
 /** One blog as stored: its JSON text and ETag; at once when the read is (preparedLookup). */

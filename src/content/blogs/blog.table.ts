@@ -11,6 +11,8 @@ export type BlogsTable = Omit<RowOf<typeof BLOG_FIELDS>, 'info_id'> & {
   site_id: number;
   /** Plain text the full-text index is built from (title, summary, tags, SEO title, HTML without tags). */
   search_text: string;
+  /** What orderBy=title sorts by (blog.record.ts, blogSortKeys). */
+  title_sort_key: Generated<string>;
   /**
    * The record's JSON text as GET sends it, and its strong ETag: written with every change of the
    * row (blog.record.ts), never part of the catalogue, so never part of a record or a schema.

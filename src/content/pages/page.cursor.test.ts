@@ -4,6 +4,7 @@ import { idsByCursor, idsByOffset, type ListAnswer } from '../../../test/cursor-
 import { buildTestApp, json, type TestApp } from '../../../test/helpers.js';
 import { assertOffsetWindows, assertWindowPlan } from '../../../test/offset-windows.js';
 import { planOf, recording } from '../../../test/query-plan.js';
+import { CURSOR_MAX } from '../shared/cursor.js';
 import { listRows, listRowsAfter } from '../shared/stored-records.js';
 import { PAGES } from './page.repository.js';
 
@@ -148,7 +149,7 @@ test('bad cursors, and cursor with offset, are 400 problems naming them', async 
     encoded(['p', null, 2]),
     encoded(['b', 0, '2024-01-01', 3]),
     encoded(['x', 0, 1]),
-    'a'.repeat(201),
+    'a'.repeat(CURSOR_MAX + 1),
   ];
   for (const cursor of bad) {
     const response = await app.app.inject({ url: `/api/page?cursor=${cursor}`, headers: app.site.headers });

@@ -74,5 +74,14 @@ export const PAGE_FIELDS = {
 
 export type PageField = keyof typeof PAGE_FIELDS;
 
+/** The HTML bodies: what a list with allFields=false leaves out, the bulk of most records. */
+export const PAGE_BODY_FIELDS = [
+  'page_html_content',
+  'page_html_intro',
+  'page_html_footer',
+  'page_html_zone2',
+  'page_html_scripts',
+] as const satisfies readonly PageField[];
+
 /** Fields only the system writes; a client may send them back unchanged and they are ignored. */
 export const PAGE_SYSTEM_FIELDS = ['page', 'page_dt_begin', 'page_lastmodified'] as const satisfies readonly PageField[];

@@ -3,6 +3,7 @@
  * The one place that decides the record's shape, used by the service, the migration that fills
  * the stored column, and the bench seeder.
  */
+import { sortKey } from '../shared/search-text.js';
 import { type StoredRecord, storedRecord } from '../shared/stored.js';
 import { PAGE_FIELDS, type PageField } from './page.fields.js';
 import type { PageRow } from './page.table.js';
@@ -28,4 +29,12 @@ export function toPageRecord(row: PageRow): PageRecord {
 /** What a page row stores beside its columns: its record's JSON text and strong ETag. */
 export function storedPage(row: PageRow): StoredRecord {
   return storedRecord(toPageRecord(row));
+}
+
+/** The keys a page is listed by in title and menu-text order (sortKey), written beside its stored record. */
+export function pageSortKeys(row: Pick<PageRow, 'page_usertitle' | 'page_menuname'>): {
+  title_sort_key: string;
+  menutext_sort_key: string;
+} {
+  return { title_sort_key: sortKey(row.page_usertitle), menutext_sort_key: sortKey(row.page_menuname) };
 }

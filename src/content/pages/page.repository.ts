@@ -6,8 +6,8 @@ import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
 import { storedResource } from '../shared/stored-records.js';
-import { PAGE_FIELDS, type PageField } from './page.fields.js';
-import { toPageRecord } from './page.record.js';
+import { PAGE_BODY_FIELDS, PAGE_FIELDS, type PageField } from './page.fields.js';
+import { pageSortKeys, toPageRecord } from './page.record.js';
 import type { PagesTable } from './page.table.js';
 
 type NewPageRow = Insertable<PagesTable>;
@@ -21,6 +21,9 @@ interface PageFilter {
   title?: string;
   filename?: string;
   tags?: string;
+  /** The same as tags; both may be sent, and then both must hold. */
+  tag?: string;
+  menutext?: string;
   keywords?: string;
   matchType?: MatchType;
   publicContentOnly?: boolean;
@@ -40,8 +43,11 @@ function conditionsOf(eb: ExpressionBuilder<Database, 'pages'>, dialect: Dialect
       ]),
     );
   }
+  if (f.menutext !== undefined) conditions.push(textMatches(dialect, eb.ref('pages.page_menuname'), f.menutext, f.matchType) as never);
   if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('pages.page_alias'), f.filename, f.matchType) as never);
-  if (f.tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('pages.page_keywords'), f.tags, f.matchType) as never);
+  for (const tags of [f.tags, f.tag]) {
+    if (tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('pages.page_keywords'), tags, f.matchType) as never);
+  }
   if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'pages', 'page', f.keywords) as never);
   if (f.publicContentOnly) conditions.push(sql<SqlBool>`pages.page not in ${hiddenPages(siteId)}` as never);
   return conditions;
@@ -52,20 +58,33 @@ function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: num
   return db.selectFrom('pages').select(['record_json', 'etag']).where('site_id', '=', siteId).where('page', '=', id);
 }
 
-/** Pages to the shared stored-record queries: listed in menu order, by the index pages_site_order. */
+const PAGE_ID = { column: 'page', type: 'int' } as const;
+const NEWEST_PAGE_FIRST = { ...PAGE_ID, desc: true } as const;
+
+/**
+ * Pages to the shared stored-record queries. Listed in menu order by default; each order a client
+ * can choose is read from its own index (migration 0014), the id breaking ties.
+ */
 export const PAGES = storedResource({
   noun: 'page',
   table: 'pages',
   id: 'page',
   columns: Object.keys(PAGE_FIELDS) as PageField[],
+  fields: { names: [...Object.keys(PAGE_FIELDS), 'id'], ids: ['page', 'id'], bodies: PAGE_BODY_FIELDS },
   toRecord: toPageRecord,
+  sortKeys: pageSortKeys,
   storedById: storedByIdQuery,
-  order: [
-    { column: 'page_order', type: 'int' },
-    { column: 'page', type: 'int' },
-  ],
+  orders: {
+    order: { index: 'pages_site_order', columns: [{ column: 'page_order', type: 'int' }, PAGE_ID] },
+    title: { index: 'pages_site_title', columns: [{ column: 'title_sort_key', type: 'text' }, PAGE_ID] },
+    menutext: { index: 'pages_site_menutext', columns: [{ column: 'menutext_sort_key', type: 'text' }, PAGE_ID] },
+    // Newest first unless asked otherwise.
+    created: { index: 'pages_site_created', columns: [{ column: 'page_dt_begin', type: 'text', desc: true }, NEWEST_PAGE_FIRST] },
+    updated: { index: 'pages_site_updated', columns: [{ column: 'page_lastmodified', type: 'text', desc: true }, NEWEST_PAGE_FIRST] },
+    id: { index: 'pages_site_id', columns: [PAGE_ID] },
+  },
   conditions: conditionsOf,
-  /** Cursors of the page list: `["p", page_order, page]` of the last page shown. */
+  /** Cursors of the page list: `["p", page_order, page]` of the last page shown, in the default order. */
   cursorTag: 'p',
 });
 

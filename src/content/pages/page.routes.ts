@@ -9,13 +9,16 @@ import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { acceptContentBodies, takingForms } from '../shared/form-body.js';
 import { IdParams, pageSizeOf, writeBodies } from '../shared/schemas.js';
-import { PageList, PageQuery, PageWrite, PageWritten } from './page.schemas.js';
+import { PAGE_BODY_FIELDS } from './page.fields.js';
+import { PageList, PageListing, PageQuery, PageWrite, PageWritten } from './page.schemas.js';
 import * as pages from './page.service.js';
 
 const DOCS = {
   list: [
-    'Lists the pages of the website, in menu order (page_order, then page). All filters combine (AND).',
-    'Text filters (title, filename, tags) are case-insensitive patterns: `%` matches any text, `_` one character, `\\` escapes them; without a wildcard the whole value must match. `matchType` changes the comparison.',
+    'Lists the pages of the website, in menu order (page_order, then page) unless `orderBy` says otherwise. All filters combine (AND).',
+    'Text filters (title, menutext, filename, tags) are case-insensitive patterns: `%` matches any text, `_` one character, `\\` escapes them; without a wildcard the whole value must match. `matchType` changes the comparison. `title` matches page_usertitle or page_menuname, `menutext` page_menuname only; `tag` is the same as `tags`.',
+    '`orderBy`: `order` (default: page_order), `title` (page_usertitle), `menutext` (page_menuname), `created` (page_dt_begin, newest first), `updated` (page_lastmodified, newest first), `id`. `orderDirection`: `asc`, `desc`, or `reverse` (the opposite of the default of that order). Titles and menu texts sort ignoring case and accents, by their first 64 characters; ties go by id, in the same direction.',
+    `Fields: every field by default (\`allFields=true\`). \`allFields=false\` leaves out the HTML bodies (${PAGE_BODY_FIELDS.join(', ')}); \`fields=a,b,c\` sends only those fields, and always page and id. An unknown name is a 400 listing the allowed ones.`,
     '`keywords` is a full-text search over titles, menu name, summary, SEO keywords and the text of the HTML; every word must occur.',
     '`publicContentOnly=true` leaves out member-only pages and every page below one.',
     CURSOR_DOC,
@@ -41,7 +44,7 @@ export async function registerPages(
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
   const { read, write } = operations('pages', prefix);
 
-  routes.get('/page', read('List pages', DOCS.list, { querystring: PageQuery, response: { 200: PageList } }), async (request, reply) =>
+  routes.get('/page', read('List pages', DOCS.list, { querystring: PageQuery, response: { 200: PageListing } }), async (request, reply) =>
     sendList(
       reply,
       await withinBudget(lists, reply, pageSizeOf(request.query.pageSize), () =>

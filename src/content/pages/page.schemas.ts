@@ -1,6 +1,17 @@
 import { Type } from 'typebox';
-import { envelopeSchema, filterText, INT32_MAX, listQueryProperties, recordSchema, writeSchema, writtenSchema } from '../shared/schemas.js';
-import { PAGE_FIELDS } from './page.fields.js';
+import {
+  envelopeSchema,
+  filterText,
+  INT32_MAX,
+  listedRecordSchema,
+  listQueryProperties,
+  listViewProperties,
+  recordSchema,
+  writeSchema,
+  writtenSchema,
+} from '../shared/schemas.js';
+import { PAGE_BODY_FIELDS, PAGE_FIELDS } from './page.fields.js';
+import { PAGES } from './page.repository.js';
 
 export const PageRecord = recordSchema('PageRecord', PAGE_FIELDS, {
   id: Type.Integer({ description: 'The same as page' }),
@@ -15,6 +26,8 @@ export const PageWrite = writeSchema(PAGE_FIELDS, {
 });
 
 export const PageList = envelopeSchema(PageRecord);
+/** The list's envelope: every field, unless fields or allFields=false chose fewer. */
+export const PageListing = envelopeSchema(listedRecordSchema('PageListItem', PageRecord, PAGES.fields.ids));
 export const PageWritten = writtenSchema(PageRecord);
 
 export const PageQuery = Type.Object(
@@ -29,6 +42,9 @@ export const PageQuery = Type.Object(
     ),
     page_parent: Type.Optional(Type.Integer({ minimum: 0, maximum: INT32_MAX, description: 'The same as parent' })),
     tags: Type.Optional(filterText('Any of the comma-separated page_keywords matches; a pattern')),
+    tag: Type.Optional(filterText('The same as tags')),
+    menutext: Type.Optional(filterText('Filter by menu text (page_menuname); a pattern')),
+    ...listViewProperties(Object.keys(PAGES.orders), PAGE_BODY_FIELDS),
   },
   { additionalProperties: false },
 );

@@ -41,7 +41,7 @@ export async function listPages(db: DbHandle, siteId: number, query: PageListQue
     parent: parent !== undefined && page_parent !== undefined && parent !== page_parent ? -1 : (parent ?? page_parent),
     publicContentOnly: queryBoolean(query.publicContentOnly),
   };
-  return listStored(db, PAGES, siteId, filter, window);
+  return listStored(db, PAGES, siteId, filter, window, query);
 }
 
 /** One page as stored: its JSON text and ETag; at once when the read is (preparedLookup). */

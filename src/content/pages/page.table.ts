@@ -8,6 +8,9 @@ export type PagesTable = Omit<RowOf<typeof PAGE_FIELDS>, 'page'> & {
   site_id: number;
   /** Plain text the full-text index is built from (titles, summary, keywords, HTML without tags). */
   search_text: string;
+  /** What orderBy=title and orderBy=menutext sort by (page.record.ts, pageSortKeys). */
+  title_sort_key: Generated<string>;
+  menutext_sort_key: Generated<string>;
   /**
    * The record's JSON text as GET sends it, and its strong ETag: written with every change of the
    * row (page.record.ts), never part of the catalogue, so never part of a record or a schema.

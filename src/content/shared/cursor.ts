@@ -1,21 +1,26 @@
 /**
  * Keyset cursors: where the previous page of a list ended, as the sort-key values of its last
- * record. A cursor is base64url of a small JSON array, `[tag, ...key]`; the tag names the list,
- * so a page cursor sent to the blog list is refused instead of read as a blog position.
+ * record. A cursor is base64url of a small JSON array, `[tag, ...key]`; the tag names the list and
+ * its order, so a page cursor sent to the blog list, or a cursor of the title order sent with
+ * another order, is refused instead of read as a position it is not.
  * The text is opaque to clients; only what this module wrote decodes.
  */
 import { ValidationError } from '../../errors.js';
 
-/** Longest cursor accepted: far more than any key this service writes (about 60 characters). */
-export const CURSOR_MAX = 200;
+/**
+ * Longest cursor accepted: the longest key this service writes fits with room to spare. That is a
+ * title's sort key, SORT_KEY_MAX (64) code points of up to 4 UTF-8 bytes each, with its tag and id:
+ * under 290 bytes of JSON, under 390 characters of base64url.
+ */
+export const CURSOR_MAX = 400;
 
 /** How one key value is checked: a 32-bit integer (as its column), or short text. */
 export type KeyPart = 'int' | 'text';
 type ValueOf<P extends KeyPart> = P extends 'int' ? number : string;
 type KeyOf<P extends readonly KeyPart[]> = { -readonly [I in keyof P]: ValueOf<P[I]> };
 
-/** Text keys are dates (YYYY-MM-DD or empty); a little room, but nothing a query could choke on. */
-const TEXT_KEY_MAX = 100;
+/** Text keys are dates, timestamps and sort keys (64 code points, 128 UTF-16 units at most); nothing a query could choke on. */
+const TEXT_KEY_MAX = 128;
 const INT32_MIN = -2147483648;
 const INT32_MAX = 2147483647;
 
@@ -24,6 +29,9 @@ function fits(part: KeyPart, value: unknown): boolean {
   // PostgreSQL refuses NUL in text and malformed UTF-16 cannot be sent: either would be a 500.
   return typeof value === 'string' && value.length <= TEXT_KEY_MAX && !value.includes('\u0000') && !/\p{Surrogate}/u.test(value);
 }
+
+/** What a tag of this service looks like (`p`, `b.title~`): anything else is no cursor of ours. */
+const TAG = /^[a-z](\.[a-z]+)?~?$/;
 
 const refused = (message: string) => new ValidationError([{ field: 'cursor', message }]);
 
@@ -46,8 +54,11 @@ export function keysetCursor<const P extends readonly KeyPart[]>(tag: string, pa
       } catch {
         return bad();
       }
-      if (!Array.isArray(value) || value.length !== parts.length + 1) return bad();
-      if (value[0] !== tag) throw refused('is a cursor of another list');
+      if (!Array.isArray(value)) return bad();
+      if (value[0] !== tag && typeof value[0] === 'string' && TAG.test(value[0])) {
+        throw refused('is a cursor of another list, or of another orderBy or orderDirection');
+      }
+      if (value[0] !== tag || value.length !== parts.length + 1) return bad();
       const key = value.slice(1);
       if (!parts.every((part, i) => fits(part, key[i]))) return bad();
       return key as KeyOf<P>;
@@ -63,5 +74,5 @@ function bad(): never {
 export const CURSOR_DOC = [
   'Paging: `offset` and `pageSize`, answering meta `{total, offset, pageSize}`; or cursor mode, opt-in, which costs the same on every page however deep.',
   'Cursor mode: send `cursor=` (empty) for the first page, then the `meta.nextCursor` of each answer as `cursor`, with the same filters and pageSize. Its meta is `{pageSize, nextCursor}`: no total and no offset; nextCursor is null on the last page. Records inserted or deleted meanwhile neither repeat nor skip the others.',
-  '`cursor` with `offset` is a 400 naming both; a cursor this list did not give out is a 400 naming `cursor`.',
+  'A cursor belongs to its order: send it with the same `orderBy` and `orderDirection`. `cursor` with `offset` is a 400 naming both; a cursor this list did not give out, or one of another order, is a 400 naming `cursor`.',
 ].join('\n\n');

@@ -12,10 +12,12 @@ import { DEFAULT_PAGE_SIZE } from './schemas.js';
 import { listTag, type StoredItem, type StoredRecord } from './stored.js';
 
 /** A page of a list: by offset (with the total), or in cursor mode (with the next page's cursor). */
-export type Listed<R> = { records: R[]; pageSize: number } & (
-  | { total: number; offset: number; nextCursor?: undefined }
-  | { nextCursor: string | null; total?: undefined; offset?: undefined }
-);
+export type Listed<R> = {
+  records: R[];
+  pageSize: number;
+  /** The fields each record was cut to (projection.ts); absent when every field is sent. */
+  fields?: readonly string[];
+} & ({ total: number; offset: number; nextCursor?: undefined } | { nextCursor: string | null; total?: undefined; offset?: undefined });
 
 /** The list envelope's meta; offset paging keeps exactly the keys and order it always had. */
 export function listMeta(listed: Listed<unknown>): object {
@@ -57,7 +59,10 @@ export async function withinBudget<T>(budget: Budget, reply: FastifyReply, pageS
  */
 export function sendList(reply: FastifyReply, listed: Listed<StoredItem>): FastifyReply {
   const meta = JSON.stringify(listMeta(listed));
-  return reply.header('etag', listTag(listed.records, meta)).type(JSON_TYPE).send(envelopeBytes(listed.records, meta));
+  return reply
+    .header('etag', listTag(listed.records, meta, listed.fields))
+    .type(JSON_TYPE)
+    .send(envelopeBytes(listed.records, meta));
 }
 
 const COMMA = 0x2c;

@@ -12,6 +12,7 @@ import {
 import { ValidationError } from '../../errors.js';
 import { CURSOR_MAX } from './cursor.js';
 import type { FieldKind, FieldSpec } from './fields.js';
+import { FIELDS_MAX } from './projection.js';
 
 /** The range of the integer columns (PostgreSQL refuses a query with a value outside it). */
 const INT32 = { minimum: -2147483648, maximum: 2147483647 };
@@ -71,6 +72,16 @@ export function writeSchema<
   }
   for (const [field, schema] of Object.entries(extra)) properties[field] = Type.Optional(schema);
   return Type.Object(properties, { additionalProperties: false }) as TObject<WriteProperties<F, O, X>>;
+}
+
+/**
+ * A record as a list sends it: `fields` or `allFields=false` may leave out any field but the ids,
+ * so the others are optional here; a list without them sends every field.
+ */
+export function listedRecordSchema(name: string, record: TObject, ids: readonly string[]): TObject {
+  const properties: TProperties = {};
+  for (const [field, schema] of Object.entries(record.properties)) properties[field] = ids.includes(field) ? schema : Type.Optional(schema);
+  return Type.Object(properties, { $id: name, additionalProperties: false });
 }
 
 export function envelopeSchema(record: TSchema) {
@@ -149,6 +160,42 @@ export const listQueryProperties = {
     }),
   ),
 };
+
+const ORDER_DIRECTIONS = ['asc', 'desc', 'reverse'] as const;
+
+/**
+ * The parameters that choose a list's order and fields. `orders` are the resource's orderBy names
+ * (its description in stored-records.ts), the first the default; `bodies` its HTML body fields.
+ */
+export function listViewProperties(orders: readonly string[], bodies: readonly string[]) {
+  return {
+    orderBy: Type.Optional(
+      Type.Union(
+        orders.map((o) => Type.Literal(o)),
+        { description: `The list's order: ${orders.join(', ')} (default ${orders[0]}). Ties go by id.` },
+      ),
+    ),
+    orderDirection: Type.Optional(
+      Type.Union(
+        ORDER_DIRECTIONS.map((d) => Type.Literal(d)),
+        {
+          description:
+            'asc or desc: the direction of the first column of the order; reverse: the opposite of the default direction of the order. Ties go by id in the same direction.',
+        },
+      ),
+    ),
+    allFields: Type.Optional({
+      ...QueryBoolean,
+      description: `true or 1 (default): every field. false or 0: every field but the HTML bodies (${bodies.join(', ')}).`,
+    }),
+    fields: Type.Optional(
+      Type.String({
+        maxLength: FIELDS_MAX,
+        description: 'Comma-separated field names: only those fields (and the id fields) are sent. Takes precedence over allFields.',
+      }),
+    ),
+  };
+}
 
 export const DEFAULT_PAGE_SIZE = 200;
 

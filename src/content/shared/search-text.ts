@@ -41,3 +41,22 @@ export function pageSearchText(p: PageSearchFields): string {
 export function blogSearchText(b: BlogSearchFields): string {
   return joined([b.info_title, b.info_metatitle, b.info_summary, b.info_tags, htmlToText(b.info_fulltext)]);
 }
+
+/** Longest sort key, in code points: the key is kept in an index and carried in a list's cursor. */
+export const SORT_KEY_MAX = 64;
+
+/**
+ * The key a title is listed by: lower case and accents folded as the search text is (`Élan` and
+ * `elan` sort together), control characters and runs of white space as one space, trimmed, and
+ * cut to SORT_KEY_MAX code points. Both databases compare it by code point (a `C` collation on
+ * PostgreSQL, binary on SQLite), so the order is the same on both; titles equal in their first
+ * SORT_KEY_MAX characters tie, and ties go by id. Written with every record (the stored-record
+ * step, stored-records.ts) and by migration 0014 for records stored before.
+ */
+export function sortKey(text: string): string {
+  const folded = foldForSearch(text.toLowerCase())
+    .replace(/\p{Surrogate}/gu, '')
+    .replace(/[\p{Cc}\s]+/gu, ' ')
+    .trim();
+  return Array.from(folded).slice(0, SORT_KEY_MAX).join('');
+}

@@ -2,9 +2,9 @@
  * What every resource with stored records does the same way (pages, blogs): read a record as
  * stored or as an object, find it for a write, store it again after the write, delete it, and
  * list it by offset (with its total) or by cursor. Each resource describes itself once
- * (`storedResource`): its table, id column, catalogue columns, record builder, list order and
- * filter conditions; its service keeps its own rules (filters, what a write converts and checks,
- * what a delete refuses). One module, so that a GET by id runs through one shared file.
+ * (`storedResource`): its table, id column, catalogue columns, record builder, sort keys, list
+ * orders and filter conditions; its service keeps its own rules (filters, what a write converts
+ * and checks, what a delete refuses). One module, so that a GET by id runs through one shared file.
  */
 import { type Compilable, type Expression, type ExpressionBuilder, expressionBuilder, type SqlBool, sql } from 'kysely';
 import { type DialectName, dialectOf } from '../../db/database.js';
@@ -16,6 +16,7 @@ import { andThen, type MaybePromise } from '../../maybe-async.js';
 import { listTotal } from './content.queries.js';
 import { type KeyPart, type KeysetCursor, keysetCursor } from './cursor.js';
 import type { Listed } from './envelope.js';
+import { chosenFields, type Fields, projected } from './projection.js';
 import type { ListWindow } from './schemas.js';
 import { type StoredItem, type StoredRecord, storedRecord } from './stored.js';
 
@@ -39,6 +40,28 @@ interface OrderColumn {
 type ListKey = readonly (number | string)[];
 
 /**
+ * A list order a client can choose (orderBy): its columns in the order of the index that serves
+ * it, each in the order's default direction. The index is (site_id, …columns): read forwards for
+ * the default direction and backwards for the other, so no order is ever sorted.
+ */
+export interface ListOrder {
+  readonly columns: readonly OrderColumn[];
+  /** The index that serves it, named for the query-plan tests and the docs. */
+  readonly index: string;
+}
+
+/** `asc` and `desc` name the first column's direction; `reverse` is the opposite of the order's default. */
+export type OrderDirection = 'asc' | 'desc' | 'reverse';
+
+/** An order as a list reads it: its columns in the direction asked for, and its cursors. */
+export interface SortOrder {
+  readonly columns: readonly OrderColumn[];
+  readonly index: string;
+  /** Cursors of this order in this direction: one given out for another is a 400 naming `cursor`. */
+  readonly cursor: KeysetCursor<ListKey>;
+}
+
+/**
  * What a resource is, to the shared code: everything else about it stays in its own folder.
  * `toRecord` and `conditions` are methods so that a resource's own row and filter types stand in
  * where the shared code knows neither.
@@ -58,26 +81,55 @@ interface StoredResource<T extends StoredTable, Row, R, F> {
    * preparedLookup keeps one prepared statement per builder, found by the builder's identity.
    */
   readonly storedById: (db: DbHandle, args: { siteId: number; id: number }) => StoredByIdQuery;
-  /** The list order: the columns of the index (site_id, …) that lists read in order. */
-  readonly order: readonly OrderColumn[];
+  /** What the sort-key columns hold for a row (written beside the stored record: storeRecord). */
+  sortKeys(row: NoInfer<Row>): Record<string, string>;
+  /** The record's fields for field selection (projection.ts). */
+  readonly fields: Fields;
+  /** The list orders by orderBy name; the first is the default. */
+  readonly orders: Readonly<Record<string, ListOrder>>;
   /** How a filter narrows the website's rows: no conditions when the list is every record of the website. */
   conditions(eb: ExpressionBuilder<Database, T>, dialect: DialectName, siteId: number, filter: Partial<F>): Expression<SqlBool>[];
-  /** The list's cursors: the values of `order` of the last record shown, tagged as this list's. */
-  readonly cursor: KeysetCursor<ListKey>;
+  /** Each order in its default direction and reversed, with cursors of its own. */
+  readonly sorted: Readonly<Record<string, { readonly forward: SortOrder; readonly reversed: SortOrder }>>;
 }
 
-/** A resource's description, with its cursors made from its order's columns under `cursorTag`. */
+/**
+ * A resource's description, with each order's cursors made under `cursorTag`: the default order
+ * in its default direction keeps the bare tag (`p`, so cursors given out before orders could be
+ * chosen still work), every other one adds its name and `~` when reversed (`p.title`, `p.title~`).
+ * A cursor then names the order it belongs to: the values of its columns of the last record shown.
+ */
 export function storedResource<T extends StoredTable, Row, R, F>(
-  spec: Omit<StoredResource<T, Row, R, F>, 'cursor'> & { readonly cursorTag: string },
+  spec: Omit<StoredResource<T, Row, R, F>, 'sorted'> & { readonly cursorTag: string },
 ): StoredResource<T, Row, R, F> {
   const { cursorTag, ...resource } = spec;
-  return {
-    ...resource,
-    cursor: keysetCursor(
-      cursorTag,
-      resource.order.map((c) => c.type),
-    ),
-  };
+  const names = Object.keys(resource.orders);
+  const sorted = Object.fromEntries(
+    Object.entries(resource.orders).map(([name, order]) => {
+      const tag = name === names[0] ? cursorTag : `${cursorTag}.${name}`;
+      const parts = order.columns.map((c) => c.type);
+      const reversedColumns = order.columns.map((c) => ({ ...c, desc: !c.desc }));
+      return [
+        name,
+        {
+          forward: { columns: order.columns, index: order.index, cursor: keysetCursor(tag, parts) },
+          reversed: { columns: reversedColumns, index: order.index, cursor: keysetCursor(`${tag}~`, parts) },
+        },
+      ];
+    }),
+  );
+  return { ...resource, sorted };
+}
+
+/** The order a list asked for (its default when absent), in the direction asked for. */
+export function sortOrder(r: AnyResource, orderBy?: string, direction?: OrderDirection): SortOrder {
+  const name = orderBy ?? Object.keys(r.orders)[0]!;
+  const order = r.sorted[name];
+  // The route's schema admits only the resource's orders: a name outside them is a bug, not input.
+  if (!order) throw new Error(`${r.noun} lists have no order ${name}`);
+  const defaultDesc = order.forward.columns[0]!.desc === true;
+  const reversed = direction === 'reverse' || (direction === 'asc' && defaultDesc) || (direction === 'desc' && !defaultDesc);
+  return reversed ? order.reversed : order.forward;
 }
 
 // The shared queries are written once for every stored table, so their columns are references
@@ -114,9 +166,23 @@ async function findRow<Row>(
     | undefined;
 }
 
-/** Writes the stored record that the row's columns give (after every write, in its transaction). */
-async function writeStored(db: DbHandle, r: AnyResource, siteId: number, id: number, stored: StoredRecord): Promise<void> {
-  await db.updateTable(r.table).set(stored).where('site_id', '=', siteId).where(sql.ref(r.id), '=', id).execute();
+/**
+ * Writes the stored record and the sort keys that the row's columns give (after every write, in
+ * its transaction), so no write path can leave a record listed at a stale place.
+ */
+async function writeStored(
+  db: DbHandle,
+  r: AnyResource,
+  siteId: number,
+  id: number,
+  stored: StoredRecord & Record<string, string>,
+): Promise<void> {
+  await db
+    .updateTable(r.table)
+    .set(stored as never)
+    .where('site_id', '=', siteId)
+    .where(sql.ref(r.id), '=', id)
+    .execute();
 }
 
 export async function deleteRow(db: DbHandle, r: AnyResource, siteId: number, id: number): Promise<void> {
@@ -131,15 +197,17 @@ function filtered<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: 
     .where((eb) => eb.and(r.conditions(eb, dialect, siteId, filter)));
 }
 
-function inOrder<Q extends ReturnType<typeof filtered>>(r: AnyResource, query: Q): Q {
+function inOrder<Q extends ReturnType<typeof filtered>>(r: AnyResource, order: SortOrder, query: Q): Q {
   let ordered = query;
-  for (const c of r.order) ordered = (c.desc ? ordered.orderBy(column(r, c.column), 'desc') : ordered.orderBy(column(r, c.column))) as Q;
+  for (const c of order.columns) {
+    ordered = (c.desc ? ordered.orderBy(column(r, c.column), 'desc') : ordered.orderBy(column(r, c.column))) as Q;
+  }
   return ordered;
 }
 
 /** The list's rows: id, stored text and tag, in list order. */
-function inListOrder<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>) {
-  return inOrder(r, filtered(db, r, siteId, filter))
+function inListOrder<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>, order: SortOrder) {
+  return inOrder(r, order, filtered(db, r, siteId, filter))
     .select(column(r, r.id).as('id'))
     .select(selected(db, [`${r.table}.record_json`, `${r.table}.etag`]))
     .$castTo<StoredItem>();
@@ -153,10 +221,11 @@ export async function listRows<F>(
   filter: Partial<F>,
   offset: number,
   limit: number,
+  order: SortOrder = sortOrder(r),
 ): Promise<{ rows: StoredItem[]; total: number }> {
   const everyRecord = r.conditions(expressionBuilder<Database, StoredTable>(), dialectOf(db), siteId, filter).length === 0;
   const [rows, total] = await Promise.all([
-    windowRows(db, r, siteId, filter, offset, limit).execute(),
+    windowRows(db, r, siteId, filter, offset, limit, order).execute(),
     listTotal(db, siteId, r.table, everyRecord ? undefined : filtered(db, r, siteId, filter)),
   ]);
   return { rows, total };
@@ -175,30 +244,34 @@ function windowRows<F>(
   filter: Partial<F>,
   offset: number,
   limit: number,
+  order: SortOrder,
 ) {
-  if (dialectOf(db) === 'sqlite') return inListOrder(db, r, siteId, filter).offset(offset).limit(limit);
-  const keys = inOrder(r, filtered(db, r, siteId, filter).select(selected(db, [`${r.table}.${r.id}`])))
+  if (dialectOf(db) === 'sqlite') return inListOrder(db, r, siteId, filter, order).offset(offset).limit(limit);
+  const keys = inOrder(r, order, filtered(db, r, siteId, filter).select(selected(db, [`${r.table}.${r.id}`])))
     .offset(offset)
     .limit(limit);
   // No filter on the outer read: the window's keys have been filtered already.
-  return inListOrder(db, r, siteId, {}).where(column(r, r.id), '=', sql<number>`any(array(${keys}))`);
+  return inListOrder(db, r, siteId, {}, order).where(column(r, r.id), '=', sql<number>`any(array(${keys}))`);
 }
 
 /** Which rows follow `after` in list order, as conditions, one set per range of the index read in order. */
-function rangesAfter(r: AnyResource, after: ListKey): Expression<SqlBool>[][] {
-  const refs = r.order.map((c) => column(r, c.column));
-  const desc = r.order[0]?.desc === true;
+function rangesAfter(r: AnyResource, order: SortOrder, after: ListKey): Expression<SqlBool>[][] {
+  const columns = order.columns;
+  const refs = columns.map((c) => column(r, c.column));
+  const desc = columns[0]?.desc === true;
+  // One column (the id): a plain comparison, which both databases read as a range of the index.
+  if (columns.length === 1) return [[sql<SqlBool>`${refs[0]} ${sql.raw(desc ? '<' : '>')} ${after[0]}`]];
   // Every column the same way: one row value says "after", a single range of the index.
-  if (r.order.every((c) => (c.desc === true) === desc)) {
+  if (columns.every((c) => (c.desc === true) === desc)) {
     return [[sql<SqlBool>`(${sql.join(refs)}) ${sql.raw(desc ? '<' : '>')} (${sql.join([...after])})`]];
   }
   // Mixed directions: no row value says "after". What follows is, from the last column to the
   // first, the rows equal on the columns before it and past the key on it. (One OR condition
   // would scan every earlier row of the first column's value.)
-  return r.order.map((_, at) => {
-    const i = r.order.length - 1 - at;
+  return columns.map((_, at) => {
+    const i = columns.length - 1 - at;
     const equal = refs.slice(0, i).map((ref, j) => sql<SqlBool>`${ref} = ${after[j]}`);
-    return [...equal, sql<SqlBool>`${refs[i]} ${sql.raw(r.order[i]!.desc ? '<' : '>')} ${after[i]}`];
+    return [...equal, sql<SqlBool>`${refs[i]} ${sql.raw(columns[i]!.desc ? '<' : '>')} ${after[i]}`];
   });
 }
 
@@ -215,26 +288,24 @@ export async function listRowsAfter<F>(
   filter: Partial<F>,
   after: ListKey | null,
   limit: number,
+  order: SortOrder = sortOrder(r),
 ): Promise<{ rows: StoredItem[]; next: ListKey | null }> {
   const rows: Array<StoredItem & Record<string, number | string>> = [];
+  // The key is selected by name, whatever else the list selects: the next cursor is made of it.
+  // The id is selected as `id` already.
+  const keyColumns = order.columns.filter((c) => c.column !== r.id).map((c) => `${r.table}.${c.column}`);
   // One more than asked says whether a next page exists.
-  for (const range of after ? rangesAfter(r, after) : [[]]) {
+  for (const range of after ? rangesAfter(r, order, after) : [[]]) {
     if (rows.length > limit) break;
-    let query = inListOrder(db, r, siteId, filter)
-      // The key is selected by name, whatever else the list selects: the next cursor is made of it.
-      .select(
-        selected(
-          db,
-          r.order.map((c) => `${r.table}.${c.column}`),
-        ),
-      );
+    let query = inListOrder(db, r, siteId, filter, order);
+    if (keyColumns.length > 0) query = query.select(selected(db, keyColumns));
     for (const condition of range) query = query.where(condition);
     rows.push(...((await query.limit(limit + 1 - rows.length).execute()) as typeof rows));
   }
   if (rows.length <= limit) return { rows, next: null };
   rows.length = limit;
   const last = rows[limit - 1]!;
-  return { rows, next: r.order.map((c) => last[c.column]!) };
+  return { rows, next: order.columns.map((c) => (c.column === r.id ? last.id : last[c.column]!)) };
 }
 
 // The steps the services take.
@@ -288,24 +359,40 @@ export async function storeRecord<R>(
   if (!row) throw new Error(`${r.noun} ${id} vanished inside its own write`);
   const record = r.toRecord(row);
   const stored = storedRecord(record as object);
-  await writeStored(db, r, siteId, id, stored);
+  await writeStored(db, r, siteId, id, { ...stored, ...r.sortKeys(row) });
   return { record, etag: stored.etag };
 }
 
-/** A list of stored records: the route joins their texts, the list's ETag comes from their tags. */
+/** How a list is shown, as its query string asks: the order, its direction, and the fields. */
+export interface ListView {
+  readonly orderBy?: string | undefined;
+  readonly orderDirection?: OrderDirection | undefined;
+  readonly fields?: string | undefined;
+  readonly allFields?: string | undefined;
+}
+
+/**
+ * A list of stored records: the route joins their texts, the list's ETag comes from their tags
+ * (and the fields chosen, which change the bytes but not the tags).
+ */
 export async function listStored<F>(
   db: DbHandle,
   r: AnyResource<unknown, unknown, F>,
   siteId: number,
   filter: Partial<F>,
   window: ListWindow,
+  view: ListView = {},
 ): Promise<Listed<StoredItem>> {
   const { pageSize } = window;
+  const order = sortOrder(r, view.orderBy, view.orderDirection);
+  // Checked before any query: an unknown field name is a 400 whatever the list holds.
+  const fields = chosenFields(r.fields, view);
+  const shown = (rows: StoredItem[]) => (fields ? { records: projected(rows, fields), fields } : { records: rows });
   if ('cursor' in window) {
-    const { rows, next } = await listRowsAfter(db, r, siteId, filter, r.cursor.decode(window.cursor), pageSize);
-    return { records: rows, pageSize, nextCursor: next && r.cursor.encode(next) };
+    const { rows, next } = await listRowsAfter(db, r, siteId, filter, order.cursor.decode(window.cursor), pageSize, order);
+    return { ...shown(rows), pageSize, nextCursor: next && order.cursor.encode(next) };
   }
   const { offset } = window;
-  const { rows, total } = await listRows(db, r, siteId, filter, offset, pageSize);
-  return { records: rows, total, offset, pageSize };
+  const { rows, total } = await listRows(db, r, siteId, filter, offset, pageSize, order);
+  return { ...shown(rows), total, offset, pageSize };
 }

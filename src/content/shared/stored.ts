@@ -30,13 +30,14 @@ export function storedRecord(record: object): StoredRecord {
 }
 
 /**
- * A list's strong ETag, from what the list is made of: each record's id and stored ETag, and the
- * envelope's meta as sent (the total and the window, or the page size and the next cursor). Equal
- * inputs give equal bytes (the envelope is a function of them), so it is a valid strong tag
- * without hashing the body.
+ * A list's strong ETag, from what the list is made of: each record's id and stored ETag, the
+ * envelope's meta as sent (the total and the window, or the page size and the next cursor), and
+ * the fields the records were cut to, if they were. Equal inputs give equal bytes (the envelope is
+ * a function of them), so it is a valid strong tag without hashing the body.
  */
-export function listTag(items: readonly StoredItem[], meta: string): string {
+export function listTag(items: readonly StoredItem[], meta: string, fields?: readonly string[]): string {
   const hash = createHash('sha1').update(`list ${meta}`);
+  if (fields) hash.update(`\nfields ${fields.join(',')}`);
   for (const item of items) hash.update(`\n${item.id} ${item.etag}`);
   return `"${hash.digest('base64url')}"`;
 }

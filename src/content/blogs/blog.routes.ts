@@ -12,7 +12,7 @@ import type { ImageStorage } from '../../storage/image-storage.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { acceptContentBodies, takingForms } from '../shared/form-body.js';
-import { IdParams, pageSizeOf, queryBoolean } from '../shared/schemas.js';
+import { IdParams, pageSizeOf, queryBoolean, samePathId, writeBodies } from '../shared/schemas.js';
 import { BLOG_BODY_FIELDS } from './blog.fields.js';
 import { BlogBodies, BlogList, BlogListing, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
 import * as blogs from './blog.service.js';
@@ -36,6 +36,8 @@ const DOCS = {
     '`migrateMode` (query or body, true or 1) makes repeated migrations safe: images already on the blog are kept; only originals not seen before are added; the primary image never appears in info_more_images.',
     'Send `If-Match: <ETag>` to update only if nobody changed the blog since you read it (412 otherwise).',
   ].join('\n\n'),
+  patch:
+    'Updates the blog named in the path with the fields sent; every other field stays as it is (200). The body takes the same fields, media types and forms as POST (images are uploaded with POST); an `id` or `info_id` in it must be the one in the path. Send `If-Match: <ETag>` to update only if nobody changed the blog since you read it (412 otherwise). An unknown id is 404.',
   delete: 'Deletes a blog, and then its image files that no other record uses. Honours If-Match.',
 };
 
@@ -95,6 +97,24 @@ export async function registerBlogs(
       const saved = form
         ? await blogs.saveBlog(deps, siteId, form.data, { ...options, defaultPage, uploads: form.uploads })
         : await blogs.saveBlog(deps, siteId, request.body ?? {}, { ...options, defaultPage });
+      return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
+    },
+  );
+
+  routes.patch<{ Body: blogs.BlogInput; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
+    '/blog/:id',
+    takingForms(
+      write('Update a blog', DOCS.patch, {
+        params: IdParams,
+        querystring: NoQuery,
+        body: writeBodies(BlogWrite, 'blog'),
+        response: { 200: BlogWritten },
+      }),
+      validatorFor(app, { schema: BlogWrite, method: 'PATCH', url: `${prefix}/blog/:id`, httpPart: 'body' }, 'data'),
+    ),
+    async (request, reply) => {
+      const input = { ...request.body, id: samePathId(request.params.id, request.body.id, 'blog') };
+      const saved = await blogs.saveBlog(deps, principalOf(request).siteId, input, { precondition: ifMatch(request) });
       return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
     },
   );

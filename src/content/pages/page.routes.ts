@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
 import { principalOf } from '../../auth/authenticate.js';
 import type { DbHandle } from '../../db/schema.js';
 import type { Budget } from '../../http/budget.js';
@@ -8,7 +9,7 @@ import { validatorFor } from '../../http/validation.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { acceptContentBodies, takingForms } from '../shared/form-body.js';
-import { IdParams, pageSizeOf, writeBodies } from '../shared/schemas.js';
+import { IdParams, pageSizeOf, samePathId, writeBodies } from '../shared/schemas.js';
 import { PAGE_BODY_FIELDS } from './page.fields.js';
 import { PageList, PageListing, PageQuery, PageWrite, PageWritten } from './page.schemas.js';
 import * as pages from './page.service.js';
@@ -30,6 +31,8 @@ const DOCS = {
     '`page_parent` must be 0 or a page of the same website and may not make a cycle. `page_alias` is generated from the title when absent and kept unique within the website.',
     'Send `If-Match: <ETag>` to update only if nobody changed the page since you read it (412 otherwise).',
   ].join('\n\n'),
+  patch:
+    'Updates the page named in the path with the fields sent; every other field stays as it is (200). The body takes the same fields, forms and media types as POST; an `id` or `page` in it must be the one in the path. Send `If-Match: <ETag>` to update only if nobody changed the page since you read it (412 otherwise). An unknown id is 404.',
   delete: 'Deletes a page. A page that still has sub pages or blogs is 409. Honours If-Match.',
 };
 
@@ -73,6 +76,24 @@ export async function registerPages(
     ),
     async (request, reply) => {
       const saved = await pages.savePage(db, principalOf(request).siteId, request.body, ifMatch(request));
+      return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
+    },
+  );
+
+  routes.patch<{ Body: pages.PageInput; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
+    '/page/:id',
+    takingForms(
+      write('Update a page', DOCS.patch, {
+        params: IdParams,
+        querystring: NoQuery,
+        body: writeBodies(PageWrite, 'page'),
+        response: { 200: PageWritten },
+      }),
+      validatorFor(app, { schema: PageWrite, method: 'PATCH', url: `${prefix}/page/:id`, httpPart: 'body' }, 'data'),
+    ),
+    async (request, reply) => {
+      const input = { ...request.body, id: samePathId(request.params.id, request.body.id, 'page') };
+      const saved = await pages.savePage(db, principalOf(request).siteId, input, ifMatch(request));
       return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
     },
   );

@@ -249,3 +249,14 @@ export function writeBodies<S extends TSchema>(record: S, noun: string, files: T
     },
   };
 }
+
+/**
+ * The id a PATCH updates: the path's. An `id` in the body may repeat it; naming another record is
+ * a 400 rather than a write to either.
+ */
+export function samePathId(pathId: number, bodyId: number | undefined, noun: string): number {
+  if (bodyId !== undefined && bodyId !== pathId) {
+    throw new ValidationError([{ field: 'id', message: `names ${noun} ${bodyId}, but the path names ${noun} ${pathId}: send one` }]);
+  }
+  return pathId;
+}

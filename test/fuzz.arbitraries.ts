@@ -282,6 +282,10 @@ export const garbageBody: fc.Arbitrary<{ contentType: string | undefined; payloa
       'text/plain',
       'text/html',
       'application/x-www-form-urlencoded',
+      'application/x-www-form-urlencoded; charset=utf-8',
+      'text/json',
+      'text/json; charset=latin1',
+      'TEXT/JSON',
       'multipart/form-data',
       'multipart/form-data; boundary=',
       'multipart/form-data; boundary="unclosed',
@@ -300,5 +304,9 @@ export const garbageBody: fc.Arbitrary<{ contentType: string | undefined; payloa
     fc.tuple(hostileJson, fc.nat()).map(([s, n]) => Buffer.from(s.slice(0, n % (s.length + 1)))),
     hostileString.map((s) => Buffer.from(s)),
     fc.constant(Buffer.alloc(0)),
+    // The hosted original's forms: the record's JSON as `data`, credentials beside it, stray fields.
+    fc
+      .record({ data: hostileJson, apiID: hostileString, apiKey: hostileString, other: hostileString }, { requiredKeys: [] })
+      .map((form) => Buffer.from(new URLSearchParams(form as Record<string, string>).toString())),
   ),
 });

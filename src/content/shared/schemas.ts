@@ -168,13 +168,16 @@ const ORDER_DIRECTIONS = ['asc', 'desc', 'reverse'] as const;
  * (its description in stored-records.ts), the first the default; `bodies` its HTML body fields.
  */
 export function listViewProperties(orders: readonly string[], bodies: readonly string[]) {
-  return {
-    orderBy: Type.Optional(
+  const orderNames = (description: string) =>
+    Type.Optional(
       Type.Union(
         orders.map((o) => Type.Literal(o)),
-        { description: `The list's order: ${orders.join(', ')} (default ${orders[0]}). Ties go by id.` },
+        { description },
       ),
-    ),
+    );
+  return {
+    orderBy: orderNames(`The list's order: ${orders.join(', ')} (default ${orders[0]}). Ties go by id.`),
+    orderby: orderNames('The same as orderBy, as the hosted original’s examples spell it'),
     orderDirection: Type.Optional(
       Type.Union(
         ORDER_DIRECTIONS.map((d) => Type.Literal(d)),

@@ -366,6 +366,8 @@ export async function storeRecord<R>(
 /** How a list is shown, as its query string asks: the order, its direction, and the fields. */
 export interface ListView {
   readonly orderBy?: string | undefined;
+  /** orderBy as the hosted original's examples spell it; orderBy wins when both are sent. */
+  readonly orderby?: string | undefined;
   readonly orderDirection?: OrderDirection | undefined;
   readonly fields?: string | undefined;
   readonly allFields?: string | undefined;
@@ -384,7 +386,7 @@ export async function listStored<F>(
   view: ListView = {},
 ): Promise<Listed<StoredItem>> {
   const { pageSize } = window;
-  const order = sortOrder(r, view.orderBy, view.orderDirection);
+  const order = sortOrder(r, view.orderBy ?? view.orderby, view.orderDirection);
   // Checked before any query: an unknown field name is a 400 whatever the list holds.
   const fields = chosenFields(r.fields, view);
   const shown = (rows: StoredItem[]) => (fields ? { records: projected(rows, fields), fields } : { records: rows });

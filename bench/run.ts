@@ -29,7 +29,7 @@ import { type Seeded, seedDatabase } from './seed.js';
 import { DEFAULT_PG_ADMIN_URL, postgresUnreachable, seedPostgres } from './seed-pg.js';
 import { soak } from './soak.js';
 
-const SECTIONS = ['getById', 'list200', 'list200title', 'list999', 'growth', 'tokens', 'soak', 'pg'] as const;
+const SECTIONS = ['getById', 'apiHeaders', 'list200', 'list200title', 'list999', 'growth', 'tokens', 'soak', 'pg'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values: args } = parseArgs({
@@ -43,7 +43,7 @@ const { values: args } = parseArgs({
     'growth-pages': { type: 'string' },
     rounds: { type: 'string' },
     'round-seconds': { type: 'string' },
-    /** Comma-separated sections to run (getById,list200,list200title,list999,growth,tokens,soak,pg); all when absent. */
+    /** Comma-separated sections to run (getById,apiHeaders,list200,list200title,list999,growth,tokens,soak,pg); all when absent. */
     only: { type: 'string' },
     profile: { type: 'boolean', default: false },
     /** Node flags for the app child only: SERVER_NODE_FLAGS, as production runs it, unless given (--app-flags=' ' for none) */
@@ -248,6 +248,45 @@ async function titleOrderSection(dataDir: string, seeded: Seeded) {
   }
 }
 
+/**
+ * GET by id with the hosted original's apiID and apiKey headers against HTTP Basic, on one app
+ * server, interleaved: both are one principal-cache lookup, so the headers may cost at most 3 %.
+ */
+async function apiHeadersSection(dataDir: string, seeded: Seeded) {
+  const p = paths(seeded, PAGES);
+  const auth = { basic: basic(seeded), headers: { apiID: seeded.apiId, apiKey: seeded.apiKey } };
+  const app = await startServer('app-server.js', { ...appEnv(dataDir), ...QUOTAS }, appFlags);
+  try {
+    const sample = p.byId();
+    const [a, b] = await Promise.all([
+      fetch(app.url + sample, { headers: auth.basic }),
+      fetch(app.url + sample, { headers: auth.headers }),
+    ]);
+    const [aText, bText] = await Promise.all([a.text(), b.text()]);
+    if (a.status !== 200 || b.status !== 200 || aText !== bText)
+      throw new Error(`${sample}: Basic ${a.status}, apiID ${b.status}, bodies differ`);
+    const contenders: Contender[] = [
+      { key: 'basic', server: app, makePath: p.byId, headers: auth.basic },
+      { key: 'apiHeaders', server: app, makePath: p.byId, headers: auth.headers },
+    ];
+    const runs = await interleave(contenders, rounds);
+    const byBasic = summarise(runs.basic!);
+    const byHeaders = summarise(runs.apiHeaders!);
+    const ratio = medianRatio(runs.apiHeaders!, runs.basic!);
+    console.log(`\nGET /api/page/:id, apiID/apiKey headers against HTTP Basic, same server (answers identical)`);
+    printSummaries([
+      ['HTTP Basic', byBasic],
+      ['apiID/apiKey', byHeaders],
+    ]);
+    console.log(`  apiID/Basic ${ratio.toFixed(3)}×`);
+    check('sqlite', 'apiID/apiKey headers GET by id ≥ 0.97× HTTP Basic (median ratio)', `${ratio.toFixed(3)}×`, ratio >= 0.97);
+    check('sqlite', 'apiID/apiKey: every answer 2xx', String(byBasic.failed + byHeaders.failed), byBasic.failed + byHeaders.failed === 0);
+    report.apiHeaders = { basic: byBasic, apiHeaders: byHeaders, ratio };
+  } finally {
+    await stopServer(app);
+  }
+}
+
 async function tokenSection(dataDir: string, file: string, seeded: Seeded) {
   const setup = await addOwnerAndClient(file, seeded.siteId);
   const app = await startServer('app-server.js', { ...appEnv(dataDir, RESOURCE), ...QUOTAS }, appFlags);
@@ -350,6 +389,7 @@ async function main() {
         `${rounds.rounds} rounds of ${rounds.seconds} s per server (${shortRounds.rounds} for Bearer, PostgreSQL)`,
     );
     if (only.has('getById') || only.has('list200') || only.has('list999')) await sqliteSections(dataDir, file, seeded);
+    if (only.has('apiHeaders')) await apiHeadersSection(dataDir, seeded);
     if (only.has('list200title')) await titleOrderSection(dataDir, seeded);
     if (only.has('growth')) {
       const growth = await growthCheck({ smallPages: 2000, largePages: GROWTH_PAGES, rounds, env: QUOTAS });

@@ -98,11 +98,11 @@ test('bodies under 1 KB are sent as they are: a 404 problem, an empty list', asy
 
 test('problem+json errors of 1 KB or more are compressed and still read as problems', async (t) => {
   const { app } = await buildTestApp(t);
-  // A 401 carries the endpoint's reference: well over 1 KB.
-  const plain = await app.inject({ url: '/api/page' });
+  // A 401 to a client that asks for JSON carries the endpoint's reference: well over 1 KB.
+  const plain = await app.inject({ url: '/api/page', headers: { accept: 'application/json' } });
   assert.equal(plain.statusCode, 401);
   assert.ok(plain.rawPayload.length >= COMPRESSION_THRESHOLD, `${plain.rawPayload.length} bytes`);
-  const packed = await app.inject({ url: '/api/page', headers: { 'accept-encoding': 'br' } });
+  const packed = await app.inject({ url: '/api/page', headers: { accept: 'application/json', 'accept-encoding': 'br' } });
   assert.equal(packed.statusCode, 401);
   assert.equal(packed.headers['content-encoding'], 'br');
   assert.equal(packed.headers['content-type'], 'application/problem+json; charset=utf-8');

@@ -101,7 +101,7 @@ export async function registerBlogs(
     },
   );
 
-  routes.patch<{ Body: blogs.BlogInput; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
+  routes.patch<{ Body: blogs.BlogInput | undefined; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
     '/blog/:id',
     takingForms(
       write('Update a blog', DOCS.patch, {
@@ -113,7 +113,7 @@ export async function registerBlogs(
       validatorFor(app, { schema: BlogWrite, method: 'PATCH', url: `${prefix}/blog/:id`, httpPart: 'body' }, 'data'),
     ),
     async (request, reply) => {
-      const input = { ...request.body, id: samePathId(request.params.id, request.body.id, 'blog') };
+      const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'blog') };
       const saved = await blogs.saveBlog(deps, principalOf(request).siteId, input, { precondition: ifMatch(request) });
       return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
     },

@@ -64,7 +64,7 @@ export async function registerPages(
 
   // The body is declared per media type, which the type provider cannot read: JSON bodies are
   // validated against PageWrite, and a form's data field by the same schema (takingForms).
-  routes.post<{ Body: pages.PageInput; Querystring: Record<string, never> }>(
+  routes.post<{ Body: pages.PageInput | undefined; Querystring: Record<string, never> }>(
     '/page',
     takingForms(
       write('Insert or update a page', DOCS.post, {
@@ -75,12 +75,12 @@ export async function registerPages(
       validatorFor(app, { schema: PageWrite, method: 'POST', url: `${prefix}/page`, httpPart: 'body' }, 'data'),
     ),
     async (request, reply) => {
-      const saved = await pages.savePage(db, principalOf(request).siteId, request.body, ifMatch(request));
+      const saved = await pages.savePage(db, principalOf(request).siteId, request.body ?? {}, ifMatch(request));
       return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
     },
   );
 
-  routes.patch<{ Body: pages.PageInput; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
+  routes.patch<{ Body: pages.PageInput | undefined; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
     '/page/:id',
     takingForms(
       write('Update a page', DOCS.patch, {
@@ -92,7 +92,7 @@ export async function registerPages(
       validatorFor(app, { schema: PageWrite, method: 'PATCH', url: `${prefix}/page/:id`, httpPart: 'body' }, 'data'),
     ),
     async (request, reply) => {
-      const input = { ...request.body, id: samePathId(request.params.id, request.body.id, 'page') };
+      const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'page') };
       const saved = await pages.savePage(db, principalOf(request).siteId, input, ifMatch(request));
       return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
     },

@@ -39,7 +39,8 @@ export interface VariantRequest {
   readonly quality?: number | undefined;
 }
 
-const FORMAT_OF_MIME: Record<ImageMime, OutputFormat> = {
+/** The output format that keeps an image's own type. */
+export const FORMAT_OF_MIME: Record<ImageMime, OutputFormat> = {
   'image/jpeg': 'jpeg',
   'image/png': 'png',
   'image/gif': 'gif',

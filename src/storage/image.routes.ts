@@ -5,7 +5,14 @@ import { type Static, Type } from 'typebox';
 import { noneMatchHas } from '../http/etag.js';
 import { enforce, RATE_WINDOW_SECONDS } from '../http/rate-limit.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
-import { DEFAULT_QUALITY, type ImageProcessor, MIME_OF_FORMAT, type OutputFormat, type VariantRequest } from './image-processor.js';
+import {
+  DEFAULT_QUALITY,
+  FORMAT_OF_MIME,
+  type ImageProcessor,
+  MIME_OF_FORMAT,
+  type OutputFormat,
+  type VariantRequest,
+} from './image-processor.js';
 import { IMAGE_TYPES, type ImageMime, type ImageStorage, isImageName, mimeOf } from './image-storage.js';
 
 /** A year: the longest max-age caches are asked to honour (RFC 9111 §5.2.2.1 suggests no more). */
@@ -73,14 +80,6 @@ export interface VariantOptions {
   readonly newVariants?: CountNewVariant | undefined;
 }
 
-const FORMAT_OF: Record<ImageMime, OutputFormat> = {
-  'image/jpeg': 'jpeg',
-  'image/png': 'png',
-  'image/gif': 'gif',
-  'image/webp': 'webp',
-  'image/avif': 'avif',
-};
-
 /** format=auto: AVIF, then WebP, when Accept names them (not merely through a wildcard); else the original's. */
 function negotiated(accept: string | undefined, original: ImageMime): OutputFormat {
   const types = (accept ?? '')
@@ -90,7 +89,7 @@ function negotiated(accept: string | undefined, original: ImageMime): OutputForm
     .map((part) => part.split(';')[0]?.trim());
   if (types.includes('image/avif')) return 'avif';
   if (types.includes('image/webp')) return 'webp';
-  return FORMAT_OF[original];
+  return FORMAT_OF_MIME[original];
 }
 
 /**
@@ -166,7 +165,7 @@ async function sendVariant(
 ) {
   const original = mimeOf(name);
   if (!isImageName(name) || !original) return reply.callNotFound();
-  const format = query.format === 'auto' ? negotiated(request.headers.accept, original) : (query.format ?? FORMAT_OF[original]);
+  const format = query.format === 'auto' ? negotiated(request.headers.accept, original) : (query.format ?? FORMAT_OF_MIME[original]);
   if (query.format === 'auto') reply.header('vary', 'accept');
   const { request: wanted, key } = variantOf(query, format);
   const etag = `"${name}~${key}"`;

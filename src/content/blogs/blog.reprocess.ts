@@ -1,18 +1,3 @@
-/**
- * `cms images reprocess`: remakes stored blog images under their page's rules of today, for images
- * stored before rules applied or before a page's rules changed. An image whose recorded rules
- * (blog_images.rules) are today's is skipped, so a run that was interrupted resumes where it
- * stopped, and a second run does nothing.
- *
- * Never loses an image: the remade image is stored under a new name (names are immutable: clients
- * cache them for a year), the blog is switched to it in one transaction, and only after that
- * commits is the old image removed, if nothing else refers to it. A crash in between leaves an
- * extra image, which the start-up sweep removes; never a blog without its image.
- *
- * The remade image is made from the stored one, which is all there is: rules loosened since an
- * image was shrunk cannot give back the pixels it lost.
- */
-import { buffer } from 'node:stream/consumers';
 import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';

@@ -11,8 +11,8 @@ import type { ImageProcessor } from '../../storage/image-processor.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
-import { acceptContentBodies, takingForms } from '../shared/form-body.js';
-import { IdParams, pageSizeOf, queryBoolean, samePathId, writeBodies } from '../shared/schemas.js';
+import { acceptContentBodies, patchOptions, takingForms } from '../shared/form-body.js';
+import { IdParams, pageSizeOf, queryBoolean, samePathId } from '../shared/schemas.js';
 import { BLOG_BODY_FIELDS } from './blog.fields.js';
 import { BlogBodies, BlogList, BlogListing, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
 import * as blogs from './blog.service.js';
@@ -103,15 +103,7 @@ export async function registerBlogs(
 
   routes.patch<{ Body: blogs.BlogInput | undefined; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
     '/blog/:id',
-    takingForms(
-      write('Update a blog', DOCS.patch, {
-        params: IdParams,
-        querystring: NoQuery,
-        body: writeBodies(BlogWrite, 'blog'),
-        response: { 200: BlogWritten },
-      }),
-      validatorFor(app, { schema: BlogWrite, method: 'PATCH', url: `${prefix}/blog/:id`, httpPart: 'body' }, 'data'),
-    ),
+    patchOptions(app, write, { prefix, noun: 'blog', record: BlogWrite, written: BlogWritten, description: DOCS.patch }),
     async (request, reply) => {
       const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'blog') };
       const saved = await blogs.saveBlog(deps, principalOf(request).siteId, input, { precondition: ifMatch(request) });

@@ -8,7 +8,7 @@ import type { Budget } from '../../http/budget.js';
 import { validatorFor } from '../../http/validation.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
-import { acceptContentBodies, takingForms } from '../shared/form-body.js';
+import { acceptContentBodies, patchOptions, takingForms } from '../shared/form-body.js';
 import { IdParams, pageSizeOf, samePathId, writeBodies } from '../shared/schemas.js';
 import { PAGE_BODY_FIELDS } from './page.fields.js';
 import { PageList, PageListing, PageQuery, PageWrite, PageWritten } from './page.schemas.js';
@@ -82,15 +82,7 @@ export async function registerPages(
 
   routes.patch<{ Body: pages.PageInput | undefined; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
     '/page/:id',
-    takingForms(
-      write('Update a page', DOCS.patch, {
-        params: IdParams,
-        querystring: NoQuery,
-        body: writeBodies(PageWrite, 'page'),
-        response: { 200: PageWritten },
-      }),
-      validatorFor(app, { schema: PageWrite, method: 'PATCH', url: `${prefix}/page/:id`, httpPart: 'body' }, 'data'),
-    ),
+    patchOptions(app, write, { prefix, noun: 'page', record: PageWrite, written: PageWritten, description: DOCS.patch }),
     async (request, reply) => {
       const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'page') };
       const saved = await pages.savePage(db, principalOf(request).siteId, input, ifMatch(request));

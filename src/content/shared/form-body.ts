@@ -8,10 +8,14 @@
 import type { Readable } from 'node:stream';
 import type { Multipart, MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest, preValidationAsyncHookHandler } from 'fastify';
+import type { TSchema } from 'typebox';
 import { isFields, type LegacyCredentials, legacyCredentialName } from '../../auth/api-key.js';
 import { AppError, BadRequestError, PayloadTooLargeError, ValidationError } from '../../errors.js';
 import { jsonBody, jsonText } from '../../http/json-body.js';
 import { parseForm } from '../../http/url-encoded.js';
+import { validatorFor } from '../../http/validation.js';
+import { NoQuery, type operations } from './envelope.js';
+import { IdParams, writeBodies } from './schemas.js';
 
 /** The `data` field may carry long HTML, like a JSON body. */
 export const DATA_FIELD_BYTES = 5 * 1024 * 1024;
@@ -267,4 +271,24 @@ export function takingForms<O extends { config: object }>(
     config: { ...options.config, formCredentials: true, bodyTypes: ACCEPTED_BODIES },
     preValidation: recordFromForm(validate, handling),
   };
+}
+
+/**
+ * The options of `PATCH <prefix>/<noun>/:id`: the record's write schema, as JSON or as a form's
+ * `data`, with the written record as the answer. `write` is the resource's (envelope.ts, operations).
+ */
+export function patchOptions<S extends TSchema, W extends TSchema>(
+  app: FastifyInstance,
+  write: ReturnType<typeof operations>['write'],
+  { prefix, noun, record, written, description }: { prefix: string; noun: string; record: S; written: W; description: string },
+) {
+  return takingForms(
+    write(`Update a ${noun}`, description, {
+      params: IdParams,
+      querystring: NoQuery,
+      body: writeBodies(record, noun),
+      response: { 200: written },
+    }),
+    validatorFor(app, { schema: record, method: 'PATCH', url: `${prefix}/${noun}/:id`, httpPart: 'body' }, 'data'),
+  );
 }

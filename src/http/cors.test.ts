@@ -37,8 +37,8 @@ test('a preflight of the API, MCP and OAuth endpoints is a 204 with the headers 
   const asked = 'authorization, content-type, if-match, if-none-match, apiid, apikey, x-api-id, x-api-key';
   const cases: [string, string, string, string[]][] = [
     ['/api/page', 'POST', asked, ['GET', 'HEAD', 'POST']],
-    ['/api/page/12', 'DELETE', asked, ['GET', 'HEAD', 'DELETE']],
-    ['/webapps/api/blog/3', 'GET', asked, ['GET', 'HEAD', 'DELETE']],
+    ['/api/page/12', 'DELETE', asked, ['GET', 'HEAD', 'PATCH', 'DELETE']],
+    ['/webapps/api/blog/3', 'GET', asked, ['GET', 'HEAD', 'PATCH', 'DELETE']],
     ['/webapps/api/blog/', 'POST', asked, ['GET', 'HEAD', 'POST']],
     ['/mcp', 'POST', 'authorization, content-type, mcp-session-id, mcp-protocol-version, last-event-id', ['POST', 'GET', 'DELETE', 'HEAD']],
     ['/api/auth/token', 'POST', 'content-type', ['POST']],

@@ -1,4 +1,4 @@
-import sharp, { type FitEnum, type Metadata, type Sharp } from 'sharp';
+import type { FitEnum, Metadata, Sharp } from 'sharp';
 import { PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
 import type { ImageMime } from './image-storage.js';
 
@@ -149,6 +149,18 @@ export interface ProcessorOptions {
   readonly maxPixels: number;
 }
 
+type SharpLibrary = typeof import('sharp')['default'];
+let library: Promise<SharpLibrary> | undefined;
+
+/**
+ * sharp (libvips), loaded by the first image that needs it: a node that is never sent an image
+ * keeps the memory the library takes when loaded.
+ */
+function sharpLibrary(): Promise<SharpLibrary> {
+  library ??= import('sharp').then((m) => m.default);
+  return library;
+}
+
 /**
  * All image work of the service, with sharp (libvips): its decoding and encoding run on libuv's
  * thread pool, off the event loop. At most `concurrency` images are worked on at once, because
@@ -168,6 +180,7 @@ export class ImageProcessor {
 
   /** Reads the header only (no pixels are decoded), and refuses what is too large to decode. */
   private async inspect(input: Buffer, label: string): Promise<Metadata> {
+    const sharp = await sharpLibrary();
     let meta: Metadata;
     try {
       meta = await sharp(input, { limitInputPixels: false }).metadata();
@@ -187,7 +200,8 @@ export class ImageProcessor {
     }
   }
 
-  private open(input: Buffer, meta: Metadata): Sharp {
+  private async open(input: Buffer, meta: Metadata): Promise<Sharp> {
+    const sharp = await sharpLibrary();
     // sharp applies limitInputPixels to one frame; inspect() has counted all of them.
     return sharp(input, { animated: (meta.pages ?? 1) > 1, limitInputPixels: this.options.maxPixels }).autoOrient();
   }
@@ -210,7 +224,7 @@ export class ImageProcessor {
       const format = FORMAT_OF_MIME[mime];
       const size = shownSize(meta);
       const animated = (meta.pages ?? 1) > 1;
-      const position = animated ? 'centre' : sharp.strategy.attention;
+      const position = animated ? 'centre' : (await sharpLibrary()).strategy.attention;
       const plan = planFull(size, rules);
       const clean =
         (meta.orientation ?? 1) === 1 && !meta.exif && !meta.xmp && !meta.iptc && !meta.icc && !(meta.comments && meta.comments.length > 0);
@@ -218,7 +232,7 @@ export class ImageProcessor {
       if (clean && !plan.crop && !plan.fit) {
         full = { data: input, ...size, mime, changed: false };
       } else {
-        let image = this.open(input, meta);
+        let image = await this.open(input, meta);
         if (plan.crop) image = image.resize({ ...plan.crop, fit: 'cover', position });
         else if (plan.fit) image = image.resize({ ...plan.fit, fit: 'inside', withoutEnlargement: true });
         full = await this.finish(encode(image, format), mime);
@@ -228,7 +242,7 @@ export class ImageProcessor {
       // shrunk to fit, never enlarged (a smaller original gives a smaller thumbnail).
       const { width, height } = rules.thumbnail;
       const thumbPlan = planFull(size, { maxWidth: width, maxHeight: height, cropAspect: rules.cropThumbnail, cropThumbnail: false });
-      let thumb = this.open(input, meta);
+      let thumb = await this.open(input, meta);
       if (thumbPlan.crop) thumb = thumb.resize({ ...thumbPlan.crop, fit: 'cover', position });
       else if (thumbPlan.fit) thumb = thumb.resize({ ...thumbPlan.fit, fit: 'inside', withoutEnlargement: true });
       return { full, thumbnail: await this.finish(encode(thumb, format), mime) };
@@ -240,7 +254,7 @@ export class ImageProcessor {
     return this.slots.run(async () => {
       const input = await read();
       const meta = await this.inspect(input, 'the image');
-      let image = this.open(input, meta);
+      let image = await this.open(input, meta);
       if (request.width !== undefined || request.height !== undefined) {
         image = image.resize({ width: request.width, height: request.height, fit: request.fit as keyof FitEnum, withoutEnlargement: true });
       }

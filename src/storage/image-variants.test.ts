@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { test } from 'node:test';
 import sharp from 'sharp';
-import { type BlogTestApp, buildBlogApp, DRIVERS, image, postForm, storageOf } from '../../test/blog-fixtures.js';
-import { json } from '../../test/helpers.js';
-import type { Config } from '../config.js';
+import { type BlogTestApp, buildBlogApp, DRIVERS, form, image, postForm, storageOf } from '../../test/blog-fixtures.js';
+import { addTestSite, createTestDatabase, json, tempDir } from '../../test/helpers.js';
+import { buildApp } from '../app.js';
+import { type Config, testConfig } from '../config.js';
+import { LocalImageStorage } from './local-image-storage.js';
 
 async function uploaded(app: BlogTestApp, file: Buffer, filename: string): Promise<string> {
   const response = await postForm(app, [
@@ -116,4 +119,35 @@ test('making new variants is rate-limited per client address (429 problem); stor
   assert.equal((await app.app.inject({ url: `${path}?width=10` })).statusCode, 200, 'a stored variant costs no quota');
   const other = await app.app.inject({ url: `${path}?width=30`, remoteAddress: '192.0.2.7' });
   assert.equal(other.statusCode, 200, 'another address has its own quota');
+});
+
+test('an image removed while its variant is being made is a 404, not a 500', async (t) => {
+  const dir = await tempDir(t);
+  // The image is found, then gone by the time its bytes are read (its blog deleted meanwhile).
+  let vanished = false;
+  const images = new (class extends LocalImageStorage {
+    override async open(name: string) {
+      return vanished ? undefined : super.open(name);
+    }
+  })(path.join(dir, 'images'));
+  const db = await createTestDatabase(t);
+  const app = await buildApp({ config: testConfig({ dataDir: dir, ...settings('local') }), db, images });
+  t.after(() => app.close());
+  const site = await addTestSite(db);
+  const page = await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: 'P' } });
+  const upload = await form([
+    ['data', JSON.stringify({ page: json(page).data[0].page, info_title: 'Gone' })],
+    ['primaryImage', { file: await image('jpeg', 200, 100), filename: 'gone.jpg' }],
+  ]);
+  const blog = await app.inject({
+    method: 'POST',
+    url: '/api/blog',
+    headers: { ...site.headers, ...upload.headers },
+    payload: upload.payload,
+  });
+  assert.equal(blog.statusCode, 201, blog.body);
+  vanished = true;
+  const response = await app.inject({ url: `${json(blog).data[0].info_img}?width=50` });
+  assert.equal(response.statusCode, 404, response.body);
+  assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
 });

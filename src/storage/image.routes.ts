@@ -2,6 +2,7 @@ import { buffer } from 'node:stream/consumers';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
+import { NotFoundError } from '../errors.js';
 import { noneMatchHas } from '../http/etag.js';
 import { enforce, RATE_WINDOW_SECONDS } from '../http/rate-limit.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
@@ -178,7 +179,8 @@ async function sendVariant(
     await options.newVariants?.(request, reply);
     const made = await options.processor.variant(async () => {
       const image = await storage.open(name);
-      if (!image) throw new Error(`image ${name} was removed while a variant was made`);
+      // Removed since it was found (its record was deleted meanwhile): as absent as if never there.
+      if (!image) throw new NotFoundError(`No route for GET /images/${name}.`);
       return buffer(image.stream);
     }, wanted);
     await storage.writeVariant(name, key, made.data, options.variantsPerImage);

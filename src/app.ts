@@ -26,7 +26,7 @@ import { installRequestHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
 import { registerMcp } from './mcp/mcp.routes.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
-import { referenceFor, registerReference } from './reference/reference.plugin.js';
+import { referenceForUnauthorized, registerReference } from './reference/reference.plugin.js';
 import { DatabaseImageStorage } from './storage/database-image-storage.js';
 import { registerImageFiles, variantRateLimit } from './storage/image.routes.js';
 import { ImageProcessor } from './storage/image-processor.js';
@@ -88,11 +88,8 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
   installValidators(app);
   installProblemHandler(app, {
     challenge: challengeFor(config.publicUrl),
-    // The endpoint's reference rides on its 401 only for a client that asks for JSON by name (the
-    // spec serves the reference at the endpoint's URL to Accept: application/json): every other
-    // anonymous request, a probe or a browser sending */*, gets a small answer.
     unauthorizedExtra: (request) => {
-      const reference = asksForJson(request.headers.accept) ? referenceFor(request) : undefined;
+      const reference = referenceForUnauthorized(request);
       return reference ? { reference } : undefined;
     },
   });
@@ -147,15 +144,6 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     deps: { db: db.kysely, images: imageStorage, warn: (message, error) => app.log.warn({ err: error }, message) },
   });
   return app;
-}
-
-/** Whether Accept names application/json itself (with a q above 0), not only through a wildcard. */
-function asksForJson(accept: string | undefined): boolean {
-  if (!accept?.includes('application/json')) return false;
-  return accept.split(',').some((range) => {
-    const [type = '', ...params] = range.split(';').map((p) => p.trim());
-    return type.toLowerCase() === 'application/json' && !params.some((p) => /^q=0(\.0*)?$/.test(p));
-  });
 }
 
 /**

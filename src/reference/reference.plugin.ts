@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { Config } from '../config.js';
+import { mediaRanges } from '../http/accept.js';
 import { DEMO_CLIENT_ID } from '../oauth/clients/client.service.js';
 import { openapiOptions } from './openapi.document.js';
 import { buildReference, type EndpointReference, type RouteInfo, renderMarkdown } from './reference.js';
@@ -46,20 +47,23 @@ function prefersMarkdown(accept: string | undefined): boolean {
   if (!accept?.includes('text/markdown')) return false;
   let best = '';
   let bestQ = -1;
-  for (const part of accept.split(',')) {
-    const [type = '', ...params] = part.trim().split(';');
-    const q = Number(
-      params
-        .map((p) => p.trim())
-        .find((p) => p.startsWith('q='))
-        ?.slice(2) ?? 1,
-    );
-    if (q > bestQ && ['text/markdown', 'application/json', '*/*', 'application/*'].includes(type.trim())) {
-      best = type.trim();
+  for (const { type, q } of mediaRanges(accept)) {
+    if (q > bestQ && ['text/markdown', 'application/json', '*/*', 'application/*'].includes(type)) {
+      best = type;
       bestQ = q;
     }
   }
   return best === 'text/markdown';
+}
+
+/**
+ * The reference a 401 carries: only for a client that asks for JSON by name (the spec serves the
+ * reference at the endpoint's URL to Accept: application/json), so every other anonymous request,
+ * a probe or a browser that accepts anything through a wildcard, gets a small answer.
+ */
+export function referenceForUnauthorized(request: FastifyRequest): EndpointReference | undefined {
+  const asked = mediaRanges(request.headers.accept).some((r) => r.type === 'application/json' && r.q !== 0);
+  return asked ? referenceFor(request) : undefined;
 }
 
 const NO_CLIENT_SECRET_CSS = '.auth-container .wrapper:has(> label[for^="client_secret_"]) { display: none; }\n';

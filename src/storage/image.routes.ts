@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { NotFoundError } from '../errors.js';
+import { mediaRanges } from '../http/accept.js';
 import { noneMatchHas } from '../http/etag.js';
 import { enforce, RATE_WINDOW_SECONDS } from '../http/rate-limit.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
@@ -83,11 +84,9 @@ export interface VariantOptions {
 
 /** format=auto: AVIF, then WebP, when Accept names them (not merely through a wildcard); else the original's. */
 function negotiated(accept: string | undefined, original: ImageMime): OutputFormat {
-  const types = (accept ?? '')
-    .toLowerCase()
-    .split(',')
-    .filter((part) => !/;\s*q=0(\.0*)?\s*($|;)/.test(part))
-    .map((part) => part.split(';')[0]?.trim());
+  const types = mediaRanges(accept)
+    .filter((range) => range.q !== 0)
+    .map((range) => range.type);
   if (types.includes('image/avif')) return 'avif';
   if (types.includes('image/webp')) return 'webp';
   return FORMAT_OF_MIME[original];

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import { formTypeOf } from '../http/url-encoded.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import type { LegacyCredentials } from './api-key.js';
 import { type AuthMethod, hasScope, type Principal, type Scope } from './principal.js';
@@ -141,10 +142,8 @@ export function installAuthentication(
   });
 }
 
-const FORM_TYPES = /^\s*(application\/x-www-form-urlencoded|multipart\/form-data)\s*(;|$)/i;
-
 function mayHoldFormCredentials(request: FastifyRequest): boolean {
-  return request.routeOptions.config.formCredentials === true && FORM_TYPES.test(request.headers['content-type'] ?? '');
+  return request.routeOptions.config.formCredentials === true && formTypeOf(request.headers['content-type']) !== undefined;
 }
 
 /** The principal the request's credentials prove, by the method its Authorization scheme names; undefined when it sends none. */

@@ -9,10 +9,10 @@ import type { Readable } from 'node:stream';
 import type { Multipart, MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest, preValidationAsyncHookHandler } from 'fastify';
 import type { TSchema } from 'typebox';
-import { isFields, type LegacyCredentials, legacyCredentialName } from '../../auth/api-key.js';
+import { type LegacyCredentials, legacyCredentialName } from '../../auth/api-key.js';
 import { AppError, BadRequestError, PayloadTooLargeError, ValidationError } from '../../errors.js';
 import { jsonBody, jsonText } from '../../http/json-body.js';
-import { parseForm } from '../../http/url-encoded.js';
+import { formTypeOf, isFields, parseForm } from '../../http/url-encoded.js';
 import { validatorFor } from '../../http/validation.js';
 import { NoQuery, type operations } from './envelope.js';
 import { IdParams, writeBodies } from './schemas.js';
@@ -249,9 +249,8 @@ export function recordFromForm<T>(validate: (data: unknown) => T, { multipart = 
       if (multipart) request.body = await readMultipartForm(request, validate, { files: 0, fileBytes: 0 });
       return;
     }
-    const type = request.headers['content-type'] ?? '';
     const form = request.body;
-    if (/^\s*application\/x-www-form-urlencoded\s*(;|$)/i.test(type) && isFields(form)) {
+    if (formTypeOf(request.headers['content-type']) === 'urlencoded' && isFields(form)) {
       request.body = await urlEncodedRecord(request, form, validate);
     }
   };

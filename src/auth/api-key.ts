@@ -3,7 +3,6 @@ import { type CredentialRow, readCredential, touchCredential } from '../accounts
 import { sameHash, sha256 } from '../accounts/secrets.js';
 import type { DbHandle } from '../db/schema.js';
 import { BadRequestError, UnauthorizedError } from '../errors.js';
-import { isFields } from '../http/url-encoded.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
 import { memoisePerTick, type PrincipalCache } from './principal-cache.js';
@@ -31,6 +30,11 @@ declare module 'fastify' {
 export interface LegacyCredentials {
   readonly apiId: unknown;
   readonly apiKey: unknown;
+}
+
+/** A parsed query string or form: named fields. */
+export function isFields(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
 }
 
 /** The names of the hosted platform's credential parameters and fields, in any letter case. */

@@ -10,11 +10,6 @@ export function parseForm(body: string): Form {
   return form;
 }
 
-/** A parsed query string or form: named fields. */
-export function isFields(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
-}
-
 const FORM_TYPE = /^\s*(?:application\/(x-www-form-urlencoded)|multipart\/form-data)\s*(?:;|$)/i;
 
 /** Which kind of form a Content-Type names, if it names one. */

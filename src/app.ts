@@ -9,6 +9,8 @@ import { registerConsole } from './console/console.routes.js';
 import { registerFrontDoor } from './console/front-door.js';
 import { registerBlogs } from './content/blogs/blog.routes.js';
 import { removeOrphanImages } from './content/blogs/image-cleanup.js';
+import { registerHistory } from './content/history/history.routes.js';
+import { applyRetention } from './content/history/history.service.js';
 import { registerPages } from './content/pages/page.routes.js';
 import { LIST_RECORDS_IN_FLIGHT } from './content/shared/envelope.js';
 import type { Db } from './db/database.js';
@@ -138,7 +140,9 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     await app.register(async (scope) => registerBlogs(scope, { db: db.kysely, config, prefix, images: imageStorage, processor, lists }), {
       prefix,
     });
+    await app.register(async (scope) => registerHistory(scope, { deps: { db: db.kysely, images: imageStorage }, prefix }), { prefix });
   }
+  scheduleRetention(app, () => applyRetention(db.kysely, imageStorage, config.historyDays, config.images.cleanupGraceMs));
   // After the content routes: its tools are built from their schemas.
   await registerMcp(app, {
     deps: { db: db.kysely, images: imageStorage, warn: (message, error) => app.log.warn({ err: error }, message) },
@@ -161,4 +165,20 @@ async function configuredImages(config: Config, db: Db, app: FastifyInstance): P
     app.log.info({ ...removed, storage: config.images.storage }, 'removed staged uploads and unreferenced images left by an earlier crash');
   }
   return storage;
+}
+
+/** Retention runs hourly, on every node: a run that finds nothing older removes nothing. */
+const RETENTION_EVERY_MS = 60 * 60 * 1000;
+
+function scheduleRetention(app: FastifyInstance, run: () => Promise<{ changes: number; images: number }>): void {
+  const once = () =>
+    run().then(
+      (removed) => {
+        if (removed.changes > 0) app.log.info({ removed }, 'removed change history older than HISTORY_DAYS');
+      },
+      (err) => app.log.warn({ err }, 'removing old change history failed'),
+    );
+  const timer = setInterval(once, RETENTION_EVERY_MS);
+  timer.unref();
+  app.addHook('onClose', async () => clearInterval(timer));
 }

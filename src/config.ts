@@ -77,6 +77,11 @@ export interface Config {
      */
     readonly cleanupGraceMs: number;
   };
+  /**
+   * Days of change history kept (HISTORY_DAYS): older changes and revisions are removed, except the
+   * latest revision of each record that exists (docs/history.md).
+   */
+  readonly historyDays: number;
   /** Work on image pixels: uploads under their page's rules, and sizes and formats made on request. */
   readonly imageProcessing: {
     /** Images processed at once per process; each holds its file and decoded pixels (IMAGE_PROCESSING_CONCURRENCY). */
@@ -301,6 +306,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       storage: imageStorage,
       cleanupGraceMs: integer(env, 'IMAGE_CLEANUP_GRACE_SECONDS', 3600, 0, 30 * 24 * 3600) * 1000,
     }),
+    historyDays: integer(env, 'HISTORY_DAYS', 90, 1, 36_500),
     imageProcessing: Object.freeze({
       concurrency: integer(env, 'IMAGE_PROCESSING_CONCURRENCY', 2, 1, 64),
       variantsPerImage: integer(env, 'IMAGE_VARIANTS_PER_IMAGE', 20, 1, 1000),

@@ -94,6 +94,13 @@ export class UnsupportedMediaTypeError extends AppError {
   }
 }
 
+/** A feed cursor older than the history kept: the changes after it are gone, so the client must resync. */
+export class CursorExpiredError extends AppError {
+  constructor(detail: string) {
+    super(410, 'Cursor expired', detail);
+  }
+}
+
 /**
  * A dependency (the database, Redis) cannot answer now; the client may try again after
  * `retryAfter` seconds, which the problem handler sends as Retry-After.

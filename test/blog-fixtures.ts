@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { TestContext } from 'node:test';
 import sharp from 'sharp';
 import type { Config, ImageStorageKind } from '../src/config.js';
+import { applyRetention } from '../src/content/history/history.service.js';
 import { DatabaseImageStorage } from '../src/storage/database-image-storage.js';
 import type { ImageStorage } from '../src/storage/image-storage.js';
 import { LocalImageStorage } from '../src/storage/local-image-storage.js';
@@ -67,6 +68,14 @@ export const DRIVERS: readonly ImageStorageKind[] = ['local', 'database'];
 /** A storage over the same folder or database as the app's own. */
 export function storageOf(app: BlogTestApp): ImageStorage {
   return app.config.images.storage === 'database' ? new DatabaseImageStorage(app.db.kysely) : new LocalImageStorage(app.imagesDir);
+}
+
+/**
+ * Retention with nothing kept but each existing record's latest revision: the images that only
+ * older revisions (or deleted records) showed are then removed, as HISTORY_DAYS later would.
+ */
+export async function forgetHistory(app: BlogTestApp): Promise<void> {
+  await applyRetention(app.db.kysely, storageOf(app), 0, 0, new Date(Date.now() + 1000));
 }
 
 /** What the app's storage holds, whichever the driver: committed image names and staged objects. */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
+import { SYSTEM_ACTOR } from '../src/content/history/change-log.js';
 import { savePage } from '../src/content/pages/page.service.js';
 import { createDemoClient, demoRedirectUris } from '../src/oauth/clients/client.service.js';
 import { listConnections } from '../src/oauth/connections/connection.service.js';
@@ -19,10 +20,20 @@ async function signIn(page: Page, a: OAuthTestApp) {
 }
 
 async function addPages(a: OAuthTestApp) {
-  const home = await savePage(a.db.kysely, a.site.siteId, { page_usertitle: 'Home', page_menuname: 'Home', page_parent: 0, page_order: 1 });
-  const about = await savePage(a.db.kysely, a.site.siteId, { page_usertitle: 'About us', page_parent: 0, page_order: 2 });
-  await savePage(a.db.kysely, a.site.siteId, { page_usertitle: 'Our team', page_parent: about.record.page, page_order: 1 });
-  await savePage(a.db.kysely, a.site.siteId, { page_usertitle: 'History', page_parent: about.record.page, page_order: 2, page_privacy: 1 });
+  const home = await savePage(
+    a.db.kysely,
+    a.site.siteId,
+    { page_usertitle: 'Home', page_menuname: 'Home', page_parent: 0, page_order: 1 },
+    SYSTEM_ACTOR,
+  );
+  const about = await savePage(a.db.kysely, a.site.siteId, { page_usertitle: 'About us', page_parent: 0, page_order: 2 }, SYSTEM_ACTOR);
+  await savePage(a.db.kysely, a.site.siteId, { page_usertitle: 'Our team', page_parent: about.record.page, page_order: 1 }, SYSTEM_ACTOR);
+  await savePage(
+    a.db.kysely,
+    a.site.siteId,
+    { page_usertitle: 'History', page_parent: about.record.page, page_order: 2, page_privacy: 1 },
+    SYSTEM_ACTOR,
+  );
   return home.record.page;
 }
 

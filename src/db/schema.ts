@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { ApiCredentialsTable, SitesTable, SiteUsersTable, UsersTable } from '../accounts/account.table.js';
 import type { BlogImagesTable, BlogsTable } from '../content/blogs/blog.table.js';
+import type { ChangeCountersTable, ContentChangesTable } from '../content/history/history.table.js';
 import type { PagesTable } from '../content/pages/page.table.js';
 import type { ContentTotalsTable } from '../content/shared/content-totals.table.js';
 import type { OAuthTables } from '../oauth/oauth.tables.js';
@@ -19,6 +20,8 @@ export interface Database extends OAuthTables {
   image_chunks: ImageChunksTable;
   image_variants: ImageVariantsTable;
   content_totals: ContentTotalsTable;
+  change_counters: ChangeCountersTable;
+  content_changes: ContentChangesTable;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { type BlogInput, type BlogRecord, saveBlog } from '../content/blogs/blog.service.js';
+import { SYSTEM_ACTOR } from '../content/history/change-log.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp } from '../db/time.js';
 import type { ImageStorage } from '../storage/image-storage.js';
@@ -63,7 +64,7 @@ export async function seedDemoBlogs(db: DbHandle, siteId: number, blogPageId: nu
   ];
   const saved: BlogRecord[] = [];
   for (const article of articles) {
-    const { record } = await saveBlog({ db, images: NO_IMAGES }, siteId, { page: blogPageId, ...article });
+    const { record } = await saveBlog({ db, images: NO_IMAGES }, siteId, { page: blogPageId, ...article }, SYSTEM_ACTOR);
     saved.push(record);
   }
   return saved;

@@ -1,6 +1,7 @@
 import { createCredential, createSite, createUser } from '../accounts/account.service.js';
 import { randomToken } from '../accounts/secrets.js';
 import type { Config } from '../config.js';
+import { SYSTEM_ACTOR } from '../content/history/change-log.js';
 import { savePage } from '../content/pages/page.service.js';
 import type { DbHandle } from '../db/schema.js';
 import { inTransaction, lockInTransaction } from '../db/transaction.js';
@@ -59,16 +60,21 @@ export async function seedDemo(db: DbHandle, config: Config, options: SeedOption
 /** Creates `tree` under `parent` through the page service; returns the page id of every key. */
 async function createPages(db: DbHandle, siteId: number, tree: readonly DemoPage[], parent: number, ids = new Map<string, number>()) {
   for (const [index, page] of tree.entries()) {
-    const { record } = await savePage(db, siteId, {
-      page_usertitle: page.title,
-      page_menuname: page.title,
-      page_parent: parent,
-      page_order: index + 1,
-      page_issubmenu: page.children?.length ?? 0,
-      page_summary: page.summary,
-      page_html_content: page.html,
-      page_privacy: page.privacy ?? 0,
-    });
+    const { record } = await savePage(
+      db,
+      siteId,
+      {
+        page_usertitle: page.title,
+        page_menuname: page.title,
+        page_parent: parent,
+        page_order: index + 1,
+        page_issubmenu: page.children?.length ?? 0,
+        page_summary: page.summary,
+        page_html_content: page.html,
+        page_privacy: page.privacy ?? 0,
+      },
+      SYSTEM_ACTOR,
+    );
     ids.set(page.key, record.page);
     if (page.children) await createPages(db, siteId, page.children, record.page, ids);
   }

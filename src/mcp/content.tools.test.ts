@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildBlogApp, storageOf } from '../../test/blog-fixtures.js';
+import { SYSTEM_ACTOR } from '../content/history/change-log.js';
 import { contentTools, MCP_BLOG_FIELDS, MCP_PAGE_FIELDS, MCP_PAGE_SIZE } from './content.tools.js';
 
 /** Words of a realistic text, as bench/seed.ts writes them. */
@@ -47,17 +48,20 @@ test('the MCP list tools answer 20 records of a few fields unless asked, well un
   ] as const) {
     const tool = tools.get(name)!;
     assert.match(tool.description, /Over MCP: pageSize defaults to 20/);
-    const answer = (await tool.run(deps, app.site.siteId, tool.validate({}))) as { data: Record<string, unknown>[]; meta: object };
+    const answer = (await tool.run(deps, app.site.siteId, tool.validate({}), SYSTEM_ACTOR)) as {
+      data: Record<string, unknown>[];
+      meta: object;
+    };
     assert.equal(answer.data.length, MCP_PAGE_SIZE);
     assert.deepEqual(answer.meta, { total: 60 + (name === 'list_pages' ? 1 : 0), offset: 0, pageSize: MCP_PAGE_SIZE });
     assert.deepEqual(Object.keys(answer.data[0]!).sort(), [...ids, ...fields].sort());
     const small = estimatedTokens(answer);
-    const full = estimatedTokens(await tool.run(deps, app.site.siteId, tool.validate({ allFields: 'true', pageSize: 200 })));
-    const lean = estimatedTokens(await tool.run(deps, app.site.siteId, tool.validate({ allFields: 'false' })));
+    const full = estimatedTokens(await tool.run(deps, app.site.siteId, tool.validate({ allFields: 'true', pageSize: 200 }), SYSTEM_ACTOR));
+    const lean = estimatedTokens(await tool.run(deps, app.site.siteId, tool.validate({ allFields: 'false' }), SYSTEM_ACTOR));
     figures.push(`${name}: default ${small} tokens; 20 records allFields=false ${lean}; 200 records, every field ${full}`);
     assert.ok(small < 10_000, `${name}: ${small} tokens, not well under 25,000`);
     // Asking for more still works: every field of 20 records.
-    const every = (await tool.run(deps, app.site.siteId, tool.validate({ allFields: 'true' }))) as { data: object[] };
+    const every = (await tool.run(deps, app.site.siteId, tool.validate({ allFields: 'true' }), SYSTEM_ACTOR)) as { data: object[] };
     assert.ok(Object.keys(every.data[0]!).length > 30);
   }
   t.diagnostic(figures.join('\n'));

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Scope } from '../auth/principal.js';
 import type { BlogField } from '../content/blogs/blog.fields.js';
 import * as blogs from '../content/blogs/blog.service.js';
+import type { ActorRef } from '../content/history/change-log.js';
 import type { PageField } from '../content/pages/page.fields.js';
 import * as pages from '../content/pages/page.service.js';
 import { type Listed, listMeta } from '../content/shared/envelope.js';
@@ -19,7 +20,8 @@ export interface ToolDeps {
 }
 
 type Input = Record<string, unknown>;
-type Run = (deps: ToolDeps, siteId: number, input: Input) => Promise<Record<string, unknown>>;
+/** A tool's work for the caller's website; `actor` is who its writes are recorded as (the MCP connection). */
+type Run = (deps: ToolDeps, siteId: number, input: Input, actor: ActorRef) => Promise<Record<string, unknown>>;
 
 /** Which part of the REST request a tool's arguments stand for: it decides the schema and the validator. */
 type Part = 'querystring' | 'params' | 'body';
@@ -126,7 +128,7 @@ const OPERATIONS: readonly Operation[] = [
     endpoint: '/api/page',
     part: 'body',
     note: WRITE_NOTE,
-    run: async (d, site, input) => saved(await pages.savePage(d.db, site, input as pages.PageInput)),
+    run: async (d, site, input, actor) => saved(await pages.savePage(d.db, site, input as pages.PageInput, actor)),
   },
   {
     name: 'delete_page',
@@ -134,8 +136,8 @@ const OPERATIONS: readonly Operation[] = [
     endpoint: '/api/page/:id',
     part: 'params',
     note: DELETE_NOTE,
-    run: async (d, site, input) => {
-      await pages.deletePage(d.db, site, id(input));
+    run: async (d, site, input, actor) => {
+      await pages.deletePage(d.db, site, id(input), actor);
       return { deleted: id(input) };
     },
   },
@@ -160,7 +162,7 @@ const OPERATIONS: readonly Operation[] = [
     endpoint: '/api/blog',
     part: 'body',
     note: WRITE_NOTE,
-    run: async (d, site, input) => saved(await blogs.saveBlog(d, site, input as blogs.BlogInput)),
+    run: async (d, site, input, actor) => saved(await blogs.saveBlog(d, site, input as blogs.BlogInput, actor)),
   },
   {
     name: 'delete_blog',
@@ -168,8 +170,8 @@ const OPERATIONS: readonly Operation[] = [
     endpoint: '/api/blog/:id',
     part: 'params',
     note: DELETE_NOTE,
-    run: async (d, site, input) => {
-      await blogs.deleteBlog(d, site, id(input));
+    run: async (d, site, input, actor) => {
+      await blogs.deleteBlog(d, site, id(input), actor);
       return { deleted: id(input) };
     },
   },

@@ -8,6 +8,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { type CallToolResult, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hasScope, type Principal } from '../auth/principal.js';
+import { actorOf } from '../content/history/change-log.js';
 import { AppError, ForbiddenError } from '../errors.js';
 import { PROBLEM_TYPE_BASE } from '../http/problem.js';
 import type { ContentTool, ToolDeps } from './content.tools.js';
@@ -91,7 +92,7 @@ function serverFor(
       return problemResult(new ForbiddenError(`The tool ${tool.name} needs the scope ${tool.scope}.`, tool.scope));
     try {
       const input = tool.validate(call.args);
-      const output = await tool.run(deps, principal.siteId, input);
+      const output = await tool.run(deps, principal.siteId, input, actorOf(principal, 'mcp'));
       return { content: [{ type: 'text', text: JSON.stringify(output) }], structuredContent: output };
     } catch (error) {
       if (error instanceof AppError) return problemResult(error);

@@ -17,13 +17,14 @@ export function openapiOptions(config: Config): SwaggerOptions {
         title: 'Content API',
         version: packageVersion(),
         description:
-          'Pages and blogs of one website. The page and blog endpoints (/api/page…, /api/blog…) are also served under /webapps/api/… with the same behaviour, and answer their own reference in Markdown to `Accept: text/markdown` at both addresses; every other endpoint, the OAuth ones included, has the one address listed here. Errors are RFC 9457 `application/problem+json` (the `Problem` schema); the OAuth endpoints under /api/auth answer RFC 6749 errors instead, except a 429 beyond a rate limit.',
+          'Pages and blogs of one website. The page and blog endpoints (/api/page…, /api/blog…) and the change feed (/api/changes) are also served under /webapps/api/… with the same behaviour, and answer their own reference in Markdown to `Accept: text/markdown` at both addresses; every other endpoint, the OAuth ones included, has the one address listed here. Errors are RFC 9457 `application/problem+json` (the `Problem` schema); the OAuth endpoints under /api/auth answer RFC 6749 errors instead, except a 429 beyond a rate limit.',
       },
       servers: [{ url: config.publicUrl }],
       // Declared tags set the order of /docs: the content first, the authorization server last.
       tags: [
         { name: 'pages', description: 'The website’s pages' },
         { name: 'blogs', description: 'Blog articles, with their images' },
+        { name: 'changes', description: 'The change feed: every change of a page or blog, by whom, in order (docs/history.md)' },
         { name: 'images', description: 'Uploaded image files; public' },
         { name: 'oauth', description: 'The OAuth 2.0 authorization server (docs/oauth.md); its errors are RFC 6749 JSON' },
       ],

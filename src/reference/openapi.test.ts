@@ -132,14 +132,15 @@ test('every GET of the document lists 304 when, and only when, it answers 200 wi
   assert.equal(posted.statusCode, 201, posted.body);
   const blog = json(posted).data[0];
   const doc = json(await a.app.inject({ url: '/api/openapi.json' }));
-  const pathValues: Record<string, string> = {
-    '/api/page/{id}': String(a.pageId),
-    '/api/blog/{id}': String(blog.info_id),
-    '/images/{name}': String(blog.info_img).replace('/images/', ''),
+  const values: Record<string, Record<string, string>> = {
+    page: { id: String(a.pageId), revision: '1' },
+    blog: { id: String(blog.info_id), revision: '1' },
+    images: { name: String(blog.info_img).replace('/images/', '') },
   };
   const gets = operations(doc).filter(([, method, operation]) => method === 'get' && operation.responses['200']);
   for (const [path, , operation] of gets) {
-    const url = path.replace(/\{\w+\}/, () => pathValues[path] ?? assert.fail(`a value for ${path}`));
+    const of = values[path.split('/')[path.startsWith('/api/') ? 2 : 1]!] ?? {};
+    const url = path.replace(/\{(\w+)\}/g, (_, name: string) => of[name] ?? assert.fail(`a value for ${name} in ${path}`));
     const first = await a.app.inject({ url, headers: a.site.headers });
     assert.equal(first.statusCode, 200, `${path}: ${first.body}`);
     const etag = first.headers.etag;
@@ -170,7 +171,7 @@ test('/webapps/api/… serves the page and blog endpoints and their Markdown ref
   const { app, site } = await buildTestApp(t);
   const doc = json(await app.inject({ url: '/api/openapi.json' }));
   assert.match(doc.info.description, /page and blog endpoints .* also served under \/webapps\/api/);
-  const twinned = (path: string) => /^\/api\/(page|blog)(\/|$)/.test(path);
+  const twinned = (path: string) => /^\/api\/(page|blog|changes)(\/|$)/.test(path);
   const paths = [...operations(doc), ['/api/openapi.json', 'get', {}] as [string, string, Doc]];
   assert.ok(paths.filter(([path]) => twinned(path)).length >= 8);
   for (const [path, method] of paths) {

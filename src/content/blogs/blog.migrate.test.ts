@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { type BlogTestApp, buildBlogApp, filesIn, image, postForm } from '../../../test/blog-fixtures.js';
+import { type BlogTestApp, buildBlogApp, filesIn, forgetHistory, image, postForm } from '../../../test/blog-fixtures.js';
 import { addTestSite, createTestDatabase, json } from '../../../test/helpers.js';
 import { buildApp } from '../../app.js';
 import { testConfig } from '../../config.js';
@@ -102,6 +102,8 @@ test('migrateMode keeps populated images and adds only originals not seen before
   ).data[0];
   assert.notEqual(normal.info_img, start.info_img);
   assert.deepEqual(normal.info_more_images, []);
+  assert.equal((await filesIn(app.imagesDir)).length, 6, 'replaced files stay while a revision shows them');
+  await forgetHistory(app);
   assert.equal((await filesIn(app.imagesDir)).length, 1, 'replaced files nobody uses are removed');
 });
 

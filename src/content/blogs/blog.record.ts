@@ -49,6 +49,16 @@ export function toBlogRecord(row: BlogRow): BlogRecord {
   return record as BlogRecord;
 }
 
+/** The columns of a record: toBlogRecord undone (a revision, restored). */
+export function blogRowOf(record: BlogRecord): BlogRow {
+  const row = {} as Record<string, unknown>;
+  for (const field of FIELDS) row[field] = record[field];
+  row.info_img_json = record.info_img_json ? JSON.stringify(record.info_img_json) : '';
+  row.info_more_images = JSON.stringify(record.info_more_images);
+  row.info_blog_comments_on = record.info_blog_comments_on ? 1 : 0;
+  return row as BlogRow;
+}
+
 /** What a blog row stores beside its columns: its record's JSON text and strong ETag. */
 export function storedBlog(row: BlogRow): StoredRecord {
   return storedRecord(toBlogRecord(row));

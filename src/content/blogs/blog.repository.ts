@@ -124,7 +124,8 @@ export async function replaceBlogImages(db: DbHandle, siteId: number, id: number
 
 /**
  * Whether any record of any website still refers to an image path: an image field, a blog's list
- * of images, or HTML that embeds it. Used before removing a file, so sharing a path is safe.
+ * of images, or HTML that embeds it, in a record or in a kept revision of one. Used before
+ * removing a file, so sharing a path is safe.
  */
 export async function imagePathInUse(db: DbHandle, path: string): Promise<boolean> {
   const quoted = `%${JSON.stringify(path).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -158,7 +159,10 @@ export async function imagePathInUse(db: DbHandle, path: string): Promise<boolea
     )
     .limit(1)
     .executeTakeFirst();
-  return page !== undefined;
+  if (page) return true;
+  // A kept revision may be restored: its images stay until retention removes the revision.
+  const revision = await db.selectFrom('content_changes').select('seq').where(like('record_json', inside)).limit(1).executeTakeFirst();
+  return revision !== undefined;
 }
 
 /** Which of `paths` a blog's image rows name (indexed: the cheap first check of the start-up sweep). */

@@ -10,9 +10,10 @@ import {
   newImageName,
   thumbnailNameOf,
 } from '../../storage/image-storage.js';
+import { cliActor } from '../history/change-log.js';
 import { lockImageReferences } from '../shared/image-references.js';
 import { blogSearchText } from '../shared/search-text.js';
-import { findForWrite, storeRecord } from '../shared/stored-records.js';
+import { findForWrite, storeChanged } from '../shared/stored-records.js';
 import { processUpload } from './blog.image-processing.js';
 import { rulesKey, rulesOfPage } from './blog.image-rules.js';
 import { metadataOf, type ReceivedImage } from './blog.images.js';
@@ -172,7 +173,7 @@ async function reprocessOne(deps: ReprocessDeps, row: Row, rules: ImageRules): P
         row.info_id,
         rows.map((r) => (r.path === row.path ? newRow : r)),
       );
-      await storeRecord(trx, BLOGS, row.site_id, row.info_id);
+      await storeChanged(trx, BLOGS, row.site_id, row.info_id, 'update', cliActor('images reprocess'));
       // Last step before COMMIT, as for an upload.
       await deps.images.commit(made.staged, made.name, trx);
       committed.push(made.name);

@@ -9,6 +9,7 @@ import type { Budget } from '../../http/budget.js';
 import { validatorFor } from '../../http/validation.js';
 import type { ImageProcessor } from '../../storage/image-processor.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
+import { actorOf } from '../history/change-log.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { acceptContentBodies, patchOptions, takingForms } from '../shared/form-body.js';
@@ -93,10 +94,11 @@ export async function registerBlogs(
       const options = { migrate: queryBoolean(request.query.migrateMode), precondition: ifMatch(request) };
       // A multipart form is read first: its credentials may be among its fields.
       const form = request.isMultipart() ? await readBlogForm(request, images, config.uploads, checkData) : undefined;
-      const { siteId, defaultPage } = principalOf(request);
+      const principal = principalOf(request);
+      const { siteId, defaultPage } = principal;
       const saved = form
-        ? await blogs.saveBlog(deps, siteId, form.data, { ...options, defaultPage, uploads: form.uploads })
-        : await blogs.saveBlog(deps, siteId, request.body ?? {}, { ...options, defaultPage });
+        ? await blogs.saveBlog(deps, siteId, form.data, actorOf(principal), { ...options, defaultPage, uploads: form.uploads })
+        : await blogs.saveBlog(deps, siteId, request.body ?? {}, actorOf(principal), { ...options, defaultPage });
       return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
     },
   );
@@ -106,7 +108,8 @@ export async function registerBlogs(
     patchOptions(app, write, { prefix, noun: 'blog', record: BlogWrite, written: BlogWritten, description: DOCS.patch }),
     async (request, reply) => {
       const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'blog') };
-      const saved = await blogs.saveBlog(deps, principalOf(request).siteId, input, { precondition: ifMatch(request) });
+      const principal = principalOf(request);
+      const saved = await blogs.saveBlog(deps, principal.siteId, input, actorOf(principal), { precondition: ifMatch(request) });
       return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
     },
   );
@@ -115,7 +118,8 @@ export async function registerBlogs(
     '/blog/:id',
     write('Delete a blog', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }),
     async (request, reply) => {
-      await blogs.deleteBlog(deps, principalOf(request).siteId, request.params.id, ifMatch(request));
+      const principal = principalOf(request);
+      await blogs.deleteBlog(deps, principal.siteId, request.params.id, actorOf(principal), ifMatch(request));
       return reply.code(204).send(null);
     },
   );

@@ -2,11 +2,12 @@ import type { Static } from 'typebox';
 import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
-import { BadRequestError, ValidationError } from '../../errors.js';
+import { BadRequestError, ConflictError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/etag.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import type { ImageProcessor } from '../../storage/image-processor.js';
 import { type ImageStorage, imageNameOf, thumbnailNameOf } from '../../storage/image-storage.js';
+import type { ActorRef } from '../history/change-log.js';
 import { pageExists } from '../shared/content.queries.js';
 import type { Listed, Saved } from '../shared/envelope.js';
 import { lockImageReferences } from '../shared/image-references.js';
@@ -14,12 +15,12 @@ import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { blogSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
-import { deleteRow, findForWrite, getRecord, getStored, listStored, storeRecord } from '../shared/stored-records.js';
+import { deleteChanged, findForWrite, findRow, getRecord, getStored, listStored, storeChanged } from '../shared/stored-records.js';
 import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
 import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
 import { processUploads } from './blog.image-processing.js';
 import { type ImagePlan, planImages, type ReceivedImage } from './blog.images.js';
-import { type BlogRecord, toBlogRecord } from './blog.record.js';
+import { type BlogRecord, blogRowOf, toBlogRecord } from './blog.record.js';
 import * as repo from './blog.repository.js';
 import { BLOGS } from './blog.repository.js';
 import type { BlogQuery, BlogWrite } from './blog.schemas.js';
@@ -115,7 +116,13 @@ function imageColumns(plan: ImagePlan): Stored {
  * transaction, removed again if the transaction fails, and staged files not used are discarded.
  * Files the blog stopped showing are removed after the commit when nothing else refers to them.
  */
-export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput, options: SaveOptions = {}): Promise<Saved<BlogRecord>> {
+export async function saveBlog(
+  deps: BlogDeps,
+  siteId: number,
+  input: BlogInput,
+  actor: ActorRef,
+  options: SaveOptions = {},
+): Promise<Saved<BlogRecord>> {
   const received = options.uploads ?? [];
   let uploads = received;
   const committed: string[] = [];
@@ -145,8 +152,8 @@ export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput,
       };
       const result =
         input.id === undefined
-          ? await insert(trx, siteId, changes, imageRequest, options.defaultPage)
-          : await update(trx, siteId, input.id, changes, imageRequest, options.precondition);
+          ? await insert(trx, siteId, changes, imageRequest, actor, options.defaultPage)
+          : await update(trx, siteId, input.id, changes, imageRequest, actor, options.precondition);
       // Last step before COMMIT: the files get their public names (a database storage names
       // them in this transaction, so they become visible with the record).
       for (const upload of result.plan.commit) {
@@ -173,7 +180,14 @@ export async function saveBlog(deps: BlogDeps, siteId: number, input: BlogInput,
 
 type ImageRequestOf = Parameters<typeof planImages>[1];
 
-async function insert(db: DbHandle, siteId: number, changes: Stored, images: ImageRequestOf, defaultPage: number | undefined) {
+async function insert(
+  db: DbHandle,
+  siteId: number,
+  changes: Stored,
+  images: ImageRequestOf,
+  actor: ActorRef,
+  defaultPage: number | undefined,
+) {
   if (changes.page === undefined) {
     if (defaultPage === undefined) {
       throw new ValidationError([
@@ -209,7 +223,7 @@ async function insert(db: DbHandle, siteId: number, changes: Stored, images: Ima
   if (!row.info_filename) row.info_filename = await uniqueFilename(db, siteId, slugify(row.info_title, 'blog'));
   const id = await repo.insertBlog(db, { ...row, site_id: siteId, search_text: blogSearchText(row) });
   await saveImageRows(db, siteId, id, plan);
-  return { ...(await storeRecord(db, BLOGS, siteId, id)), plan };
+  return { ...(await storeChanged(db, BLOGS, siteId, id, 'create', actor)), plan };
 }
 
 /** The blog's image originals as the plan leaves them (migrateMode dedups against these). */
@@ -222,7 +236,15 @@ function saveImageRows(db: DbHandle, siteId: number, id: number, plan: ImagePlan
   );
 }
 
-async function update(db: DbHandle, siteId: number, id: number, changes: Stored, images: ImageRequestOf, precondition?: Precondition) {
+async function update(
+  db: DbHandle,
+  siteId: number,
+  id: number,
+  changes: Stored,
+  images: ImageRequestOf,
+  actor: ActorRef,
+  precondition?: Precondition,
+) {
   const currentRow = await findForWrite(db, BLOGS, siteId, id, precondition);
   const current = toBlogRecord(currentRow);
   if (changes.page !== undefined && changes.page !== currentRow.page) await checkPage(db, siteId, Number(changes.page));
@@ -245,7 +267,47 @@ async function update(db: DbHandle, siteId: number, id: number, changes: Stored,
   if (diff.info_img !== undefined || diff.info_more_images !== undefined) {
     await saveImageRows(db, siteId, id, plan);
   }
-  return { ...(await storeRecord(db, BLOGS, siteId, id)), plan };
+  return { ...(await storeChanged(db, BLOGS, siteId, id, 'update', actor)), plan };
+}
+
+/**
+ * Makes `record` (a revision of blog `id`) the blog's content again, as `actor`: the blog is
+ * updated, or inserted again under its id when it was deleted. Its page must still exist (409).
+ * The images it shows are still stored: a kept revision's images are never removed. Of the
+ * upload rows that migrateMode recognises originals by, those of the images it still shows stay.
+ */
+export async function restoreBlog(
+  db: DbHandle,
+  siteId: number,
+  id: number,
+  record: BlogRecord,
+  actor: ActorRef,
+  precondition?: Precondition,
+): Promise<Saved<BlogRecord>> {
+  return inTransaction(db, async (tx) => {
+    await lockImageReferences(tx, 'shared');
+    const current = await findRow(tx, BLOGS, siteId, id, true);
+    precondition?.(current?.etag);
+    const { info_id: _id, ...row } = blogRowOf(record);
+    if (!(await pageExists(tx, siteId, row.page))) {
+      throw new ConflictError(`Blog ${id}'s page, page ${row.page}, no longer exists: restore it first, or move the blog after restoring.`);
+    }
+    const columns = { ...row, cid: siteId, info_timestamp: now(), search_text: blogSearchText(row) };
+    if (current) {
+      await repo.updateBlog(tx, siteId, id, columns);
+      const shown = new Set([record.info_img, ...record.info_more_images]);
+      const rows = await repo.listBlogImages(tx, siteId, id);
+      await repo.replaceBlogImages(
+        tx,
+        siteId,
+        id,
+        rows.filter((r) => shown.has(r.path)),
+      );
+    } else {
+      await repo.insertBlog(tx, { ...columns, info_id: id, site_id: siteId });
+    }
+    return { ...(await storeChanged(tx, BLOGS, siteId, id, 'restore', actor)), created: !current };
+  });
 }
 
 /**
@@ -270,12 +332,12 @@ async function removeUnused(deps: BlogDeps, paths: readonly string[]): Promise<v
  * DELETE: the blog, its image rows, and then its files that nothing else uses. Joins a caller's
  * transaction like saveBlog; files are then kept (removeUnused).
  */
-export async function deleteBlog(deps: BlogDeps, siteId: number, id: number, precondition?: Precondition): Promise<void> {
+export async function deleteBlog(deps: BlogDeps, siteId: number, id: number, actor: ActorRef, precondition?: Precondition): Promise<void> {
   const removed = await inTransaction(deps.db, async (trx) => {
     const row = await findForWrite(trx, BLOGS, siteId, id, precondition);
     const record = toBlogRecord(row);
     const rows = await repo.listBlogImages(trx, siteId, id);
-    await deleteRow(trx, BLOGS, siteId, id);
+    await deleteChanged(trx, BLOGS, siteId, id, row, actor);
     return [record.info_img, ...record.info_more_images, ...rows.map((r) => r.path)].filter((p) => p !== '');
   });
   await removeUnused(deps, [...new Set(removed)]);

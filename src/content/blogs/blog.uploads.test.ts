@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
-import { buildBlogApp, filesIn, image, noisyJpeg, postForm } from '../../../test/blog-fixtures.js';
+import { buildBlogApp, filesIn, forgetHistory, image, noisyJpeg, postForm } from '../../../test/blog-fixtures.js';
 import { json } from '../../../test/helpers.js';
 
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n');
@@ -261,6 +261,8 @@ test('replacing and deleting remove the files no record uses any more, and keep 
   const after = json(replaced).data[0];
   assert.notEqual(after.info_img, first.info_img);
   assert.deepEqual(after.info_more_images, [three]);
+  assert.ok((await filesIn(app.imagesDir)).includes(name(two)), 'the dropped image stays while a revision shows it');
+  await forgetHistory(app);
   const onDisk = await filesIn(app.imagesDir);
   assert.ok(!onDisk.includes(name(two)), 'the dropped image nobody uses is removed');
   assert.ok(onDisk.includes(name(first.info_img)), 'the old primary image is kept: another blog uses it');
@@ -268,6 +270,8 @@ test('replacing and deleting remove the files no record uses any more, and keep 
 
   const deleted = await app.app.inject({ method: 'DELETE', url: `/api/blog/${first.info_id}`, headers: app.site.headers });
   assert.equal(deleted.statusCode, 204);
+  assert.ok((await filesIn(app.imagesDir)).includes(name(after.info_img)), "the deleted blog's image stays while it can be restored");
+  await forgetHistory(app);
   const left = await filesIn(app.imagesDir);
   assert.ok(!left.includes(name(after.info_img)), "the deleted blog's own image is removed");
   assert.ok(left.includes(name(three)), 'an image embedded in a page stays');

@@ -8,6 +8,7 @@ import { buildTestApp, json } from '../../../test/helpers.js';
 import { dialectOf } from '../../db/database.js';
 import type { DbHandle } from '../../db/schema.js';
 import { newImageName } from '../../storage/image-storage.js';
+import { SYSTEM_ACTOR } from '../history/change-log.js';
 import { saveBlog } from './blog.service.js';
 import { removeOrphanImages } from './image-cleanup.js';
 
@@ -94,11 +95,16 @@ for (const driver of DRIVERS) {
     const db = app.db.kysely;
     let drop: Promise<{ statusCode: number; body: string }> | undefined;
     const referring = await db.transaction().execute(async (trx) => {
-      const write = await saveBlog({ db: trx, images: storageOf(app) }, app.site.siteId, {
-        page: app.pageId,
-        info_title: 'Refers to it',
-        info_img: path,
-      });
+      const write = await saveBlog(
+        { db: trx, images: storageOf(app) },
+        app.site.siteId,
+        {
+          page: app.pageId,
+          info_title: 'Refers to it',
+          info_img: path,
+        },
+        SYSTEM_ACTOR,
+      );
       drop = app.app.inject({ method: 'POST', url: '/api/blog', headers: app.site.headers, payload: { id: dropping, info_img: '' } });
       // The drop's clean-up must now wait for this transaction to end.
       await untilWaitingForImageLock(db, drop);

@@ -26,6 +26,15 @@ export function toPageRecord(row: PageRow): PageRecord {
   return record as PageRecord;
 }
 
+/** The columns of a record: toPageRecord undone (a revision, restored). */
+export function pageRowOf(record: PageRecord): PageRow {
+  const row = {} as Record<string, unknown>;
+  for (const field of FIELDS) row[field] = record[field];
+  row.page_crop_aspect = record.page_crop_aspect ? 1 : 0;
+  row.page_crop_aspect_thumbs = record.page_crop_aspect_thumbs ? 1 : 0;
+  return row as PageRow;
+}
+
 /** What a page row stores beside its columns: its record's JSON text and strong ETag. */
 export function storedPage(row: PageRow): StoredRecord {
   return storedRecord(toPageRecord(row));

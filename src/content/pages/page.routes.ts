@@ -6,6 +6,7 @@ import { principalOf } from '../../auth/authenticate.js';
 import type { DbHandle } from '../../db/schema.js';
 import type { Budget } from '../../http/budget.js';
 import { validatorFor } from '../../http/validation.js';
+import { actorOf } from '../history/change-log.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, ifMatch, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { acceptContentBodies, patchOptions, takingForms } from '../shared/form-body.js';
@@ -75,7 +76,8 @@ export async function registerPages(
       validatorFor(app, { schema: PageWrite, method: 'POST', url: `${prefix}/page`, httpPart: 'body' }, 'data'),
     ),
     async (request, reply) => {
-      const saved = await pages.savePage(db, principalOf(request).siteId, request.body ?? {}, ifMatch(request));
+      const principal = principalOf(request);
+      const saved = await pages.savePage(db, principal.siteId, request.body ?? {}, actorOf(principal), ifMatch(request));
       return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
     },
   );
@@ -85,7 +87,8 @@ export async function registerPages(
     patchOptions(app, write, { prefix, noun: 'page', record: PageWrite, written: PageWritten, description: DOCS.patch }),
     async (request, reply) => {
       const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'page') };
-      const saved = await pages.savePage(db, principalOf(request).siteId, input, ifMatch(request));
+      const principal = principalOf(request);
+      const saved = await pages.savePage(db, principal.siteId, input, actorOf(principal), ifMatch(request));
       return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
     },
   );
@@ -94,7 +97,8 @@ export async function registerPages(
     '/page/:id',
     write('Delete a page', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }, [409]),
     async (request, reply) => {
-      await pages.deletePage(db, principalOf(request).siteId, request.params.id, ifMatch(request));
+      const principal = principalOf(request);
+      await pages.deletePage(db, principal.siteId, request.params.id, actorOf(principal), ifMatch(request));
       return reply.code(204).send(null);
     },
   );

@@ -5,6 +5,7 @@ import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/etag.js';
 import type { MaybePromise } from '../../maybe-async.js';
+import type { ActorRef } from '../history/change-log.js';
 import { countBlogsOnPage } from '../shared/content.queries.js';
 import type { Listed, Saved } from '../shared/envelope.js';
 import { lockImageReferences } from '../shared/image-references.js';
@@ -12,10 +13,10 @@ import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { pageSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
-import { deleteRow, findForWrite, getRecord, getStored, listStored, storeRecord } from '../shared/stored-records.js';
+import { deleteChanged, findForWrite, findRow, getRecord, getStored, listStored, storeChanged } from '../shared/stored-records.js';
 import { PAGE_ALIAS, uniqueName } from '../shared/unique-name.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
-import type { PageRecord } from './page.record.js';
+import { type PageRecord, pageRowOf } from './page.record.js';
 import * as repo from './page.repository.js';
 import { PAGES } from './page.repository.js';
 import type { PageQuery, PageWrite } from './page.schemas.js';
@@ -83,8 +84,14 @@ function uniqueAlias(db: DbHandle, siteId: number, wanted: string, self?: number
   return uniqueName(db, PAGE_ALIAS, siteId, wanted, self);
 }
 
-/** POST: insert without `id`, update with it. Returns the saved record. */
-export async function savePage(db: DbHandle, siteId: number, input: PageInput, precondition?: Precondition): Promise<Saved<PageRecord>> {
+/** POST: insert without `id`, update with it, as `actor`. Returns the saved record. */
+export async function savePage(
+  db: DbHandle,
+  siteId: number,
+  input: PageInput,
+  actor: ActorRef,
+  precondition?: Precondition,
+): Promise<Saved<PageRecord>> {
   if (input.id !== undefined && input.page !== undefined && input.page !== input.id) {
     throw new BadRequestError(`The body names two pages: id ${input.id} and page ${input.page}.`);
   }
@@ -95,13 +102,13 @@ export async function savePage(db: DbHandle, siteId: number, input: PageInput, p
     await lockImageReferences(tx, 'shared');
     if (input.id === undefined) {
       precondition?.(undefined);
-      return { ...(await insert(tx, siteId, changes, at)), created: true };
+      return { ...(await insert(tx, siteId, changes, at, actor)), created: true };
     }
-    return { ...(await update(tx, siteId, input.id, changes, at, precondition)), created: false };
+    return { ...(await update(tx, siteId, input.id, changes, at, actor, precondition)), created: false };
   });
 }
 
-async function insert(db: DbHandle, siteId: number, changes: Partial<Record<PageField, string | number>>, at: string) {
+async function insert(db: DbHandle, siteId: number, changes: Partial<Record<PageField, string | number>>, at: string, actor: ActorRef) {
   if (changes.page_parent !== undefined) await checkParent(db, siteId, Number(changes.page_parent), undefined);
   // A page is named by its title or its menu text; one with neither is nothing anybody could find.
   const named = (field: PageField) => typeof changes[field] === 'string' && String(changes[field]).trim() !== '';
@@ -119,7 +126,7 @@ async function insert(db: DbHandle, siteId: number, changes: Partial<Record<Page
     row.page_alias = await uniqueAlias(db, siteId, slugify(row.page_usertitle || row.page_menuname, 'page'));
   }
   const id = await repo.insertPage(db, { ...row, site_id: siteId, search_text: pageSearchText(row) });
-  return storeRecord(db, PAGES, siteId, id);
+  return storeChanged(db, PAGES, siteId, id, 'create', actor);
 }
 
 async function update(
@@ -128,6 +135,7 @@ async function update(
   id: number,
   changes: Partial<Record<PageField, string | number>>,
   at: string,
+  actor: ActorRef,
   precondition?: Precondition,
 ) {
   const currentRow = await findForWrite(db, PAGES, siteId, id, precondition);
@@ -143,13 +151,45 @@ async function update(
     page_lastmodified: at,
     search_text: pageSearchText(merged),
   });
-  return storeRecord(db, PAGES, siteId, id);
+  return storeChanged(db, PAGES, siteId, id, 'update', actor);
+}
+
+/**
+ * Makes `record` (a revision of page `id`) the page's content again, as `actor`: the page is
+ * updated, or inserted again under its id when it was deleted. Its parent must still exist (409
+ * naming it) and may not have come to be below it; its alias must still be free (409).
+ */
+export async function restorePage(
+  db: DbHandle,
+  siteId: number,
+  id: number,
+  record: PageRecord,
+  actor: ActorRef,
+  precondition?: Precondition,
+): Promise<Saved<PageRecord>> {
+  return inTransaction(db, async (tx) => {
+    await lockImageReferences(tx, 'shared');
+    const current = await findRow(tx, PAGES, siteId, id, true);
+    precondition?.(current?.etag);
+    const { page: _id, ...row } = pageRowOf(record);
+    const parent = row.page_parent;
+    if (parent !== 0) {
+      const chain = await repo.ancestryOf(tx, siteId, parent);
+      if (chain.length === 0)
+        throw new ConflictError(`Page ${id}'s parent, page ${parent}, no longer exists: restore or recreate it first.`);
+      if (chain.includes(id)) throw new ConflictError(`Page ${id}'s parent, page ${parent}, is now below it: move it first.`);
+    }
+    const columns = { ...row, page_lastmodified: now(), search_text: pageSearchText(row) };
+    if (current) await repo.updatePage(tx, siteId, id, columns);
+    else await repo.insertPage(tx, { ...columns, page: id, site_id: siteId });
+    return { ...(await storeChanged(tx, PAGES, siteId, id, 'restore', actor)), created: !current };
+  });
 }
 
 /** DELETE: only a page without sub pages and without blogs. */
-export async function deletePage(db: DbHandle, siteId: number, id: number, precondition?: Precondition): Promise<void> {
+export async function deletePage(db: DbHandle, siteId: number, id: number, actor: ActorRef, precondition?: Precondition): Promise<void> {
   await inTransaction(db, async (trx) => {
-    await findForWrite(trx, PAGES, siteId, id, precondition);
+    const row = await findForWrite(trx, PAGES, siteId, id, precondition);
     const children = await repo.countChildren(trx, siteId, id);
     if (children > 0) {
       throw new ConflictError(`Page ${id} still has ${children} sub page(s); move or delete them first.`);
@@ -158,7 +198,7 @@ export async function deletePage(db: DbHandle, siteId: number, id: number, preco
     if (blogs > 0) {
       throw new ConflictError(`Page ${id} still holds ${blogs} blog(s); move or delete them first.`);
     }
-    await deleteRow(trx, PAGES, siteId, id);
+    await deleteChanged(trx, PAGES, siteId, id, row, actor);
   });
 }
 

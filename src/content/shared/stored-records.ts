@@ -13,6 +13,7 @@ import type { Database, DbHandle } from '../../db/schema.js';
 import { NotFoundError } from '../../errors.js';
 import type { Precondition } from '../../http/etag.js';
 import { andThen, type MaybePromise } from '../../maybe-async.js';
+import { type ActorRef, type ChangeOp, type RecordType, recordChange } from '../history/change-log.js';
 import { listTotal } from './content.queries.js';
 import { type KeyPart, type KeysetCursor, keysetCursor } from './cursor.js';
 import type { Listed } from './envelope.js';
@@ -67,8 +68,8 @@ export interface SortOrder {
  * where the shared code knows neither.
  */
 interface StoredResource<T extends StoredTable, Row, R, F> {
-  /** Its name in messages ("There is no page 3 on this website."). */
-  readonly noun: string;
+  /** Its name in messages ("There is no page 3 on this website.") and its type in the change log. */
+  readonly noun: RecordType;
   readonly table: T;
   /** The primary key column: a record's id. */
   readonly id: string;
@@ -149,7 +150,7 @@ function readStored(db: DbHandle, r: AnyResource, siteId: number, id: number): M
  * A record's columns and its stored ETag (for If-Match). `lock` takes a row lock so a check and
  * the write after it see the same row (PostgreSQL; SQLite writes are serial already).
  */
-async function findRow<Row>(
+export async function findRow<Row>(
   db: DbHandle,
   r: AnyResource<Row>,
   siteId: number,
@@ -185,7 +186,7 @@ async function writeStored(
     .execute();
 }
 
-export async function deleteRow(db: DbHandle, r: AnyResource, siteId: number, id: number): Promise<void> {
+async function deleteRow(db: DbHandle, r: AnyResource, siteId: number, id: number): Promise<void> {
   await db.deleteFrom(r.table).where('site_id', '=', siteId).where(sql.ref(r.id), '=', id).execute();
 }
 
@@ -354,13 +355,44 @@ export async function storeRecord<R>(
   r: AnyResource<unknown, R>,
   siteId: number,
   id: number,
-): Promise<{ record: R; etag: string }> {
+): Promise<{ record: R; etag: string; recordJson: string }> {
   const row = await findRow(db, r, siteId, id);
   if (!row) throw new Error(`${r.noun} ${id} vanished inside its own write`);
   const record = r.toRecord(row);
   const stored = storedRecord(record as object);
   await writeStored(db, r, siteId, id, { ...stored, ...r.sortKeys(row) });
-  return { record, etag: stored.etag };
+  return { record, etag: stored.etag, recordJson: stored.record_json };
+}
+
+/**
+ * The last step of every write of a record: its stored record (storeRecord), and the change in the
+ * change log, with the record as the API returns it.
+ */
+export async function storeChanged<R>(
+  db: DbHandle,
+  r: AnyResource<unknown, R>,
+  siteId: number,
+  id: number,
+  op: Exclude<ChangeOp, 'delete'>,
+  actor: ActorRef,
+): Promise<{ record: R; etag: string }> {
+  const { record, etag, recordJson } = await storeRecord(db, r, siteId, id);
+  await recordChange(db, { siteId, type: r.noun, id, op, actor, recordJson });
+  return { record, etag };
+}
+
+/** Deletes a record found for the write (findForWrite) and logs the change, with the record as it was. */
+export async function deleteChanged<Row>(
+  db: DbHandle,
+  r: AnyResource<Row>,
+  siteId: number,
+  id: number,
+  row: Row,
+  actor: ActorRef,
+): Promise<void> {
+  await deleteRow(db, r, siteId, id);
+  const { record_json } = storedRecord(r.toRecord(row) as object);
+  await recordChange(db, { siteId, type: r.noun, id, op: 'delete', actor, recordJson: record_json });
 }
 
 /** How a list is shown, as its query string asks: the order, its direction, and the fields. */

@@ -1,0 +1,399 @@
+/**
+ * What the change log answers: the feed of a website's changes, a record's revisions, restoring
+ * one, undoing what one application did, and retention. Everything here reads the log that the
+ * page and blog services write (change-log.ts).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type SqlBool, sql } from 'kysely';
+import type { DbHandle } from '../../db/schema.js';
+import { formatTimestamp } from '../../db/time.js';
+import { inTransaction } from '../../db/transaction.js';
+import { AppError, CursorExpiredError, NotFoundError, ValidationError } from '../../errors.js';
+import type { Precondition } from '../../http/etag.js';
+import type { ImageStorage } from '../../storage/image-storage.js';
+import type { BlogRecord } from '../blogs/blog.record.js';
+import { deleteBlog, restoreBlog } from '../blogs/blog.service.js';
+import { removeOrphanImages } from '../blogs/image-cleanup.js';
+import type { PageRecord } from '../pages/page.record.js';
+import { deletePage, restorePage } from '../pages/page.service.js';
+import { keysetCursor } from '../shared/cursor.js';
+import type { Saved } from '../shared/envelope.js';
+import type { Actor, ActorRef, ChangeOp, RecordType } from './change-log.js';
+
+/** One entry of the feed, as the API shows it. */
+export interface ChangeEntry {
+  readonly seq: number;
+  readonly type: RecordType;
+  readonly id: number;
+  readonly op: ChangeOp;
+  readonly at: string;
+  readonly actor: Actor;
+  readonly revision: number;
+}
+
+/** Feed cursors: the number of the last change a client has seen. Opaque to clients. */
+const FEED_CURSOR = keysetCursor('c', ['int']);
+
+/** The cursor that follows change `seq`. */
+export function feedCursor(seq: number): string {
+  return FEED_CURSOR.encode([seq]);
+}
+
+/** The change number a `since` cursor names (0 for an empty one: the start); a 400 naming `since` when it is no cursor of the feed. */
+export function sinceOf(cursor: string | undefined): number | null {
+  if (cursor === undefined) return null;
+  try {
+    return FEED_CURSOR.decode(cursor)?.[0] ?? 0;
+  } catch (error) {
+    if (error instanceof ValidationError) {
+      throw new ValidationError([{ field: 'since', message: 'is not a cursor of the change feed: send meta.nextCursor as it was given' }]);
+    }
+    throw error;
+  }
+}
+
+export interface FeedQuery {
+  readonly since: number | null;
+  readonly type?: RecordType | undefined;
+  readonly id?: number | undefined;
+  readonly pageSize: number;
+}
+
+type ChangeRow = {
+  seq: number;
+  type: RecordType;
+  record_id: number;
+  op: ChangeOp;
+  at: string;
+  revision: number;
+  actor_kind: string;
+  actor_id: string;
+  actor_name: string;
+};
+
+const ENTRY_COLUMNS = ['seq', 'type', 'record_id', 'op', 'at', 'revision', 'actor_kind', 'actor_id', 'actor_name'] as const;
+
+function entryOf(row: ChangeRow): ChangeEntry {
+  return {
+    seq: row.seq,
+    type: row.type,
+    id: row.record_id,
+    op: row.op,
+    at: row.at,
+    actor: { kind: row.actor_kind as Actor['kind'], id: row.actor_id, name: row.actor_name },
+    revision: row.revision,
+  };
+}
+
+/** A website's last change number, and the highest that retention removed. */
+async function counterOf(db: DbHandle, siteId: number): Promise<{ last: number; pruned: number }> {
+  const row = await db.selectFrom('change_counters').select(['last_seq', 'pruned_seq']).where('site_id', '=', siteId).executeTakeFirst();
+  return { last: row?.last_seq ?? 0, pruned: row?.pruned_seq ?? 0 };
+}
+
+/**
+ * One page of the feed after `since`, oldest first, and the cursor to ask from next. The counter
+ * is read first: every change numbered up to it has committed (change-log.ts), so when the page is
+ * not full, the next cursor can stand at the counter, past changes the filter left out, and
+ * nothing committed later can appear below it.
+ */
+async function feedPage(db: DbHandle, siteId: number, query: FeedQuery): Promise<{ entries: ChangeEntry[]; next: number; last: number }> {
+  const { last, pruned } = await counterOf(db, siteId);
+  if (query.since !== null && query.since < pruned) {
+    throw new CursorExpiredError(
+      `The changes after this cursor are older than the history kept (HISTORY_DAYS): read the records again in full, then follow the feed from a cursor of GET /api/changes without since.`,
+    );
+  }
+  const from = query.since ?? pruned;
+  let select = db
+    .selectFrom('content_changes')
+    .select(ENTRY_COLUMNS)
+    .where('site_id', '=', siteId)
+    .where('seq', '>', from)
+    .where('seq', '<=', last);
+  if (query.type !== undefined) select = select.where('type', '=', query.type);
+  if (query.id !== undefined) select = select.where('record_id', '=', query.id);
+  const rows = (await select.orderBy('seq').limit(query.pageSize).execute()) as ChangeRow[];
+  const full = rows.length === query.pageSize;
+  return { entries: rows.map(entryOf), next: full ? rows[rows.length - 1]!.seq : Math.max(from, last), last };
+}
+
+/** How often a long-poll looks for a new change: the counter row, read by its key. */
+const WAIT_POLL_MS = 100;
+
+/**
+ * The feed (GET /api/changes). With `waitSeconds`, an empty answer is held until a change commits
+ * (on this node or any other: the counter is read from the database) or the time is up, or
+ * `stopped` says the client or the server went away.
+ */
+export async function readFeed(
+  db: DbHandle,
+  siteId: number,
+  query: FeedQuery,
+  waitSeconds = 0,
+  stopped: () => boolean = () => false,
+): Promise<{ entries: ChangeEntry[]; nextCursor: string }> {
+  const deadline = Date.now() + waitSeconds * 1000;
+  let page = await feedPage(db, siteId, query);
+  while (page.entries.length === 0 && Date.now() < deadline && !stopped()) {
+    await sleep(Math.min(WAIT_POLL_MS, Math.max(0, deadline - Date.now())));
+    const { last } = await counterOf(db, siteId);
+    if (last > page.last) page = await feedPage(db, siteId, { ...query, since: page.next });
+  }
+  return { entries: page.entries, nextCursor: feedCursor(page.next) };
+}
+
+/** A record's revisions, newest first. A 404 when the website has no trace of it. */
+export async function listRevisions(db: DbHandle, siteId: number, type: RecordType, id: number): Promise<ChangeEntry[]> {
+  const rows = (await db
+    .selectFrom('content_changes')
+    .select(ENTRY_COLUMNS)
+    .where('site_id', '=', siteId)
+    .where('type', '=', type)
+    .where('record_id', '=', id)
+    .orderBy('revision', 'desc')
+    .execute()) as ChangeRow[];
+  if (rows.length === 0) throw new NotFoundError(`There is no ${type} ${id} on this website, nor any history of one.`);
+  return rows.map(entryOf);
+}
+
+/** Revision `revision` of a record: the record's JSON text as it then was. */
+export async function getRevision(db: DbHandle, siteId: number, type: RecordType, id: number, revision: number): Promise<string> {
+  const row = await db
+    .selectFrom('content_changes')
+    .select('record_json')
+    .where('site_id', '=', siteId)
+    .where('type', '=', type)
+    .where('record_id', '=', id)
+    .where('revision', '=', revision)
+    .executeTakeFirst();
+  if (!row) throw new NotFoundError(`The ${type} ${id} of this website has no revision ${revision}.`);
+  return row.record_json;
+}
+
+/** What the content services need to restore and delete. */
+export interface HistoryDeps {
+  readonly db: DbHandle;
+  readonly images: ImageStorage;
+}
+
+function restoreRecord(
+  db: DbHandle,
+  siteId: number,
+  type: RecordType,
+  id: number,
+  recordJson: string,
+  actor: ActorRef,
+  precondition?: Precondition,
+): Promise<Saved<PageRecord | BlogRecord>> {
+  return type === 'page'
+    ? restorePage(db, siteId, id, JSON.parse(recordJson) as PageRecord, actor, precondition)
+    : restoreBlog(db, siteId, id, JSON.parse(recordJson) as BlogRecord, actor, precondition);
+}
+
+/** POST …/revisions/<n>/restore: makes revision `revision` the record's content, as a new revision. */
+export async function restoreRevision(
+  db: DbHandle,
+  siteId: number,
+  type: RecordType,
+  id: number,
+  revision: number,
+  actor: ActorRef,
+  precondition?: Precondition,
+): Promise<Saved<PageRecord | BlogRecord>> {
+  const recordJson = await getRevision(db, siteId, type, id, revision);
+  return restoreRecord(db, siteId, type, id, recordJson, actor, precondition);
+}
+
+/** Whose changes an undo takes back: the connections of one application (or one connection). */
+export interface UndoScope {
+  readonly siteId: number;
+  readonly connectionIds: readonly string[];
+  /** `YYYY-MM-DD HH:MM:SS`, UTC: changes at or after it are undone. */
+  readonly since: string;
+}
+
+export interface UndoResult {
+  readonly restored: { type: RecordType; id: number }[];
+  readonly deleted: { type: RecordType; id: number }[];
+  readonly skipped: { type: RecordType; id: number; reason: string }[];
+}
+
+type UndoStep = { type: RecordType; id: number; target: { recordJson: string } | 'absent' };
+
+/**
+ * Takes back what the connections changed since `since`: each record they changed goes back to
+ * its revision before their first change in the window; a record they created is deleted, one
+ * they deleted comes back. A record that someone else changed after them is left as it is and
+ * listed, as is one whose restore is refused (its parent or page is gone). Steps are retried while
+ * they make progress, so a page comes back before the sub pages and blogs that need it, and sub
+ * pages and blogs are deleted before the page that holds them.
+ */
+export async function undoChanges(deps: HistoryDeps, scope: UndoScope, actor: ActorRef): Promise<UndoResult> {
+  const result: UndoResult = { restored: [], deleted: [], skipped: [] };
+  if (scope.connectionIds.length === 0) return result;
+  const theirs = await deps.db
+    .selectFrom('content_changes')
+    .select(['type', 'record_id', 'seq', 'revision'])
+    .where('site_id', '=', scope.siteId)
+    .where('actor_kind', 'in', ['oauth', 'mcp'])
+    .where('actor_id', 'in', [...scope.connectionIds])
+    .where('at', '>=', scope.since)
+    .orderBy('seq')
+    .execute();
+  const first = new Map<string, { type: RecordType; id: number; seq: number; revision: number }>();
+  for (const c of theirs) {
+    const key = `${c.type} ${c.record_id}`;
+    if (!first.has(key)) first.set(key, { type: c.type, id: c.record_id, seq: c.seq, revision: c.revision });
+  }
+  let steps: UndoStep[] = [];
+  for (const { type, id, revision } of first.values()) {
+    const later = await deps.db
+      .selectFrom('content_changes')
+      .select(['actor_kind', 'actor_id', 'actor_name'])
+      .where('site_id', '=', scope.siteId)
+      .where('type', '=', type)
+      .where('record_id', '=', id)
+      .where('revision', '>', revision)
+      .execute();
+    const other = later.find((c) => !(['oauth', 'mcp'].includes(c.actor_kind) && scope.connectionIds.includes(c.actor_id)));
+    if (other) {
+      result.skipped.push({ type, id, reason: `changed afterwards by ${other.actor_name} (${other.actor_kind})` });
+      continue;
+    }
+    const before = await deps.db
+      .selectFrom('content_changes')
+      .select(['op', 'record_json'])
+      .where('site_id', '=', scope.siteId)
+      .where('type', '=', type)
+      .where('record_id', '=', id)
+      .where('revision', '=', revision - 1)
+      .executeTakeFirst();
+    if (!before && revision > 1) {
+      result.skipped.push({ type, id, reason: `its revision ${revision - 1}, from before the change, is no longer kept (HISTORY_DAYS)` });
+      continue;
+    }
+    steps.push({ type, id, target: !before || before.op === 'delete' ? 'absent' : { recordJson: before.record_json } });
+  }
+  // Until a round makes no progress: what one step needs, another may provide.
+  for (let progress = true; progress && steps.length > 0; ) {
+    progress = false;
+    const failed: { step: UndoStep; reason: string }[] = [];
+    for (const step of steps) {
+      try {
+        if (step.target === 'absent') {
+          if (await removeIfPresent(deps, scope.siteId, step, actor)) result.deleted.push({ type: step.type, id: step.id });
+        } else {
+          await restoreRecord(deps.db, scope.siteId, step.type, step.id, step.target.recordJson, actor);
+          result.restored.push({ type: step.type, id: step.id });
+        }
+        progress = true;
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        failed.push({ step, reason: error.message });
+      }
+    }
+    steps = failed.map((f) => f.step);
+    if (!progress || steps.length === 0) {
+      for (const f of failed) result.skipped.push({ type: f.step.type, id: f.step.id, reason: f.reason });
+    }
+  }
+  return result;
+}
+
+/** Deletes a record the undo takes back to not existing; false when it is gone already. */
+async function removeIfPresent(deps: HistoryDeps, siteId: number, step: UndoStep, actor: ActorRef): Promise<boolean> {
+  try {
+    if (step.type === 'page') await deletePage(deps.db, siteId, step.id, actor);
+    else await deleteBlog({ db: deps.db, images: deps.images }, siteId, step.id, actor);
+    return true;
+  } catch (error) {
+    if (error instanceof NotFoundError) return false;
+    throw error;
+  }
+}
+
+/** The changes one application (its connections) made, newest first, at most `limit`. */
+export async function changesBy(
+  db: DbHandle,
+  siteId: number,
+  connectionIds: readonly string[],
+  since: string | undefined,
+  limit = 200,
+): Promise<ChangeEntry[]> {
+  if (connectionIds.length === 0) return [];
+  let select = db
+    .selectFrom('content_changes')
+    .select(ENTRY_COLUMNS)
+    .where('site_id', '=', siteId)
+    .where('actor_kind', 'in', ['oauth', 'mcp'])
+    .where('actor_id', 'in', [...connectionIds]);
+  if (since !== undefined) select = select.where('at', '>=', since);
+  return ((await select.orderBy('seq', 'desc').limit(limit).execute()) as ChangeRow[]).map(entryOf);
+}
+
+/**
+ * Retention: removes changes older than `days`, except the latest revision of each record that
+ * exists; a record deleted longer ago than that goes with its whole history. Each website's pruned
+ * number rises, so a feed cursor from before it is refused (410). Running it again, on any node,
+ * removes nothing more. Returns the changes removed.
+ */
+export async function pruneHistory(db: DbHandle, days: number, now = new Date()): Promise<number> {
+  const cutoff = formatTimestamp(new Date(now.getTime() - days * 86_400_000));
+  return inTransaction(db, async (tx) => {
+    const old = await tx
+      .selectFrom('content_changes')
+      .select((eb) => ['site_id', eb.fn.max('seq').as('seq')])
+      .where('at', '<', cutoff)
+      .groupBy('site_id')
+      .execute();
+    let removed = 0;
+    for (const { site_id } of old) {
+      const seq = Number(old.find((o) => o.site_id === site_id)!.seq);
+      // A later revision of the same record exists.
+      const newer = (alias: 'content_changes' | 'gone') => {
+        const of = (column: string) => sql.ref(`${alias}.${column}`);
+        return sql<SqlBool>`exists (select 1 from content_changes newer where newer.site_id = ${of('site_id')}
+          and newer.type = ${of('type')} and newer.record_id = ${of('record_id')} and newer.revision > ${of('revision')})`;
+      };
+      const superseded = await tx
+        .deleteFrom('content_changes')
+        .where('site_id', '=', site_id)
+        .where('seq', '<=', seq)
+        .where(newer('content_changes'))
+        .executeTakeFirst();
+      // What is left of a record deleted before the cutoff is its delete: the record is gone for good.
+      const gone = await tx
+        .deleteFrom('content_changes as gone')
+        .where('gone.site_id', '=', site_id)
+        .where('gone.op', '=', 'delete')
+        .where('gone.at', '<', cutoff)
+        .where(sql<SqlBool>`not ${newer('gone')}`)
+        .executeTakeFirst();
+      removed += Number(superseded.numDeletedRows) + Number(gone.numDeletedRows);
+      await tx
+        .updateTable('change_counters')
+        .set({ pruned_seq: seq })
+        .where('site_id', '=', site_id)
+        .where('pruned_seq', '<', seq)
+        .execute();
+    }
+    return removed;
+  });
+}
+
+/**
+ * Retention as it runs on a schedule: the history older than `days` (pruneHistory), then the
+ * images that only that history still showed (the sweep the start-up runs, with its grace period).
+ */
+export async function applyRetention(
+  db: DbHandle,
+  images: ImageStorage,
+  days: number,
+  graceMs: number,
+  now = new Date(),
+): Promise<{ changes: number; images: number }> {
+  const changes = await pruneHistory(db, days, now);
+  const swept = changes > 0 ? await removeOrphanImages(db, images, graceMs, now.getTime()) : { unreferenced: 0 };
+  return { changes, images: swept.unreferenced };
+}

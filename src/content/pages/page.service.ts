@@ -16,7 +16,7 @@ import type { StoredItem, StoredRecord } from '../shared/stored.js';
 import { deleteChanged, findForWrite, findRow, getRecord, getStored, listStored, storeChanged } from '../shared/stored-records.js';
 import { PAGE_ALIAS, uniqueName } from '../shared/unique-name.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
-import { type PageRecord, pageRowOf } from './page.record.js';
+import { type PageRecord, pageRowOf, toPageRecord } from './page.record.js';
 import * as repo from './page.repository.js';
 import { PAGES } from './page.repository.js';
 import type { PageQuery, PageWrite } from './page.schemas.js';
@@ -144,6 +144,10 @@ async function update(
   }
   if (changes.page_alias === '') {
     changes.page_alias = await uniqueAlias(db, siteId, slugify(String(changes.page_usertitle ?? currentRow.page_usertitle), 'page'), id);
+  }
+  // Only a real change is written: a repeated request leaves the page, page_lastmodified included, as it was.
+  if ((Object.keys(changes) as PageField[]).every((field) => currentRow[field] === changes[field])) {
+    return { record: toPageRecord(currentRow), etag: currentRow.etag };
   }
   const merged = { ...currentRow, ...changes } as PageRow;
   await repo.updatePage(db, siteId, id, {

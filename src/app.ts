@@ -29,11 +29,10 @@ import { installValidators } from './http/validation.js';
 import { registerMcp } from './mcp/mcp.routes.js';
 import { createOAuthServer } from './oauth/oauth.plugin.js';
 import { referenceForUnauthorized, registerReference } from './reference/reference.plugin.js';
-import { DatabaseImageStorage } from './storage/database-image-storage.js';
+import { configuredStorage } from './storage/configured-storage.js';
 import { registerImageFiles, variantRateLimit } from './storage/image.routes.js';
 import { ImageProcessor } from './storage/image-processor.js';
 import type { ImageStorage } from './storage/image-storage.js';
-import { LocalImageStorage } from './storage/local-image-storage.js';
 
 interface AppDeps {
   readonly config: Config;
@@ -158,8 +157,7 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
  * since only a crash (or a failed clean-up) leaves orphans behind.
  */
 async function configuredImages(config: Config, db: Db, app: FastifyInstance): Promise<ImageStorage> {
-  const storage =
-    config.images.storage === 'database' ? new DatabaseImageStorage(db.kysely) : new LocalImageStorage(path.join(config.dataDir, 'images'));
+  const storage = configuredStorage(config, db.kysely);
   const removed = await removeOrphanImages(db.kysely, storage, config.images.cleanupGraceMs);
   if (removed.staged + removed.unreferenced > 0) {
     app.log.info({ ...removed, storage: config.images.storage }, 'removed staged uploads and unreferenced images left by an earlier crash');

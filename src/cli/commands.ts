@@ -23,6 +23,7 @@ import {
   siteIdOption,
   UsageError,
 } from './command.js';
+import { historyCommands } from './history.commands.js';
 import { imageCommands } from './images.commands.js';
 import { connectionService, oauthCommands } from './oauth.commands.js';
 import { table } from './output.js';
@@ -243,4 +244,5 @@ export const COMMANDS: readonly Command[] = [
   apikeyRevoke,
   ...imageCommands,
   ...oauthCommands,
+  ...historyCommands,
 ];

@@ -1,8 +1,6 @@
-import path from 'node:path';
 import { reprocessImages } from '../content/blogs/blog.reprocess.js';
-import { DatabaseImageStorage } from '../storage/database-image-storage.js';
+import { configuredStorage } from '../storage/configured-storage.js';
 import { ImageProcessor } from '../storage/image-processor.js';
-import { LocalImageStorage } from '../storage/local-image-storage.js';
 import { type Command, type CommandContext, optionalOption, UsageError } from './command.js';
 
 function idOption(ctx: CommandContext, name: string): number | undefined {
@@ -22,8 +20,7 @@ const imagesReprocess: Command = {
     const page = idOption(ctx, 'page');
     const config = ctx.config();
     const db = (await ctx.db()).kysely;
-    const images =
-      config.images.storage === 'database' ? new DatabaseImageStorage(db) : new LocalImageStorage(path.join(config.dataDir, 'images'));
+    const images = configuredStorage(config, db);
     const processor = new ImageProcessor({ concurrency: config.imageProcessing.concurrency, maxPixels: config.uploads.maxPixels });
     // An interrupt finishes the image in hand: each is switched in its own transaction.
     const stop = new AbortController();

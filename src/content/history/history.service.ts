@@ -313,6 +313,13 @@ async function removeIfPresent(deps: HistoryDeps, siteId: number, step: UndoStep
   }
 }
 
+/** The website an OAuth connection is for; a 404 when there is no such connection. */
+export async function connectionSite(db: DbHandle, connectionId: string): Promise<number> {
+  const row = await db.selectFrom('oauth_connections').select('site_id').where('id', '=', connectionId).executeTakeFirst();
+  if (!row) throw new NotFoundError(`There is no OAuth connection ${connectionId}.`);
+  return row.site_id;
+}
+
 /** The changes one application (its connections) made, newest first, at most `limit`. */
 export async function changesBy(
   db: DbHandle,

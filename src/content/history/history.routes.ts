@@ -7,6 +7,7 @@ import { PageWritten } from '../pages/page.schemas.js';
 import { ifMatch, NoQuery, operations, sendSaved } from '../shared/envelope.js';
 import { IdParams } from '../shared/schemas.js';
 import { actorOf, type RecordType } from './change-log.js';
+import { FeedWatch } from './feed-watch.js';
 import { getRevision, type HistoryDeps, listRevisions, readFeed, restoreRevision, sinceOf } from './history.service.js';
 
 /** Longest a long-poll is held, in seconds. */
@@ -125,8 +126,11 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
   const { read } = operations('changes', prefix);
   let closing = false;
-  app.addHook('onClose', async () => {
+  const watch = new FeedWatch(deps.db);
+  // Before the server waits for requests in flight to end: a held long-poll answers now.
+  app.addHook('preClose', async () => {
     closing = true;
+    watch.close();
   });
 
   routes.get(
@@ -136,7 +140,7 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
       const { since, type, id, pageSize = 200, wait = 0 } = request.query;
       const query = { since: sinceOf(since), type, id, pageSize };
       const gone = () => closing || request.raw.destroyed || reply.raw.destroyed;
-      const feed = await readFeed(deps.db, principalOf(request).siteId, query, wait, gone);
+      const feed = await readFeed(deps.db, principalOf(request).siteId, query, wait, gone, watch);
       return { data: feed.entries, meta: { pageSize, nextCursor: feed.nextCursor } };
     },
   );

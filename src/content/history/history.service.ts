@@ -3,7 +3,6 @@
  * one, undoing what one application did, and retention. Everything here reads the log that the
  * page and blog services write (change-log.ts).
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type SqlBool, sql } from 'kysely';
 import type { DbHandle } from '../../db/schema.js';
 import { formatTimestamp } from '../../db/time.js';
@@ -19,6 +18,7 @@ import { deletePage, restorePage } from '../pages/page.service.js';
 import { keysetCursor } from '../shared/cursor.js';
 import type { Saved } from '../shared/envelope.js';
 import type { Actor, ActorRef, ChangeOp, RecordType } from './change-log.js';
+import { FeedWatch } from './feed-watch.js';
 
 /** One entry of the feed, as the API shows it. */
 export interface ChangeEntry {
@@ -118,12 +118,9 @@ async function feedPage(db: DbHandle, siteId: number, query: FeedQuery): Promise
   return { entries: rows.map(entryOf), next: full ? rows[rows.length - 1]!.seq : Math.max(from, last), last };
 }
 
-/** How often a long-poll looks for a new change: the counter row, read by its key. */
-const WAIT_POLL_MS = 100;
-
 /**
  * The feed (GET /api/changes). With `waitSeconds`, an empty answer is held until a change commits
- * (on this node or any other: the counter is read from the database) or the time is up, or
+ * (on this node or any other: `watch` reads the counters from the database) or the time is up, or
  * `stopped` says the client or the server went away.
  */
 export async function readFeed(
@@ -132,13 +129,19 @@ export async function readFeed(
   query: FeedQuery,
   waitSeconds = 0,
   stopped: () => boolean = () => false,
+  watch?: FeedWatch,
 ): Promise<{ entries: ChangeEntry[]; nextCursor: string }> {
   const deadline = Date.now() + waitSeconds * 1000;
   let page = await feedPage(db, siteId, query);
-  while (page.entries.length === 0 && Date.now() < deadline && !stopped()) {
-    await sleep(Math.min(WAIT_POLL_MS, Math.max(0, deadline - Date.now())));
-    const { last } = await counterOf(db, siteId);
-    if (last > page.last) page = await feedPage(db, siteId, { ...query, since: page.next });
+  if (page.entries.length === 0 && waitSeconds > 0) {
+    const waits = watch ?? new FeedWatch(db);
+    while (page.entries.length === 0 && Date.now() < deadline && !stopped()) {
+      // A second at a time, so that a client that went away is noticed.
+      await waits.next(siteId, page.last, Math.min(1000, deadline - Date.now()));
+      if (stopped()) break;
+      const { last } = await counterOf(db, siteId);
+      if (last > page.last) page = await feedPage(db, siteId, { ...query, since: page.next });
+    }
   }
   return { entries: page.entries, nextCursor: feedCursor(page.next) };
 }

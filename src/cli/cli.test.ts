@@ -287,6 +287,8 @@ test('the OAuth commands run through cms like the others, with --json as one lin
       'cms client list [--json]',
       'cms connection list --site ID [--json]',
       'cms connection revoke ID [--json]',
+      'cms connection changes ID [--since "YYYY-MM-DD HH:MM:SS"] [--json]',
+      'cms connection undo ID --since "YYYY-MM-DD HH:MM:SS" [--json]',
     ],
   );
 });

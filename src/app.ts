@@ -1,4 +1,3 @@
-import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type pino from 'pino';
 import { apiKeyAuth } from './auth/api-key.js';

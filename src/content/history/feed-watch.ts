@@ -37,8 +37,8 @@ export class FeedWatch {
         },
       };
       timeout = setTimeout(waiter.wake, ms);
-      let site = this.#waiting.get(siteId);
-      if (!site) this.#waiting.set(siteId, (site = new Set()));
+      const site = this.#waiting.get(siteId) ?? new Set<Waiter>();
+      this.#waiting.set(siteId, site);
       site.add(waiter);
       this.#timer ??= setInterval(() => void this.#poll(), POLL_MS);
     });

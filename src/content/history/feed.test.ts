@@ -11,7 +11,9 @@ import {
   runWriter,
 } from '../../../test/feed-writers.js';
 import { buildTestApp, json, type TestApp, type TestSite } from '../../../test/helpers.js';
-import { pruneHistory } from './history.service.js';
+import type { DbHandle } from '../../db/schema.js';
+import { CursorExpiredError } from '../../errors.js';
+import { pruneHistory, readFeed, sinceOf } from './history.service.js';
 
 /** A test app without the API rate limit: the writers and the follower send hundreds of requests a minute. */
 function feedApp(t: Parameters<typeof buildTestApp>[0]) {
@@ -174,6 +176,64 @@ test('after pruning, an older cursor is a 410; a caught-up one, and one from a r
     [2],
     "the record's latest revision is kept",
   );
+});
+
+/**
+ * `db`, except that the first statement that reads the change log runs `before` to its end first:
+ * something another request commits between the feed's reads.
+ */
+function committingBeforeEntriesRead(db: DbHandle, before: () => Promise<unknown>): DbHandle {
+  let pending: (() => Promise<unknown>) | undefined = before;
+  const wrap = <T extends object>(builder: T): T =>
+    new Proxy(builder, {
+      get(target, name) {
+        const value = Reflect.get(target, name);
+        if (typeof value !== 'function') return value;
+        if (name === 'execute') {
+          return async (...args: unknown[]) => {
+            const run = pending;
+            pending = undefined;
+            await run?.();
+            return value.apply(target, args);
+          };
+        }
+        return (...args: unknown[]) => {
+          const result = value.apply(target, args);
+          return typeof result === 'object' && result !== null && 'execute' in result ? wrap(result) : result;
+        };
+      },
+    });
+  return new Proxy(db, {
+    get(target, name) {
+      const value = Reflect.get(target, name);
+      if (name === 'selectFrom') {
+        return (table: string) => {
+          const builder = value.call(target, table);
+          return table === 'content_changes' ? wrap(builder) : builder;
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+test('retention that commits while the feed reads is a 410, never an answer with changes missing', async (t) => {
+  const app = await feedApp(t);
+  const api = apiOf(app);
+  const gone = await createPage(api, 'Deleted long ago');
+  await createPage(api, 'Kept');
+  const { nextCursor: seenBoth } = await feed(api, '');
+  assert.equal((await api('DELETE', `/api/page/${gone}`)).status, 204);
+
+  // The feed reads its counter, then retention removes the page's whole history (its delete
+  // included) and raises the pruned number, then the feed reads the entries after the cursor.
+  const racing = committingBeforeEntriesRead(app.db.kysely, () => pruneHistory(app.db.kysely, 1, new Date(Date.now() + 2 * 86_400_000)));
+  await assert.rejects(
+    readFeed(racing, app.site.siteId, { since: sinceOf(seenBoth), pageSize: 200 }),
+    CursorExpiredError,
+    'a client that saw the page created must not be told nothing happened to it',
+  );
+  assert.equal((await api('GET', `/api/changes?since=${seenBoth}`)).status, 410, 'retention did run in between');
 });
 
 test("each website's feed holds its own changes only, and its revisions are its own", async (t) => {

@@ -152,14 +152,30 @@ const cursorValue: fc.Arbitrary<string> = fc.oneof(
   { arbitrary: fc.string({ unit: 'grapheme', maxLength: 60 }), weight: 1 },
 );
 
+/**
+ * A `since` of the change feed: base64url of `["c", seq]` as the feed writes it, with seqs of any
+ * kind, a list's cursor, or any string; `since=` reads from the start.
+ */
+const sinceValue: fc.Arbitrary<string> = fc.oneof(
+  {
+    arbitrary: fc
+      .tuple(fc.constantFrom('c', 'c', 'c', ...CURSOR_TAGS, 'x', ''), fc.array(cursorKeyValue, { minLength: 0, maxLength: 2 }))
+      .map(([tag, key]) => Buffer.from(JSON.stringify([tag, ...key])).toString('base64url')),
+    weight: 4,
+  },
+  { arbitrary: fc.nat({ max: 200 }).map((seq) => Buffer.from(JSON.stringify(['c', seq])).toString('base64url')), weight: 3 },
+  { arbitrary: fc.constant(''), weight: 1 },
+  { arbitrary: fc.string({ unit: 'grapheme', maxLength: 60 }), weight: 1 },
+);
+
 /** A `fields` value: names of a record's fields (of either resource, so some are unknown), comma-separated. */
 const fieldsValue: fc.Arbitrary<string> = fc.oneof(
   { arbitrary: fc.array(fc.constantFrom(...FIELD_NAMES), { minLength: 1, maxLength: 6 }).map((names) => names.join(',')), weight: 4 },
   { arbitrary: fc.array(fc.oneof(fc.constantFrom(...FIELD_NAMES), hostileString), { maxLength: 4 }).map((n) => n.join(',')), weight: 1 },
 );
 
-/** List parameters whose valid values a schema cannot say: sent from these instead. */
-const LIST_VALUES: Record<string, fc.Arbitrary<unknown>> = { cursor: cursorValue, fields: fieldsValue };
+/** List and feed parameters whose valid values a schema cannot say: sent from these instead. */
+const LIST_VALUES: Record<string, fc.Arbitrary<unknown>> = { cursor: cursorValue, fields: fieldsValue, since: sinceValue };
 
 /** A path segment for an `:id` or `:name`: a real value, a number of any size, or hostile text. */
 export function pathSegment(real: readonly (string | number)[]): fc.Arbitrary<string> {

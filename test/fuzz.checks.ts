@@ -12,7 +12,7 @@ import { filesIn } from './blog-fixtures.js';
 
 const TOTAL_RUNS = positive(process.env.FUZZ_RUNS, 2000);
 /** Every property's weight, summed: each gets TOTAL_RUNS * weight / WEIGHTS cases. */
-const WEIGHTS = 100;
+const WEIGHTS = 115;
 
 function positive(raw: string | undefined, fallback: number): number {
   if (raw === undefined || raw === '') return fallback;
@@ -97,16 +97,18 @@ export function assertOAuthAnswer(response: LightMyRequestResponse, what: string
 }
 
 /**
- * Everything a write can leave behind: the content rows and the image files (staged ones
- * included). A refused write must leave it exactly as it was.
+ * Everything a write can leave behind: the content rows, the image files (staged ones
+ * included) and the change log's counters. A refused write must leave it exactly as it was.
  */
 export async function contentState(db: Db, imagesDir: string): Promise<string> {
   const k = db.kysely;
-  const [pages, blogs, images, files] = await Promise.all([
+  const [pages, blogs, images, files, changes] = await Promise.all([
     k.selectFrom('pages').selectAll().orderBy('page').execute(),
     k.selectFrom('blogs').selectAll().orderBy('info_id').execute(),
     k.selectFrom('blog_images').selectAll().orderBy('path').execute(),
     filesIn(imagesDir),
+    // A change logged is a change made: the counter moves with every entry of the change log.
+    k.selectFrom('change_counters').selectAll().orderBy('site_id').execute(),
   ]);
-  return JSON.stringify({ pages, blogs, images, files: files.sort() });
+  return JSON.stringify({ pages, blogs, images, files: files.sort(), changes });
 }

@@ -1,7 +1,9 @@
+import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import type { InjectOptions } from 'fastify';
+import type { TSchema } from 'typebox';
 import { BlogQuery, BlogWrite, BlogWriteQuery } from '../src/content/blogs/blog.schemas.js';
 import { PageQuery, PageWrite } from '../src/content/pages/page.schemas.js';
 import { NoQuery } from '../src/content/shared/envelope.js';
@@ -16,6 +18,8 @@ const PREFIXES = ['/api', '/webapps/api'] as const;
 interface Fixture extends BlogTestApp {
   pageIds: number[];
   blogIds: number[];
+  /** Pages deleted after an update: their revisions stay, and restoring one brings it back (or is refused: its parent is gone). */
+  deletedPageIds: number[];
   imageNames: string[];
   images: Array<{ file: Buffer; filename: string }>;
 }
@@ -37,10 +41,29 @@ async function fixture(t: TestContext): Promise<Fixture> {
     ['uploadPrimaryImage', { ...images[0]!, type: 'image/png' }],
   ]);
   const record = json(blog).data[0];
+  const childId = json(child).data[0].page as number;
+  // Revisions to list, read and restore: updates of the child and the blog, and a deleted page.
+  const history = async (method: 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) => {
+    const response = await app.app.inject({ method, url, headers: app.site.headers, ...(payload ? { payload } : {}) });
+    assert.ok(response.statusCode < 300, `${method} ${url}: ${response.body}`);
+    return response;
+  };
+  await history('PATCH', `/api/page/${childId}`, { page_summary: 'second revision' });
+  await history('PATCH', `/api/page/${childId}`, { page_parent: 0 });
+  await history('PATCH', `/api/blog/${record.info_id}`, { info_title: 'Seeded, revised' });
+  const doomed = json(await history('POST', '/api/page', { page_usertitle: 'Deleted', page_parent: childId })).data[0].page as number;
+  await history('PATCH', `/api/page/${doomed}`, { page_summary: 'before its delete' });
+  await history('DELETE', `/api/page/${doomed}`);
+  // And one whose parent went after it: restoring it is refused (409).
+  const gone = json(await history('POST', '/api/page', { page_usertitle: 'Parent' })).data[0].page as number;
+  const orphan = json(await history('POST', '/api/page', { page_usertitle: 'Orphan', page_parent: gone })).data[0].page as number;
+  await history('DELETE', `/api/page/${orphan}`);
+  await history('DELETE', `/api/page/${gone}`);
   return {
     ...app,
-    pageIds: [app.pageId, json(child).data[0].page],
+    pageIds: [app.pageId, childId],
     blogIds: [record.info_id],
+    deletedPageIds: [doomed, orphan],
     imageNames: [String(record.info_img).replace('/images/', '')],
     images,
   };
@@ -229,12 +252,88 @@ test('POST /api/blog with multipart bodies: fields, files, broken framing', asyn
   });
 });
 
+/**
+ * GET /api/changes by its own declared query schema, except `wait`: a long-poll holds its answer
+ * for seconds, so only values that hold nothing are sent (0, or refused ones).
+ */
+test('GET /api/changes with any since, type, id and pageSize (wait 0)', async (t) => {
+  const app = await fixture(t);
+  const declared = app.app.references.routes.get('/api/changes')!.find((r) => r.method === 'GET')!.schema.querystring as TSchema & {
+    properties: Record<string, TSchema>;
+  };
+  const { wait: _wait, ...properties } = declared.properties;
+  // Half of the queries are well formed, so that the feed's reads run with every filter.
+  const seq = fc.nat({ max: 40 }).map((n) => Buffer.from(JSON.stringify(['c', n])).toString('base64url'));
+  const wellFormed = fc
+    .record(
+      {
+        since: seq,
+        type: fc.constantFrom('page', 'blog'),
+        id: fc.constantFrom(...app.pageIds, ...app.blogIds, ...app.deletedPageIds, 2147483647),
+        pageSize: fc.integer({ min: 1, max: 999 }),
+      },
+      { requiredKeys: [] },
+    )
+    .map((q) => {
+      const pairs = Object.entries(q).map(([name, value]) => `${name}=${value}`);
+      return pairs.length > 0 ? `?${pairs.join('&')}` : '';
+    });
+  const request = fc.record({
+    prefix: fc.constantFrom(...PREFIXES),
+    query: fc.oneof(queryString({ ...declared, properties } as TSchema), wellFormed),
+    wait: fc.option(fc.constantFrom('0', '0', '0', '00', '-0', '', '-1', '31', '0.5', 'x', '99999999999', '%00'), { freq: 3 }),
+    headers: credentials(app),
+    extra: extraHeaders,
+  });
+  await fuzz(t, 7, request, async (r) => {
+    const wait = r.wait === null ? '' : `${r.query ? '&' : '?'}wait=${r.wait}`;
+    const url = `${r.prefix}/changes${r.query}${wait}`;
+    const response = await send(app, { method: 'GET', url, headers: { ...r.extra, ...r.headers } });
+    const status = assertAnswer(response, `GET ${url}`);
+    if (status === 200 && String(response.headers['content-type']).startsWith('application/json')) {
+      // A cursor the feed gave out is one it takes back.
+      const next = `${r.prefix}/changes?since=${json(response).meta.nextCursor}`;
+      assert.equal(assertAnswer(await send(app, { method: 'GET', url: next, headers: app.site.headers }), `GET ${next}`), 200, next);
+    }
+    return status;
+  });
+});
+
+test('revisions of pages and blogs: list, read and restore, with any id and revision number', async (t) => {
+  const app = await fixture(t);
+  const request = fc.record({
+    resource: fc.constantFrom('page', 'blog'),
+    prefix: fc.constantFrom(...PREFIXES),
+    // Real ids and revision numbers most of the time, so that restores run; a query string now and then.
+    id: fc.oneof({ arbitrary: fc.constantFrom(...app.pageIds, ...app.blogIds, ...app.deletedPageIds), weight: 3 }, pathSegment([999999])),
+    action: fc.constantFrom('list', 'get', 'get', 'restore', 'restore', 'head'),
+    revision: fc.oneof({ arbitrary: fc.constantFrom('1', '2', '3'), weight: 3 }, pathSegment([4])),
+    query: fc.oneof({ arbitrary: fc.constant(''), weight: 4 }, queryString(NoQuery)),
+    body: fc.option(fc.constantFrom('{}', '[]', '{"id":1}', 'x'), { freq: 3 }),
+    headers: credentials(app),
+    extra: extraHeaders,
+  });
+  await fuzz(t, 8, request, async (r) => {
+    const base = `${r.prefix}/${r.resource}/${r.id}/revisions`;
+    const headers = { ...r.extra, ...r.headers };
+    if (r.action === 'restore') {
+      const url = `${base}/${r.revision}/restore${r.query}`;
+      const body = r.body === null ? {} : { payload: r.body, headers: { ...headers, 'content-type': 'application/json' } };
+      return write(app, { method: 'POST', url, headers, ...body }, `POST ${url} ${r.body ?? ''}`);
+    }
+    const url = r.action === 'list' ? `${base}${r.query}` : `${base}/${r.revision}${r.query}`;
+    const method = r.action === 'head' ? 'HEAD' : 'GET';
+    return assertAnswer(await send(app, { method, url, headers }), `${method} ${url}`);
+  });
+});
+
 test('references, /images/:name and unknown addresses, with any method and Accept', async (t) => {
   const app = await fixture(t);
   const path = fc.oneof(
     fc.constantFrom(
       '/api/page',
       '/api/blog',
+      '/api/changes',
       '/webapps/api/page',
       '/api/openapi.json',
       '/docs',

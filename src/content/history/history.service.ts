@@ -91,6 +91,15 @@ async function counterOf(db: DbHandle, siteId: number): Promise<{ last: number; 
   return { last: row?.last_seq ?? 0, pruned: row?.pruned_seq ?? 0 };
 }
 
+/** A 410 for a cursor below the highest change retention removed: following it would miss changes. */
+function expireBelow(since: number | null, pruned: number): void {
+  if (since !== null && since < pruned) {
+    throw new CursorExpiredError(
+      `The changes after this cursor are older than the history kept (HISTORY_DAYS): read the records again in full, then follow the feed from a cursor of GET /api/changes without since.`,
+    );
+  }
+}
+
 /**
  * One page of the feed after `since`, oldest first, and the cursor to ask from next. The counter
  * is read first: every change numbered up to it has committed (change-log.ts), so when the page is
@@ -99,11 +108,7 @@ async function counterOf(db: DbHandle, siteId: number): Promise<{ last: number; 
  */
 async function feedPage(db: DbHandle, siteId: number, query: FeedQuery): Promise<{ entries: ChangeEntry[]; next: number; last: number }> {
   const { last, pruned } = await counterOf(db, siteId);
-  if (query.since !== null && query.since < pruned) {
-    throw new CursorExpiredError(
-      `The changes after this cursor are older than the history kept (HISTORY_DAYS): read the records again in full, then follow the feed from a cursor of GET /api/changes without since.`,
-    );
-  }
+  expireBelow(query.since, pruned);
   const from = query.since ?? pruned;
   let select = db
     .selectFrom('content_changes')
@@ -114,6 +119,10 @@ async function feedPage(db: DbHandle, siteId: number, query: FeedQuery): Promise
   if (query.type !== undefined) select = select.where('type', '=', query.type);
   if (query.id !== undefined) select = select.where('record_id', '=', query.id);
   const rows = (await select.orderBy('seq').limit(query.pageSize).execute()) as ChangeRow[];
+  // Retention may have committed between the two reads and removed changes after `since` (a
+  // record's delete among them): the counter says so, and the answer is the 410 it would have been.
+  // A caught-up cursor had nothing in the range to lose, so it costs no second read.
+  if (query.since !== null && query.since < last) expireBelow(query.since, (await counterOf(db, siteId)).pruned);
   const full = rows.length === query.pageSize;
   return { entries: rows.map(entryOf), next: full ? rows[rows.length - 1]!.seq : Math.max(from, last), last };
 }

@@ -1,0 +1,267 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  Acknowledgements,
+  type Api,
+  assertRevisionsListed,
+  assertSawEachOnce,
+  type FeedEntry,
+  followFeed,
+  runWriter,
+} from '../../../test/feed-writers.js';
+import { buildTestApp, json, type TestApp, type TestSite } from '../../../test/helpers.js';
+import type { DbHandle } from '../../db/schema.js';
+import { CursorExpiredError } from '../../errors.js';
+import { pruneHistory, readFeed, sinceOf } from './history.service.js';
+
+/** A test app without the API rate limit: the writers and the follower send hundreds of requests a minute. */
+function feedApp(t: Parameters<typeof buildTestApp>[0]) {
+  return buildTestApp(t, { config: { rateLimits: { api: 0, token: 0 } } });
+}
+
+function apiOf(app: TestApp, site: TestSite = app.site): Api {
+  return async (method, url, body) => {
+    const response = await app.app.inject({ method, url, headers: site.headers, ...(body ? { payload: body } : {}) });
+    return { status: response.statusCode, body: response.body ? JSON.parse(response.body) : undefined };
+  };
+}
+
+async function feed(api: Api, query: string): Promise<{ data: FeedEntry[]; nextCursor: string }> {
+  const answer = await api('GET', `/api/changes?${query}`);
+  assert.equal(answer.status, 200, JSON.stringify(answer.body));
+  return { data: answer.body.data, nextCursor: answer.body.meta.nextCursor };
+}
+
+async function createPage(api: Api, title: string): Promise<number> {
+  const created = await api('POST', '/api/page', { page_usertitle: title });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  return created.body.data[0].page;
+}
+
+test('concurrent writers: a follower of the feed sees every acknowledged write once, in seq order', async (t) => {
+  const app = await feedApp(t);
+  const api = apiOf(app);
+  const acks = new Acknowledgements();
+  const holderPage = await createPage(api, 'Holds the blogs');
+  acks.add('page', holderPage, 'create');
+
+  let done = false;
+  const everything = followFeed(api, () => done);
+  const blogsOnly = followFeed(api, () => done, '&type=blog');
+  try {
+    await Promise.all([1, 2, 3, 4].map((seed) => runWriter(api, acks, { seed, steps: 25, holderPage })));
+  } finally {
+    done = true;
+  }
+  assertSawEachOnce(await everything, acks, [app.site.apiId]);
+  assertSawEachOnce(await blogsOnly, acks, [app.site.apiId], (a) => a.type === 'blog');
+  assert.ok(new Set(acks.all.map((a) => a.op)).size === 4, 'creates, updates, deletes and restores were all made');
+  await assertRevisionsListed(api, acks);
+
+  // One record's changes, by type and id: its revisions, in order.
+  const some = acks.all.find((a) => a.revision > 2)!;
+  const { data } = await feed(api, `type=${some.type}&id=${some.id}&pageSize=999`);
+  assert.deepEqual(
+    data.map((e) => [e.type, e.id, e.revision]),
+    acks.all.filter((a) => a.type === some.type && a.id === some.id).map((a) => [a.type, a.id, a.revision]),
+  );
+});
+
+test('a long-poll is answered within a second of a write; an empty one after its wait, with its cursor', async (t) => {
+  const app = await feedApp(t);
+  const api = apiOf(app);
+  await createPage(api, 'Before');
+  const { nextCursor: caughtUp } = await feed(api, '');
+
+  const waiting = feed(api, `since=${caughtUp}&wait=10`).then((answer) => ({ answer, at: Date.now() }));
+  await sleep(300);
+  const id = await createPage(api, 'While waiting');
+  const acknowledgedAt = Date.now();
+  const { answer, at } = await waiting;
+  assert.ok(at - acknowledgedAt < 1000, `answered ${at - acknowledgedAt} ms after the write`);
+  assert.deepEqual(
+    answer.data.map((e) => [e.type, e.id, e.op, e.revision]),
+    [['page', id, 'create', 1]],
+  );
+
+  const started = Date.now();
+  const empty = await feed(api, `since=${answer.nextCursor}&wait=1`);
+  const took = Date.now() - started;
+  assert.ok(took >= 950 && took < 2500, `an empty wait=1 took ${took} ms`);
+  assert.deepEqual(empty, { data: [], nextCursor: answer.nextCursor }, 'nothing new: the same cursor');
+
+  // A change the filter leaves out ends no wait, but the cursor moves past it.
+  const filtered = feed(api, `since=${answer.nextCursor}&wait=1&type=blog`);
+  await sleep(100);
+  await createPage(api, 'Not a blog');
+  const skipped = await filtered;
+  assert.deepEqual(skipped.data, []);
+  assert.notEqual(skipped.nextCursor, answer.nextCursor);
+  assert.deepEqual((await feed(api, `since=${skipped.nextCursor}`)).data, [], 'the page it passed over is not shown again');
+});
+
+test('GET /api/changes refuses a since that is no feed cursor, and pageSize or wait out of range', async (t) => {
+  const app = await feedApp(t);
+  const api = apiOf(app);
+  await createPage(api, 'One');
+  await createPage(api, 'Two');
+  const listCursor = (await api('GET', '/api/page?pageSize=1&cursor=')).body.meta.nextCursor;
+  assert.equal(typeof listCursor, 'string');
+  const forged = (key: unknown[]) => Buffer.from(JSON.stringify(key)).toString('base64url');
+  const cases: Array<[string, string]> = [
+    [`since=${listCursor}`, 'since'],
+    ['since=not-a-cursor!', 'since'],
+    ['since=%20', 'since'],
+    [`since=${forged(['c', 'x'])}`, 'since'],
+    [`since=${forged(['c', 1.5])}`, 'since'],
+    [`since=${forged(['c', 2 ** 40])}`, 'since'],
+    [`since=${forged(['c'])}`, 'since'],
+    [`since=${'c'.repeat(101)}`, 'since'],
+    ['pageSize=0', 'pageSize'],
+    ['pageSize=1000', 'pageSize'],
+    ['pageSize=x', 'pageSize'],
+    ['wait=31', 'wait'],
+    ['wait=-1', 'wait'],
+    ['type=image', 'type'],
+    ['id=0', 'id'],
+    ['sinse=x', 'sinse'],
+  ];
+  for (const [query, field] of cases) {
+    const answer = await app.app.inject({ method: 'GET', url: `/api/changes?${query}`, headers: app.site.headers });
+    assert.equal(answer.statusCode, 400, `${query}: ${answer.body}`);
+    assert.match(String(answer.headers['content-type']), /^application\/problem\+json/);
+    const problem = json(answer);
+    assert.equal(problem.type, '/problems/validation-failed', query);
+    assert.deepEqual(
+      problem.errors.map((e: { field: string }) => e.field),
+      [field],
+      `${query} names ${field}`,
+    );
+  }
+  assert.equal((await app.app.inject({ method: 'GET', url: '/api/changes' })).statusCode, 401, 'the feed needs credentials');
+});
+
+test('after pruning, an older cursor is a 410; a caught-up one, and one from a request without since, go on', async (t) => {
+  const app = await feedApp(t);
+  const api = apiOf(app);
+  const first = await createPage(api, 'First');
+  const { nextCursor: afterFirst } = await feed(api, 'pageSize=1');
+  await api('PATCH', `/api/page/${first}`, { page_summary: 'changed' });
+  await createPage(api, 'Second');
+  const { nextCursor: caughtUp } = await feed(api, `since=${afterFirst}`);
+
+  // Every change is older than a day, seen from two days on: all of it falls under retention.
+  assert.ok((await pruneHistory(app.db.kysely, 1, new Date(Date.now() + 2 * 86_400_000))) > 0, 'the superseded revision went');
+  for (const since of [afterFirst, '']) {
+    const expired = await app.app.inject({ method: 'GET', url: `/api/changes?since=${since}`, headers: app.site.headers });
+    assert.equal(expired.statusCode, 410, `since=${since}: ${expired.body}`);
+    assert.match(String(expired.headers['content-type']), /^application\/problem\+json/);
+    assert.equal(json(expired).type, '/problems/cursor-expired');
+  }
+  const fresh = await feed(api, '');
+  assert.deepEqual(fresh.data, [], 'the feed starts after the pruned history');
+  assert.deepEqual(await feed(api, `since=${caughtUp}`), { data: [], nextCursor: caughtUp }, 'a client that had seen everything goes on');
+
+  const third = await createPage(api, 'Third');
+  for (const since of [fresh.nextCursor, caughtUp]) {
+    assert.deepEqual(
+      (await feed(api, `since=${since}`)).data.map((e) => [e.id, e.op]),
+      [[third, 'create']],
+    );
+  }
+  const revisions = await api('GET', `/api/page/${first}/revisions`);
+  assert.deepEqual(
+    revisions.body.data.map((r: { revision: number }) => r.revision),
+    [2],
+    "the record's latest revision is kept",
+  );
+});
+
+/**
+ * `db`, except that the first statement that reads the change log runs `before` to its end first:
+ * something another request commits between the feed's reads.
+ */
+function committingBeforeEntriesRead(db: DbHandle, before: () => Promise<unknown>): DbHandle {
+  let pending: (() => Promise<unknown>) | undefined = before;
+  const wrap = <T extends object>(builder: T): T =>
+    new Proxy(builder, {
+      get(target, name) {
+        const value = Reflect.get(target, name);
+        if (typeof value !== 'function') return value;
+        if (name === 'execute') {
+          return async (...args: unknown[]) => {
+            const run = pending;
+            pending = undefined;
+            await run?.();
+            return value.apply(target, args);
+          };
+        }
+        return (...args: unknown[]) => {
+          const result = value.apply(target, args);
+          return typeof result === 'object' && result !== null && 'execute' in result ? wrap(result) : result;
+        };
+      },
+    });
+  return new Proxy(db, {
+    get(target, name) {
+      const value = Reflect.get(target, name);
+      if (name === 'selectFrom') {
+        return (table: string) => {
+          const builder = value.call(target, table);
+          return table === 'content_changes' ? wrap(builder) : builder;
+        };
+      }
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+test('retention that commits while the feed reads is a 410, never an answer with changes missing', async (t) => {
+  const app = await feedApp(t);
+  const api = apiOf(app);
+  const gone = await createPage(api, 'Deleted long ago');
+  await createPage(api, 'Kept');
+  const { nextCursor: seenBoth } = await feed(api, '');
+  assert.equal((await api('DELETE', `/api/page/${gone}`)).status, 204);
+
+  // The feed reads its counter, then retention removes the page's whole history (its delete
+  // included) and raises the pruned number, then the feed reads the entries after the cursor.
+  const racing = committingBeforeEntriesRead(app.db.kysely, () => pruneHistory(app.db.kysely, 1, new Date(Date.now() + 2 * 86_400_000)));
+  await assert.rejects(
+    readFeed(racing, app.site.siteId, { since: sinceOf(seenBoth), pageSize: 200 }),
+    CursorExpiredError,
+    'a client that saw the page created must not be told nothing happened to it',
+  );
+  assert.equal((await api('GET', `/api/changes?since=${seenBoth}`)).status, 410, 'retention did run in between');
+});
+
+test("each website's feed holds its own changes only, and its revisions are its own", async (t) => {
+  const app = await feedApp(t);
+  const other = await app.addSite('Other');
+  const mine = apiOf(app);
+  const theirs = apiOf(app, other);
+  const acks = { mine: new Acknowledgements(), theirs: new Acknowledgements() };
+  for (let i = 0; i < 3; i++) {
+    acks.mine.add('page', await createPage(mine, `Mine ${i}`), 'create');
+    acks.theirs.add('page', await createPage(theirs, `Theirs ${i}`), 'create');
+  }
+  const theirPage = acks.theirs.all[0]!.id;
+  assert.equal((await theirs('PATCH', `/api/page/${theirPage}`, { page_summary: 'theirs' })).status, 200);
+  acks.theirs.add('page', theirPage, 'update');
+
+  const seen = { mine: (await feed(mine, 'pageSize=999')).data, theirs: (await feed(theirs, 'pageSize=999')).data };
+  assertSawEachOnce(seen.mine, acks.mine, [app.site.apiId]);
+  assertSawEachOnce(seen.theirs, acks.theirs, [other.apiId]);
+  assert.deepEqual(
+    seen.theirs.map((e) => e.seq),
+    [1, 2, 3, 4],
+    'each website numbers its own changes',
+  );
+
+  for (const url of [`/api/page/${theirPage}/revisions`, `/api/page/${theirPage}/revisions/1`]) {
+    assert.equal((await mine('GET', url)).status, 404, `${url} of another website`);
+  }
+  assert.equal((await mine('POST', `/api/page/${theirPage}/revisions/1/restore`)).status, 404);
+  assert.deepEqual((await feed(theirs, 'pageSize=999')).data, seen.theirs, 'a refused restore left no change');
+});

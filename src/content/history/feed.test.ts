@@ -117,6 +117,9 @@ test('GET /api/changes refuses a since that is no feed cursor, and pageSize or w
     [`since=${forged(['c', 1.5])}`, 'since'],
     [`since=${forged(['c', 2 ** 40])}`, 'since'],
     [`since=${forged(['c'])}`, 'since'],
+    [`since=${forged(['c', app.site.siteId])}`, 'since'],
+    [`since=${forged(['c', app.site.siteId, -1])}`, 'since'],
+    [`since=${forged(['c', app.site.siteId + 1, 1])}`, 'since'],
     [`since=${'c'.repeat(101)}`, 'since'],
     ['pageSize=0', 'pageSize'],
     ['pageSize=1000', 'pageSize'],
@@ -229,7 +232,7 @@ test('retention that commits while the feed reads is a 410, never an answer with
   // included) and raises the pruned number, then the feed reads the entries after the cursor.
   const racing = committingBeforeEntriesRead(app.db.kysely, () => pruneHistory(app.db.kysely, 1, new Date(Date.now() + 2 * 86_400_000)));
   await assert.rejects(
-    readFeed(racing, app.site.siteId, { since: sinceOf(seenBoth), pageSize: 200 }),
+    readFeed(racing, app.site.siteId, { since: sinceOf(seenBoth, app.site.siteId), pageSize: 200 }),
     CursorExpiredError,
     'a client that saw the page created must not be told nothing happened to it',
   );
@@ -264,4 +267,8 @@ test("each website's feed holds its own changes only, and its revisions are its 
   }
   assert.equal((await mine('POST', `/api/page/${theirPage}/revisions/1/restore`)).status, 404);
   assert.deepEqual((await feed(theirs, 'pageSize=999')).data, seen.theirs, 'a refused restore left no change');
+  // A cursor names its website: another website's feed refuses it rather than read it as its own numbers.
+  const theirCursor = (await feed(theirs, 'pageSize=1')).nextCursor;
+  const crossed = await mine('GET', `/api/changes?since=${theirCursor}`);
+  assert.equal(crossed.status, 400);
 });

@@ -138,9 +138,10 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
     read('List changes', DOCS.changes, { querystring: ChangesQuery, response: { 200: ChangesListing } }, [410]),
     async (request, reply) => {
       const { since, type, id, pageSize = 200, wait = 0 } = request.query;
-      const query = { since: sinceOf(since), type, id, pageSize };
+      const { siteId } = principalOf(request);
+      const query = { since: sinceOf(since, siteId), type, id, pageSize };
       const gone = () => closing || request.raw.destroyed || reply.raw.destroyed;
-      const feed = await readFeed(deps.db, principalOf(request).siteId, query, wait, gone, watch);
+      const feed = await readFeed(deps.db, siteId, query, wait, gone, watch);
       return { data: feed.entries, meta: { pageSize, nextCursor: feed.nextCursor } };
     },
   );

@@ -31,25 +31,38 @@ export interface ChangeEntry {
   readonly revision: number;
 }
 
-/** Feed cursors: the number of the last change a client has seen. Opaque to clients. */
-const FEED_CURSOR = keysetCursor('c', ['int']);
+/**
+ * Feed cursors: the website and the number of the last change a client has seen. Opaque to
+ * clients; the website is in it so that a cursor of one website's feed is refused by another's,
+ * whose numbers mean something else.
+ */
+const FEED_CURSOR = keysetCursor('c', ['int', 'int']);
 
-/** The cursor that follows change `seq`. */
-export function feedCursor(seq: number): string {
-  return FEED_CURSOR.encode([seq]);
+/** The cursor that follows change `seq` of website `siteId`. */
+export function feedCursor(siteId: number, seq: number): string {
+  return FEED_CURSOR.encode([siteId, seq]);
 }
 
-/** The change number a `since` cursor names (0 for an empty one: the start); a 400 naming `since` when it is no cursor of the feed. */
-export function sinceOf(cursor: string | undefined): number | null {
+const notOurs = (message: string) => new ValidationError([{ field: 'since', message }]);
+
+/**
+ * The change number a `since` cursor names (0 for an empty one: the start); a 400 naming `since`
+ * when it is no cursor of this website's feed.
+ */
+export function sinceOf(cursor: string | undefined, siteId: number): number | null {
   if (cursor === undefined) return null;
+  let key: readonly [number, number] | null;
   try {
-    return FEED_CURSOR.decode(cursor)?.[0] ?? 0;
+    key = FEED_CURSOR.decode(cursor);
   } catch (error) {
-    if (error instanceof ValidationError) {
-      throw new ValidationError([{ field: 'since', message: 'is not a cursor of the change feed: send meta.nextCursor as it was given' }]);
-    }
+    if (error instanceof ValidationError) throw notOurs('is not a cursor of the change feed: send meta.nextCursor as it was given');
     throw error;
   }
+  if (key === null) return 0;
+  const [site, seq] = key;
+  if (site !== siteId) throw notOurs("is a cursor of another website's change feed");
+  if (seq < 0) throw notOurs('is not a cursor of the change feed: send meta.nextCursor as it was given');
+  return seq;
 }
 
 export interface FeedQuery {
@@ -152,7 +165,7 @@ export async function readFeed(
       if (last > page.last) page = await feedPage(db, siteId, { ...query, since: page.next });
     }
   }
-  return { entries: page.entries, nextCursor: feedCursor(page.next) };
+  return { entries: page.entries, nextCursor: feedCursor(siteId, page.next) };
 }
 
 /** A record's revisions, newest first. A 404 when the website has no trace of it. */

@@ -58,9 +58,12 @@ export function limitRun(label: string, seconds: number): void {
   }, seconds * 1000).unref();
 }
 
-/** Forks dist/bench/<script>, which listens on 127.0.0.1 and reports its port over IPC. */
+/**
+ * Forks dist/bench/<script> (or a script at an absolute path: another build's app-server.js),
+ * which listens on 127.0.0.1 and reports its port over IPC.
+ */
 export async function startServer(script: string, env: Record<string, string>, execArgv: string[] = []): Promise<Server> {
-  const child = fork(path.join(here, script), [], {
+  const child = fork(path.resolve(here, script), [], {
     env: { ...process.env, ...env },
     execArgv,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

@@ -5,12 +5,15 @@
  * Importing this module runs nothing.
  */
 import { readFileSync } from 'node:fs';
+import type { Request as CannonRequest } from 'autocannon';
 import { type Loaded, load, type Server } from './harness.js';
 
+/** A server and what it is loaded with: GETs of `makePath`, or `requests` (writes, with their bodies). */
 export interface Contender {
   key: string;
   server: Server;
-  makePath: () => string;
+  makePath?: () => string;
+  requests?: CannonRequest[];
   headers?: Record<string, string>;
 }
 
@@ -80,7 +83,13 @@ export async function settle(server: Server): Promise<void> {
 export async function interleave(contenders: Contender[], options: RoundsOptions): Promise<Record<string, Loaded[]>> {
   const run = async (c: Contender, seconds: number): Promise<Loaded> => {
     const cpuBefore = cpuSeconds(c.server.child.pid!);
-    const loaded = await load(c.server, { connections: options.connections, seconds, makePath: c.makePath, headers: c.headers ?? {} });
+    const loaded = await load(c.server, {
+      connections: options.connections,
+      seconds,
+      makePath: c.makePath,
+      requests: c.requests,
+      headers: c.headers ?? {},
+    });
     await settle(c.server);
     const cpuUs = (cpuSeconds(c.server.child.pid!) - cpuBefore) * 1e6;
     return { ...loaded, cpuUsPerRequest: loaded.requests > 0 ? cpuUs / loaded.requests : Number.NaN };

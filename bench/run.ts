@@ -28,8 +28,9 @@ import {
 import { type Seeded, seedDatabase } from './seed.js';
 import { DEFAULT_PG_ADMIN_URL, postgresUnreachable, seedPostgres } from './seed-pg.js';
 import { soak } from './soak.js';
+import { writesSection } from './writes.js';
 
-const SECTIONS = ['getById', 'apiHeaders', 'list200', 'list200title', 'list999', 'growth', 'tokens', 'soak', 'pg'] as const;
+const SECTIONS = ['getById', 'apiHeaders', 'list200', 'list200title', 'list999', 'growth', 'tokens', 'soak', 'pg', 'writes'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values: args } = parseArgs({
@@ -43,9 +44,13 @@ const { values: args } = parseArgs({
     'growth-pages': { type: 'string' },
     rounds: { type: 'string' },
     'round-seconds': { type: 'string' },
-    /** Comma-separated sections to run (getById,apiHeaders,list200,list200title,list999,growth,tokens,soak,pg); all when absent. */
+    /** Comma-separated sections to run (getById,apiHeaders,list200,list200title,list999,growth,tokens,soak,pg,writes); all when absent. */
     only: { type: 'string' },
     profile: { type: 'boolean', default: false },
+    /** writes: a built checkout of the commit before the change log, the build the writes are compared with (skipped without it). */
+    baseline: { type: 'string' },
+    /** writes: the page updates whose database growth is measured. */
+    revisions: { type: 'string' },
     /** Node flags for the app child only: SERVER_NODE_FLAGS, as production runs it, unless given (--app-flags=' ' for none) */
     'app-flags': { type: 'string', default: SERVER_NODE_FLAGS.join(' ') },
   },
@@ -79,10 +84,13 @@ const QUOTAS = { RATE_LIMIT_API: '100000000', RATE_LIMIT_TOKEN: '100000000' };
 const RESOURCE = 'http://127.0.0.1';
 
 const perComparison = (r: RoundsOptions) => 2 * (r.warmUp + r.rounds * r.seconds) + 2 * r.rounds * 3;
-// Bounded: planned load time twice over, plus seeding (200,000 pages take about a minute) and set-up.
+const REVISIONS = Number(args.revisions ?? (quick ? 500 : 2000));
+// Bounded: planned load time twice over, plus seeding (200,000 pages take about a minute) and set-up;
+// writes load four contenders on SQLite and on PostgreSQL, and seed four databases.
 limitRun(
   'bench',
   2 * (5 * perComparison(rounds) + perComparison(shortRounds) + 2 * perComparison(shortRounds)) +
+    (only.has('writes') ? 2 * (2 * perComparison(rounds) + 2 * perComparison(shortRounds)) + REVISIONS / 20 + 120 : 0) +
     (SOAK ? SOAK.warmUp + SOAK.seconds : 0) +
     REFRESH.warmUp +
     REFRESH.seconds +
@@ -402,6 +410,21 @@ async function main() {
       check('postgres', 'PostgreSQL section', 'skipped (--no-pg)', undefined);
     }
     if (only.has('tokens')) await tokenSection(dataDir, file, seeded);
+    if (only.has('writes')) {
+      const pgUrl = args['no-pg'] || (await postgresUnreachable(args['pg-url'])) ? undefined : args['pg-url'];
+      const writes = await writesSection({
+        baseline: args.baseline ?? '',
+        pages: PAGES,
+        rounds,
+        pgRounds: shortRounds,
+        env: QUOTAS,
+        appFlags,
+        revisions: REVISIONS,
+        pgUrl,
+      });
+      for (const t of writes.targets) check(t.section, t.target, t.value, t.pass);
+      report.writes = writes.report;
+    }
     if (only.has('soak')) {
       if (!SOAK) {
         console.log('\nsoak: skipped (--quick); `--soak` runs 5 minutes');

@@ -15,7 +15,19 @@ import { authorizeUrl, connect, type OAuthProcess, pkcePair, revokeInConsole, st
 // test/mcp.cimd.test.ts stays in the test process: it needs oauth.clientMetadataFetch, a test-only
 // setting that no environment variable sets.
 
-const TOOLS = ['list_pages', 'get_page', 'save_page', 'delete_page', 'list_blogs', 'get_blog', 'save_blog', 'delete_blog'];
+const TOOLS = [
+  'list_pages',
+  'get_page',
+  'save_page',
+  'delete_page',
+  'list_blogs',
+  'get_blog',
+  'save_blog',
+  'delete_blog',
+  'list_changes',
+  'list_revisions',
+  'restore_revision',
+];
 
 type Result = CallToolResult & {
   structuredContent?: { data?: Array<Record<string, unknown>>; meta?: Record<string, number | string | null> };
@@ -225,6 +237,84 @@ test('MCP tools with good and bad input: the REST rules, validation naming the f
   assert.deepEqual(fields(await refused(agent, 'delete_page', { id: -3 })), ['id']);
 
   await assert.rejects(agent.client.callTool({ name: 'drop_database', arguments: {} }), /Unknown tool/);
+});
+
+test('MCP history: a change made through MCP is listed with actor kind mcp and the connection; revisions listed and restored; a read-only token cannot restore', async (t) => {
+  const a = await startOAuthProcess(t);
+  const agent = await connectAgent(a, { site: a.site.siteId });
+  t.after(() => agent.client.close());
+  const reader = await connectAgent(a, { site: a.site.siteId, approve: ['everything:read'] });
+  t.after(() => reader.client.close());
+
+  const { tools } = await agent.client.listTools();
+  const annotations = (name: string) => tools.find((tool) => tool.name === name)?.annotations;
+  assert.equal(annotations('list_changes')?.readOnlyHint, true);
+  assert.equal(annotations('list_revisions')?.readOnlyHint, true);
+  // Destructive as the delete tools are; not idempotent, since each call records a new revision.
+  assert.deepEqual(annotations('restore_revision'), {
+    readOnlyHint: false,
+    destructiveHint: true,
+    idempotentHint: false,
+    openWorldHint: false,
+  });
+  assert.equal(annotations('delete_page')?.destructiveHint, true);
+  assert.match(String(tools.find((tool) => tool.name === 'restore_revision')?.description), /Needs scope everything:write\.$/);
+
+  const start = (await ok(agent, 'list_changes', {})).meta?.nextCursor;
+  const created = (await ok(agent, 'save_page', { page_usertitle: 'Draft one' })).data?.[0];
+  const id = created?.page;
+  await ok(agent, 'save_page', { id, page_usertitle: 'Draft two' });
+
+  // The feed names the MCP connection as the writer, as the owner's console lists it.
+  const connection = (await listConnections(a.db.kysely, a.site.siteId)).find((c) => c.scopes.includes('everything:write'));
+  assert.ok(connection);
+  const feed = await ok(agent, 'list_changes', { since: start });
+  assert.deepEqual(
+    feed.data?.map((c) => [c.type, c.id, c.op, c.revision]),
+    [
+      ['page', id, 'create', 1],
+      ['page', id, 'update', 2],
+    ],
+  );
+  for (const change of feed.data ?? []) assert.deepEqual(change.actor, { kind: 'mcp', id: connection.id, name: 'Test agent' });
+  assert.deepEqual(Object.keys(feed.meta ?? {}), ['pageSize', 'nextCursor']);
+  assert.equal(feed.meta?.pageSize, 20, 'the MCP default');
+  assert.deepEqual((await ok(reader, 'list_changes', { since: feed.meta?.nextCursor })).data, [], 'read-only tokens read the feed');
+  assert.deepEqual(fields(await refused(agent, 'list_changes', { wait: 5 })), ['wait'], 'no long-poll over MCP');
+  assert.deepEqual(fields(await refused(agent, 'list_changes', { since: 'not-a-cursor' })), ['since']);
+
+  assert.deepEqual(
+    (await ok(reader, 'list_revisions', { type: 'page', id })).data?.map((r) => [r.revision, r.op]),
+    [
+      [2, 'update'],
+      [1, 'create'],
+    ],
+  );
+  assert.equal((await refused(agent, 'list_revisions', { type: 'blog', id })).status, 404);
+  assert.deepEqual(fields(await refused(agent, 'list_revisions', { type: 'pages', id })), ['type']);
+
+  // A read-only token is refused the restore before it runs: HTTP 403 naming the scope.
+  await assert.rejects(call(reader, 'restore_revision', { type: 'page', id, revision: 1 }), (error: unknown) => {
+    assert.ok(error instanceof StreamableHTTPError, String(error));
+    assert.equal(error.code, 403);
+    return true;
+  });
+  const denied = await postToolCall(a.base, accessToken(reader), 'restore_revision', { type: 'page', id, revision: 1 });
+  assert.equal(denied.status, 403);
+  assert.match(String(denied.headers.get('www-authenticate')), /error="insufficient_scope", scope="everything:write"/);
+
+  const restored = (await ok(agent, 'restore_revision', { type: 'page', id, revision: 1 })).data?.[0];
+  assert.equal(restored?.page_usertitle, 'Draft one');
+  assert.equal((await ok(agent, 'get_page', { id })).data?.[0]?.page_usertitle, 'Draft one');
+  const latest = (await ok(agent, 'list_revisions', { type: 'page', id })).data?.[0];
+  assert.deepEqual([latest?.revision, latest?.op, latest?.actor], [3, 'restore', { kind: 'mcp', id: connection.id, name: 'Test agent' }]);
+  assert.equal((await refused(agent, 'restore_revision', { type: 'page', id, revision: 9 })).status, 404);
+
+  // A deleted blog comes back under its id.
+  const blog = (await ok(agent, 'save_blog', { page: id, info_title: 'Gone for a moment' })).data?.[0];
+  await ok(agent, 'delete_blog', { id: blog?.info_id });
+  const back = (await ok(agent, 'restore_revision', { type: 'blog', id: blog?.info_id, revision: 1 })).data?.[0];
+  assert.deepEqual([back?.info_id, back?.info_title], [blog?.info_id, 'Gone for a moment']);
 });
 
 test('MCP: revoking the connection takes effect on the next call; tokens are bound to their resource both ways', async (t) => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildBlogApp, storageOf } from '../../test/blog-fixtures.js';
+import { json } from '../../test/helpers.js';
 import { SYSTEM_ACTOR } from '../content/history/change-log.js';
 import { contentTools, MCP_BLOG_FIELDS, MCP_PAGE_FIELDS, MCP_PAGE_SIZE } from './content.tools.js';
 
@@ -65,4 +66,69 @@ test('the MCP list tools answer 20 records of a few fields unless asked, well un
     assert.ok(Object.keys(every.data[0]!).length > 30);
   }
   t.diagnostic(figures.join('\n'));
+});
+
+test('the history tools: one tool for both record types, the arguments of the REST routes, MCP defaults, restore annotated destructive', async (t) => {
+  const app = await buildBlogApp(t);
+  const tools = new Map(contentTools(app.app).map((tool) => [tool.name, tool]));
+  const deps = { db: app.db.kysely, images: storageOf(app), warn: () => {} };
+  const run = (name: string, args: object) => tools.get(name)!.run(deps, app.site.siteId, tools.get(name)!.validate(args), SYSTEM_ACTOR);
+
+  const changes = tools.get('list_changes')!;
+  assert.deepEqual(changes.annotations, { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+  assert.equal(changes.scope, 'everything:read');
+  const changeArgs = changes.inputSchema.properties as Record<string, { default?: unknown }>;
+  assert.deepEqual(Object.keys(changeArgs), ['since', 'type', 'id', 'pageSize'], 'no wait: no long-poll over MCP');
+  assert.equal(changeArgs.pageSize?.default, MCP_PAGE_SIZE);
+  assert.match(changes.description, /Over MCP: there is no `wait`/);
+  assert.throws(
+    () => changes.validate({ wait: 5 }),
+    (e: { errors: { field: string }[] }) => e.errors[0]?.field === 'wait',
+  );
+  await assert.rejects(run('list_changes', { since: 'nonsense' }), (e: { errors: { field: string }[] }) => e.errors[0]?.field === 'since');
+
+  const revisions = tools.get('list_revisions')!;
+  assert.equal(revisions.scope, 'everything:read');
+  assert.deepEqual(revisions.inputSchema.required, ['type', 'id']);
+  assert.match(revisions.description, /type page: The page's revisions[\s\S]*type blog: The blog's revisions/);
+  assert.throws(
+    () => revisions.validate({ type: 'image', id: 1 }),
+    (e: { errors: { field: string }[] }) => e.errors[0]?.field === 'type',
+  );
+
+  const restore = tools.get('restore_revision')!;
+  assert.equal(restore.scope, 'everything:write');
+  assert.deepEqual(restore.annotations, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false });
+  assert.deepEqual(restore.inputSchema.required, ['type', 'id', 'revision']);
+  assert.deepEqual(
+    restore.validate({ type: 'blog', id: '3', revision: '2' }),
+    { type: 'blog', id: 3, revision: 2 },
+    'coerced as a path is',
+  );
+  // Its result is a page's or a blog's answer, as the route of the type sends it.
+  assert.equal(restore.outputSchema.type, 'object');
+  assert.equal((restore.outputSchema.anyOf as unknown[]).length, 2);
+
+  // A page written twice over REST, then its first revision restored through the tool.
+  const page = await app.app.inject({ method: 'POST', url: '/api/page', headers: app.site.headers, payload: { page_usertitle: 'First' } });
+  const id = json(page).data[0].page as number;
+  await app.app.inject({ method: 'POST', url: '/api/page', headers: app.site.headers, payload: { id, page_usertitle: 'Second' } });
+  const listed = (await run('list_changes', { type: 'page', id })) as { data: { op: string; revision: number }[]; meta: object };
+  assert.deepEqual(
+    listed.data.map((c) => [c.op, c.revision]),
+    [
+      ['create', 1],
+      ['update', 2],
+    ],
+  );
+  assert.deepEqual(Object.keys(listed.meta), ['pageSize', 'nextCursor']);
+  const restored = (await run('restore_revision', { type: 'page', id, revision: 1 })) as { data: { page_usertitle: string }[] };
+  assert.equal(restored.data[0]?.page_usertitle, 'First');
+  const history = (await run('list_revisions', { type: 'page', id })) as { data: object[] };
+  assert.deepEqual(Object.keys(history.data[0]!), ['revision', 'seq', 'op', 'at', 'actor'], 'the fields GET …/revisions sends');
+  assert.deepEqual(
+    history.data.map((r) => (r as { op: string }).op),
+    ['restore', 'update', 'create'],
+  );
+  await assert.rejects(run('list_revisions', { type: 'blog', id }), /no blog/);
 });

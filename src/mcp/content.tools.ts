@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Scope } from '../auth/principal.js';
 import type { BlogField } from '../content/blogs/blog.fields.js';
 import * as blogs from '../content/blogs/blog.service.js';
-import type { ActorRef } from '../content/history/change-log.js';
+import type { ActorRef, RecordType } from '../content/history/change-log.js';
+import { type ChangeEntry, listRevisions, readFeed, restoreRevision, sinceOf } from '../content/history/history.service.js';
 import type { PageField } from '../content/pages/page.fields.js';
 import * as pages from '../content/pages/page.service.js';
 import { type Listed, listMeta } from '../content/shared/envelope.js';
@@ -29,10 +30,22 @@ type Part = 'querystring' | 'params' | 'body';
 interface Operation {
   readonly name: string;
   readonly method: 'GET' | 'POST' | 'DELETE';
+  /**
+   * The route. `{type}` stands for routes registered once per record type (page, blog) with the
+   * same arguments: the tool is one for both, and takes the type as its `type` argument.
+   */
   readonly endpoint: string;
   readonly part: Part;
+  /** The title of a per-type tool: each route's summary names its own type. */
+  readonly title?: string;
   /** What the REST reference says that MCP does differently. */
   readonly note?: string;
+  /** Arguments of the route that the tool does not take (its validator refuses them as unknown). */
+  readonly without?: readonly string[];
+  /** The tool's defaults where they differ from the route's. */
+  readonly defaults?: Readonly<Record<string, unknown>>;
+  /** Replaces a record's content as a delete removes it: annotated destructive. */
+  readonly destructive?: true;
   readonly run: Run;
 }
 
@@ -55,6 +68,13 @@ const listed = (l: Listed<StoredItem>) => ({ data: parsedRecords(l.records), met
 const one = (record: object) => ({ data: [record], meta: { total: 1, offset: 0, pageSize: DEFAULT_PAGE_SIZE } });
 const saved = (s: { record: object }) => ({ data: [s.record] });
 const id = (input: Input) => Number(input.id);
+const recordType = (input: Input) => input.type as RecordType;
+
+/** The record types of the per-type routes, in the order their descriptions are given. */
+const RECORD_TYPES = ['page', 'blog'] as const satisfies readonly RecordType[];
+
+/** A revision as GET …/revisions lists it: the feed entry without the record it belongs to. */
+const revisionOf = ({ revision, seq, op, at, actor }: ChangeEntry) => ({ revision, seq, op, at, actor });
 
 /**
  * Over MCP a list answers fewer records and fields unless the arguments ask otherwise (pageSize,
@@ -101,10 +121,13 @@ const listNote = (fields: readonly string[], ids: string) =>
 const WRITE_NOTE =
   'Over MCP: the arguments are the JSON body; blog images are referenced by path (info_img, info_more_images: paths this website already uses), files cannot be uploaded; If-Match is not used.';
 const DELETE_NOTE = 'Over MCP: If-Match is not used; the result names the deleted ID.';
+const CHANGES_NOTE = `Over MCP: there is no \`wait\` (long-poll): a tool call is answered at once, and an agent asks again with meta.nextCursor as \`since\` when it wants what changed since; pageSize defaults to ${MCP_PAGE_SIZE}.`;
+const RESTORE_NOTE = 'Over MCP: If-Match is not used; the result is the record as restored.';
 
 /**
- * The MCP tools, one per REST operation on pages and blogs. Each calls the service its route
- * calls; everything else (schemas, descriptions, scope) is read from the registered route.
+ * The MCP tools, one per REST operation on pages, blogs and their history (one for both types of
+ * a per-type route). Each calls the service its route calls; everything else (schemas,
+ * descriptions, scope) is read from the registered route.
  */
 const OPERATIONS: readonly Operation[] = [
   {
@@ -175,6 +198,41 @@ const OPERATIONS: readonly Operation[] = [
       return { deleted: id(input) };
     },
   },
+  {
+    name: 'list_changes',
+    method: 'GET',
+    endpoint: '/api/changes',
+    part: 'querystring',
+    note: CHANGES_NOTE,
+    // A long-poll would hold the tool call and a database poll for up to its wait; an agent is no
+    // syncing client that waits on the feed.
+    without: ['wait'],
+    defaults: { pageSize: MCP_PAGE_SIZE },
+    run: async (d, site, input) => {
+      const { since, type, id, pageSize } = input as { since?: string; type?: RecordType; id?: number; pageSize: number };
+      const feed = await readFeed(d.db, site, { since: sinceOf(since), type, id, pageSize });
+      return { data: feed.entries, meta: { pageSize, nextCursor: feed.nextCursor } };
+    },
+  },
+  {
+    name: 'list_revisions',
+    method: 'GET',
+    endpoint: '/api/{type}/:id/revisions',
+    part: 'params',
+    title: "List a page's or a blog's revisions",
+    run: async (d, site, input) => ({ data: (await listRevisions(d.db, site, recordType(input), id(input))).map(revisionOf) }),
+  },
+  {
+    name: 'restore_revision',
+    method: 'POST',
+    endpoint: '/api/{type}/:id/revisions/:revision/restore',
+    part: 'params',
+    title: 'Restore a revision of a page or a blog',
+    note: RESTORE_NOTE,
+    destructive: true,
+    run: async (d, site, input, actor) =>
+      saved(await restoreRevision(d.db, site, recordType(input), id(input), Number(input.revision), actor)),
+  },
 ];
 
 /** DELETE answers 204 without a body; a tool result must be an object. */
@@ -200,31 +258,73 @@ function inputSchemaOf(schema: RouteInfo['schema'], part: Part): unknown {
   return declared && 'content' in declared && declared.content ? declared.content['application/json']?.schema : declared;
 }
 
-/** Builds the tools from the routes registered so far; call it after the page and blog routes. */
+type Schema = Record<string, unknown> & { properties?: Record<string, Record<string, unknown>>; required?: string[] };
+
+/** The route an operation stands for, with the type put in for a per-type one. */
+function routeOf(app: FastifyInstance, op: Operation, type?: RecordType): RouteInfo {
+  const endpoint = type ? op.endpoint.replace('{type}', type) : op.endpoint;
+  const route = app.references.routes.get(endpoint)?.find((r) => r.method === op.method);
+  if (!route?.scope) throw new Error(`no route ${op.method} ${endpoint} with a scope to build the ${op.name} tool from`);
+  return route;
+}
+
+/**
+ * The tool's arguments: the route's schema for `part`, without what the tool does not take and
+ * with its own defaults; a per-type tool's routes must agree on it, and it gains `type`.
+ */
+function argumentsOf(op: Operation, routes: readonly RouteInfo[], perType: boolean): Schema {
+  const [first, ...others] = routes.map((route) => {
+    const declared = inputSchemaOf(route.schema, op.part);
+    if (!declared) throw new Error(`${op.method} ${op.endpoint} declares no ${op.part} schema`);
+    return plain(declared) as Schema;
+  });
+  if (others.some((other) => JSON.stringify(other) !== JSON.stringify(first)))
+    throw new Error(`the routes of ${op.endpoint} take different ${op.part}: one ${op.name} tool cannot stand for them`);
+  const schema: Schema = { ...first! };
+  if (!op.without && !op.defaults && !perType) return schema;
+  const properties = { ...schema.properties };
+  for (const name of op.without ?? []) delete properties[name];
+  for (const [name, value] of Object.entries(op.defaults ?? {})) properties[name] = { ...properties[name], default: value };
+  const required = schema.required?.filter((name) => name in properties);
+  if (!perType) return { ...schema, properties, ...(required ? { required } : {}) };
+  const type = { type: 'string', enum: [...RECORD_TYPES], description: 'page or blog' };
+  return { ...schema, properties: { type, ...properties }, required: ['type', ...(required ?? [])] };
+}
+
+/** The result's schema: the route's 200 answer; for a per-type tool, either route's. */
+function resultOf(routes: readonly RouteInfo[]): Record<string, unknown> {
+  const answers = routes.map((route) => route.schema.response?.['200']);
+  if (answers.some((answer) => !answer)) return DELETED_OUTPUT;
+  const [first, ...others] = answers.map(plain);
+  // MCP asks for an object at the root of an output schema, so the alternatives go below it.
+  return others.every((other) => JSON.stringify(other) === JSON.stringify(first)) ? first! : { type: 'object', anyOf: [first, ...others] };
+}
+
+/** Builds the tools from the routes registered so far; call it after the content and history routes. */
 export function contentTools(app: FastifyInstance): ContentTool[] {
   return OPERATIONS.map((op) => {
-    const route = app.references.routes.get(op.endpoint)?.find((r) => r.method === op.method);
-    if (!route?.scope) throw new Error(`no route ${op.method} ${op.endpoint} with a scope to build the ${op.name} tool from`);
-    const input = inputSchemaOf(route.schema, op.part);
-    const output = route.schema.response?.['200'];
-    if (!input) throw new Error(`${op.method} ${op.endpoint} declares no ${op.part} schema`);
-    const check = validatorFor<Input>(
-      app,
-      { schema: input as object, method: op.method, url: op.endpoint, httpPart: op.part },
-      'arguments',
-    );
+    const perType = op.endpoint.includes('{type}');
+    const routes = perType ? RECORD_TYPES.map((type) => routeOf(app, op, type)) : [routeOf(app, op)];
+    const route = routes[0]!;
+    if (routes.some((r) => r.scope !== route.scope)) throw new Error(`the routes of ${op.endpoint} need different scopes`);
+    const input = argumentsOf(op, routes, perType);
+    // The arguments are checked against the schema the tool shows, by the validator of the route's part.
+    const check = validatorFor<Input>(app, { schema: input, method: op.method, url: op.endpoint, httpPart: op.part }, 'arguments');
     const readOnly = op.method === 'GET';
     const scopeText = `Needs scope ${route.scope}${readOnly ? ' (or everything:write)' : ''}.`;
+    const title = op.title ?? route.schema.summary ?? op.name;
+    // A per-type tool gives each route's reference text, under its type.
+    const reference = perType ? routes.map((r, i) => `type ${RECORD_TYPES[i]}: ${r.schema.description}`) : [route.schema.description];
     return {
       name: op.name,
-      title: route.schema.summary ?? op.name,
-      description: [`${route.schema.summary}.`, route.schema.description, op.note, scopeText].filter(Boolean).join('\n\n'),
+      title,
+      description: [`${title}.`, ...reference, op.note, scopeText].filter(Boolean).join('\n\n'),
       scope: route.scope as Scope,
-      inputSchema: plain(input),
-      outputSchema: output ? plain(output) : DELETED_OUTPUT,
+      inputSchema: input,
+      outputSchema: resultOf(routes),
       annotations: {
         readOnlyHint: readOnly,
-        destructiveHint: op.method === 'DELETE',
+        destructiveHint: op.method === 'DELETE' || op.destructive === true,
         idempotentHint: op.method !== 'POST',
         openWorldHint: false,
       },

@@ -210,7 +210,7 @@ const OPERATIONS: readonly Operation[] = [
     defaults: { pageSize: MCP_PAGE_SIZE },
     run: async (d, site, input) => {
       const { since, type, id, pageSize } = input as { since?: string; type?: RecordType; id?: number; pageSize: number };
-      const feed = await readFeed(d.db, site, { since: sinceOf(since), type, id, pageSize });
+      const feed = await readFeed(d.db, site, { since: sinceOf(since, site), type, id, pageSize });
       return { data: feed.entries, meta: { pageSize, nextCursor: feed.nextCursor } };
     },
   },

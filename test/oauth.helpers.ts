@@ -301,10 +301,11 @@ export async function tokenRequest(issuer: string, form: Record<string, string>)
 }
 
 /** Authorizes with the owner's credentials: the code, its verifier and the browser that got it. */
-export async function authorizeCode(a: OAuthServer, answers: Answers & { scope?: string; state?: string } = {}) {
+export async function authorizeCode(a: OAuthServer, answers: Answers & { scope?: string; state?: string; resource?: string } = {}) {
   const { verifier, challenge } = await pkcePair();
   const browser = answers.browser ?? new Browser(a.base);
-  const url = authorizeUrl(a.issuer, { clientId: a.clientId, scope: answers.scope, state: answers.state, codeChallenge: challenge });
+  const { scope, state, resource } = answers;
+  const url = authorizeUrl(a.issuer, { clientId: a.clientId, scope, state, resource, codeChallenge: challenge });
   const step = await completeInteraction(browser, url, { login: a.owner, site: a.site.siteId, ...answers });
   const code = step.callback?.searchParams.get('code');
   if (!code) throw new Error(`no code: ${step.status} ${step.callback ?? step.html.slice(0, 500)}`);
@@ -329,7 +330,7 @@ export interface Tokens {
 }
 
 /** Authorizes and exchanges the code: the usual start of a test. */
-export async function connect(a: OAuthServer, answers: Answers & { scope?: string } = {}) {
+export async function connect(a: OAuthServer, answers: Answers & { scope?: string; resource?: string } = {}) {
   const { code, verifier, browser } = await authorizeCode(a, answers);
   const response = await exchangeCode(a, code, verifier);
   if (response.status !== 200) throw new Error(`exchange failed: ${JSON.stringify(response.body)}`);

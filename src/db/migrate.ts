@@ -14,6 +14,7 @@ import * as m0012 from './migrations/0012_access_triggers.js';
 import * as m0013 from './migrations/0013_credential_default_page.js';
 import * as m0014 from './migrations/0014_sort_keys.js';
 import * as m0015 from './migrations/0015_image_rules.js';
+import * as m0017 from './migrations/0017_connection_resource.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -35,6 +36,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0013_credential_default_page': m0013,
   '0014_sort_keys': m0014,
   '0015_image_rules': m0015,
+  '0017_connection_resource': m0017,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

@@ -140,14 +140,15 @@ export async function csrfOf(browser: Browser, path = '/console'): Promise<strin
 }
 
 /**
- * Revokes a connection as its owner does, in the console of the server `a` (sign in, then the
- * confirmation form's POST), so the node that serves the next request is the one that revoked.
+ * Revokes an application as its owner does, in the console of the server `a` (sign in, then the
+ * confirmation form's POST): every connection it has to the website ends. The node that serves
+ * the next request is the one that revoked.
  */
-export async function revokeInConsole(a: OAuthServer, siteId: number, connectionId: string): Promise<void> {
+export async function revokeInConsole(a: OAuthServer, siteId: number, clientId: string): Promise<void> {
   const { browser } = await consoleLogin(a);
-  const path = `/console/sites/${siteId}/connections/${connectionId}/revoke`;
+  const path = `/console/sites/${siteId}/applications/${encodeURIComponent(clientId)}/revoke`;
   const revoked = await browser.request(path, { form: { csrf: await csrfOf(browser, path) } });
-  assert.equal(revoked.status, 303, `the console revoked the connection (${revoked.status})`);
+  assert.equal(revoked.status, 303, `the console revoked the application (${revoked.status})`);
 }
 
 /** A browser in miniature: a cookie jar (name+path), manual redirects, HTML forms read by pattern. */

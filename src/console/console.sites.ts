@@ -55,7 +55,7 @@ function kindsOf(app: Application): string[] {
 
 /**
  * One application's card: its live connections, each with what it is for, and the ended ones
- * apart. `connectionIds` names them all, for anything the card shows about the application as a
+ * apart. `connection_ids` names them all, for anything the card shows about the application as a
  * whole.
  */
 function applicationCard(app: Application, verified: boolean) {
@@ -70,7 +70,6 @@ function applicationCard(app: Application, verified: boolean) {
     kinds: kindsOf(app),
     live: connections.filter((c) => c.status === 'active'),
     ended: connections.filter((c) => c.status !== 'active'),
-    connectionIds: app.connection_ids,
     revokePath: applicationPath(app.site_id, app.client_id, '/revoke'),
   };
 }

@@ -21,7 +21,7 @@ import { installProviderHooks } from './provider.hooks.js';
 export const AUTH_PATH = '/api/auth';
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 export const CODE_TTL_SECONDS = 60;
-/** How long an authorization may take from its request to its last step (consent). */
+/** How long an authorization may take from its request until its code is issued (sign-in, website, consent, resume). */
 export const INTERACTION_TTL_SECONDS = 30 * 60;
 /** A sign-in lasts a day, on the OAuth pages and in the owner console alike (one session). */
 export const SESSION_TTL_SECONDS = 24 * 60 * 60;

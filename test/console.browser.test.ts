@@ -39,7 +39,7 @@ async function addPages(a: OAuthTestApp) {
 
 const api = (a: OAuthTestApp, headers: Record<string, string>) => fetch(`${a.base}/api/page`, { headers });
 
-test('in Chromium: sign in, see two websites, revoke one connection; its token gets 401, the other website’s still works', async (t) => {
+test('in Chromium: sign in, see two websites, revoke the application on one; its token gets 401, the other website’s still works', async (t) => {
   const browser = await launchChromium(t);
   if (!browser) return;
   const a = await startOAuthApp(t);

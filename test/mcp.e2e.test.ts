@@ -349,7 +349,7 @@ test('MCP: revoking the connection takes effect on the next call; tokens are bou
   const mine = connections.find((c) => c.client_name === 'Test agent' && c.status === 'active');
   assert.ok(mine, JSON.stringify(connections));
   assert.deepEqual(mine.scopes, ['everything:read', 'everything:write']);
-  await revokeInConsole(a, a.site.siteId, mine.id);
+  await revokeInConsole(a, a.site.siteId, mine.client_id);
   assert.equal((await postToolCall(a.base, token, 'list_pages')).status, 401, 'the very next request');
   await assert.rejects(call(agent, 'list_pages', {}), 'the SDK client cannot refresh a revoked connection either');
 });

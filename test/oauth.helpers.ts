@@ -140,14 +140,15 @@ export async function csrfOf(browser: Browser, path = '/console'): Promise<strin
 }
 
 /**
- * Revokes a connection as its owner does, in the console of the server `a` (sign in, then the
- * confirmation form's POST), so the node that serves the next request is the one that revoked.
+ * Revokes an application as its owner does, in the console of the server `a` (sign in, then the
+ * confirmation form's POST): every connection it has to the website ends. The node that serves
+ * the next request is the one that revoked.
  */
-export async function revokeInConsole(a: OAuthServer, siteId: number, connectionId: string): Promise<void> {
+export async function revokeInConsole(a: OAuthServer, siteId: number, clientId: string): Promise<void> {
   const { browser } = await consoleLogin(a);
-  const path = `/console/sites/${siteId}/connections/${connectionId}/revoke`;
+  const path = `/console/sites/${siteId}/applications/${encodeURIComponent(clientId)}/revoke`;
   const revoked = await browser.request(path, { form: { csrf: await csrfOf(browser, path) } });
-  assert.equal(revoked.status, 303, `the console revoked the connection (${revoked.status})`);
+  assert.equal(revoked.status, 303, `the console revoked the application (${revoked.status})`);
 }
 
 /** A browser in miniature: a cookie jar (name+path), manual redirects, HTML forms read by pattern. */
@@ -301,10 +302,11 @@ export async function tokenRequest(issuer: string, form: Record<string, string>)
 }
 
 /** Authorizes with the owner's credentials: the code, its verifier and the browser that got it. */
-export async function authorizeCode(a: OAuthServer, answers: Answers & { scope?: string; state?: string } = {}) {
+export async function authorizeCode(a: OAuthServer, answers: Answers & { scope?: string; state?: string; resource?: string } = {}) {
   const { verifier, challenge } = await pkcePair();
   const browser = answers.browser ?? new Browser(a.base);
-  const url = authorizeUrl(a.issuer, { clientId: a.clientId, scope: answers.scope, state: answers.state, codeChallenge: challenge });
+  const { scope, state, resource } = answers;
+  const url = authorizeUrl(a.issuer, { clientId: a.clientId, scope, state, resource, codeChallenge: challenge });
   const step = await completeInteraction(browser, url, { login: a.owner, site: a.site.siteId, ...answers });
   const code = step.callback?.searchParams.get('code');
   if (!code) throw new Error(`no code: ${step.status} ${step.callback ?? step.html.slice(0, 500)}`);
@@ -329,7 +331,7 @@ export interface Tokens {
 }
 
 /** Authorizes and exchanges the code: the usual start of a test. */
-export async function connect(a: OAuthServer, answers: Answers & { scope?: string } = {}) {
+export async function connect(a: OAuthServer, answers: Answers & { scope?: string; resource?: string } = {}) {
   const { code, verifier, browser } = await authorizeCode(a, answers);
   const response = await exchangeCode(a, code, verifier);
   if (response.status !== 200) throw new Error(`exchange failed: ${JSON.stringify(response.body)}`);

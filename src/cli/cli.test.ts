@@ -277,7 +277,7 @@ test('the OAuth commands run through cms like the others, with --json as one lin
   assert.match(help.stdout, /^Usage: cms client create --name NAME --redirect-uri URI/);
   assert.deepEqual(ok(await cms({}, 'connection', 'list', '--help', '--json')), {
     usage: 'cms connection list --site ID [--json]',
-    summary: "List a website's OAuth connections: app, user, scopes, state",
+    summary: "List a website's OAuth connections: state, REST API or MCP, app, user, scopes",
   });
   const { commands } = ok(await cms({}, 'help', '--json'));
   assert.deepEqual(

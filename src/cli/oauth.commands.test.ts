@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
+import { authorizeCode, connect, startOAuthApp } from '../../test/oauth.helpers.js';
 import { testConfig } from '../config.js';
 import type { Db } from '../db/database.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
@@ -58,6 +58,7 @@ test('cms connection list and revoke: the revoked connection stops working at on
   assert.equal(connection.siteId, a.site.siteId);
   assert.deepEqual(connection.scopes, ['everything:read', 'product:read']);
   assert.ok(connection.lastUsedAt, 'the code exchange counts as use');
+  assert.equal(connection.kind, 'api');
   assert.match(await run(a.db, `connection list --site ${a.site2.siteId}`), /No OAuth connections/);
 
   assert.match(await run(a.db, `connection revoke ${connection.id}`), /Revoked connection/);
@@ -77,6 +78,25 @@ test('cms connection list and revoke: the revoked connection stops working at on
   assert.ok(after.revokedAt);
   await assert.rejects(run(a.db, 'connection revoke con_unknown'), NotFoundError);
   await assert.rejects(run(a.db, 'connection list --site x'), UsageError);
+});
+
+test('cms connection list: one line per connection id, REST API or MCP; an unexchanged code is pending, not active', async (t) => {
+  const a = await startOAuthApp(t);
+  await connect(a);
+  await connect(a, { resource: `${a.base}/mcp` });
+  await authorizeCode(a);
+  const { connections } = JSON.parse(await run(a.db, `connection list --site ${a.site.siteId} --json`));
+  const lines = (await run(a.db, `connection list --site ${a.site.siteId}`)).split('\n');
+  assert.equal(lines.length, 3);
+  const columns = new Map(lines.map((line) => [line.split('\t')[0], line.split('\t')]));
+  const described = connections
+    .map((c: { id: string; kind: string; status: string }) => [c.kind, c.status, columns.get(c.id)?.slice(1, 4).join(' | ')])
+    .sort();
+  assert.deepEqual(described, [
+    ['api', 'active', `active | REST API | Test app (${a.clientId})`],
+    ['api', 'pending', `pending | REST API | Test app (${a.clientId})`],
+    ['mcp', 'active', `active | MCP | Test app (${a.clientId})`],
+  ]);
 });
 
 test('cms user remove-site ends the connections the user approved for that website, and only those', async (t) => {

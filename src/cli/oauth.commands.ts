@@ -39,16 +39,17 @@ const clientList: Command = {
 
 const connectionList: Command = {
   name: 'connection list',
-  summary: "List a website's OAuth connections: app, user, scopes, state",
+  summary: "List a website's OAuth connections: state, REST API or MCP, app, user, scopes",
   usage: '--site ID',
   options: { site: { type: 'string' } },
   async run(ctx) {
     const siteId = await listedSiteOption(ctx);
-    const { listConnections } = await connectionService();
+    const { CONNECTION_KIND_TITLES, listConnections } = await connectionService();
     const connections = await listConnections((await ctx.db()).kysely, siteId);
+    // One line per connection, its id first; pending: consented to, but its code was never exchanged.
     const lines = connections.map(
       (c) =>
-        `${c.id}\t${c.status}\t${c.client_name} (${c.client_id})\t${c.user_email}\t${c.scopes.join(' ')}\tlast used ${c.last_used_at ?? 'never'}`,
+        `${c.id}\t${c.status}\t${CONNECTION_KIND_TITLES[c.kind]}\t${c.client_name} (${c.client_id})\t${c.user_email}\t${c.scopes.join(' ')}\tlast used ${c.last_used_at ?? 'never'}`,
     );
     return { json: { connections }, text: lines.join('\n') || `No OAuth connections for website ${siteId}.` };
   },

@@ -46,7 +46,8 @@ test("console: the confirmation page of an unknown id, or another website's, is 
   for (const path of [
     `/console/sites/${site}/credentials/ak_nope/revoke`,
     `/console/sites/${site}/credentials/${a.site2.apiId}/revoke`,
-    `/console/sites/${site}/connections/con_nope/revoke`,
+    `/console/sites/${site}/applications/cl_nope/revoke`,
+    `/console/sites/${site}/applications/${encodeURIComponent('https://nobody.example/client.json')}/revoke`,
   ]) {
     const response = await browser.request(path);
     assert.equal(response.status, 404, path);

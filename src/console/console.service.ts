@@ -2,7 +2,7 @@ import { listCredentials, readCredential, sitesOfUser } from '../accounts/accoun
 import { revokeCredential } from '../accounts/account.service.js';
 import type { DbHandle } from '../db/schema.js';
 import { NotFoundError } from '../errors.js';
-import { findConnection, revokeConnection } from '../oauth/connections/connection.service.js';
+import { type Application, findApplication, revokeApplication } from '../oauth/connections/connection.service.js';
 
 /**
  * What the console may do for a signed-in user. Every id a URL names is checked against the
@@ -15,11 +15,19 @@ export async function requireUserSite(db: DbHandle, userId: number, siteId: numb
   return site;
 }
 
-export async function revokeSiteConnection(db: DbHandle, userId: number, siteId: number, connectionId: string): Promise<void> {
+/** An application that has connected to one of the user's websites, with its connections there. */
+export async function siteApplication(db: DbHandle, userId: number, siteId: number, clientId: string): Promise<Application> {
   await requireUserSite(db, userId, siteId);
-  const connection = await findConnection(db, connectionId);
-  if (connection?.site_id !== siteId) throw new NotFoundError(`Website ${siteId} has no connection ${connectionId}.`);
-  await revokeConnection(db, connectionId);
+  const app = await findApplication(db, siteId, clientId);
+  if (!app) throw new NotFoundError(`No application ${clientId} has connected to website ${siteId}.`);
+  return app;
+}
+
+/** Ends every connection an application has to one of the user's websites; its connections elsewhere stay. */
+export async function revokeSiteApplication(db: DbHandle, userId: number, siteId: number, clientId: string) {
+  const app = await siteApplication(db, userId, siteId, clientId);
+  await revokeApplication(db, siteId, clientId);
+  return app;
 }
 
 export async function siteCredentials(db: DbHandle, userId: number, siteId: number) {

@@ -7,22 +7,29 @@ import { getPage, type PageNode, pageTree } from '../content/pages/page.service.
 import { INT32_MAX } from '../content/shared/schemas.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { isVerifiedClient, listClients } from '../oauth/clients/client.service.js';
-import { listConnections } from '../oauth/connections/connection.service.js';
+import {
+  type Application,
+  CONNECTION_KIND_TITLES,
+  type ConnectionKind,
+  listApplications,
+} from '../oauth/connections/connection.service.js';
 import { SCOPE_TITLES } from '../oauth/scopes.js';
 import { formValue } from '../web/forms.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
-import { requireUserSite, revokeSiteConnection, revokeSiteCredential, siteCredentials } from './console.service.js';
+import { requireUserSite, revokeSiteApplication, revokeSiteCredential, siteApplication, siteCredentials } from './console.service.js';
 
 // An id as the console writes it in its links: decimal, no leading zero. `01` or `1e0` would
 // otherwise be coerced to 1, another address for the same website.
 const Id = Type.String({ pattern: '^[1-9][0-9]{0,9}$' });
 const SiteParams = Type.Object({ siteId: Id });
-const ConnectionParams = Type.Object({ siteId: Id, connectionId: Type.String({ pattern: '^con_[\\w-]{1,64}$' }) });
+// A client id is printable ASCII: a `cl_…` id, the demo's, or the https URL of a metadata document
+// (percent-encoded in the console's links).
+const ApplicationParams = Type.Object({ siteId: Id, clientId: Type.String({ pattern: '^[!-~]{1,2048}$' }) });
 const CredentialParams = Type.Object({ siteId: Id, apiId: Type.String({ pattern: '^ak_[\\w-]{1,64}$' }) });
 const PageParams = Type.Object({ siteId: Id, pageId: Id });
 
 type SiteRoute = Static<typeof SiteParams>;
-type ConnectionRoute = Static<typeof ConnectionParams>;
+type ApplicationRoute = Static<typeof ApplicationParams>;
 type CredentialRoute = Static<typeof CredentialParams>;
 type PageRoute = Static<typeof PageParams>;
 
@@ -34,6 +41,38 @@ function idOf(id: string): number {
 }
 
 const sitePath = (siteId: number, rest = '') => `${CONSOLE_PATH}/sites/${siteId}${rest}`;
+const applicationPath = (siteId: number, clientId: string, rest = '') =>
+  sitePath(siteId, `/applications/${encodeURIComponent(clientId)}${rest}`);
+
+/** What the application's live connections are for (what its ended ones were, once none is live), in a fixed order. */
+function kindsOf(app: Application): string[] {
+  const live = app.connections.filter((c) => c.status === 'active');
+  const kinds = new Set((live.length ? live : app.connections).map((c) => c.kind));
+  return Object.entries(CONNECTION_KIND_TITLES)
+    .filter(([kind]) => kinds.has(kind as ConnectionKind))
+    .map(([, title]) => title);
+}
+
+/**
+ * One application's card: its live connections, each with what it is for, and the ended ones
+ * apart. `connection_ids` names them all, for anything the card shows about the application as a
+ * whole.
+ */
+function applicationCard(app: Application, verified: boolean) {
+  const connections = app.connections.map((c) => ({
+    ...c,
+    kindTitle: CONNECTION_KIND_TITLES[c.kind],
+    scopeTitles: c.scopes.map((s) => SCOPE_TITLES[s] ?? s),
+  }));
+  return {
+    ...app,
+    verified,
+    kinds: kindsOf(app),
+    live: connections.filter((c) => c.status === 'active'),
+    ended: connections.filter((c) => c.status !== 'active'),
+    revokePath: applicationPath(app.site_id, app.client_id, '/revoke'),
+  };
+}
 
 /** A website's connections, API credentials and page tree: each an id the user must own. */
 export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps): Promise<void> {
@@ -46,35 +85,30 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     consoleHandler<SiteRoute>(deps, 'GET', async (ctx) => {
       const siteId = idOf(ctx.params.siteId);
       const site = await requireUserSite(db, ctx.user.id, siteId);
-      const [connections, clients] = await Promise.all([listConnections(db, siteId), listClients(db)]);
+      const [applications, clients] = await Promise.all([listApplications(db, siteId), listClients(db)]);
       const sourceOf = new Map(clients.map((client) => [client.client_id, client.source]));
       return ctx.page(200, 'console-connections', 'sites', {
         site,
         tab: 'connections',
-        connections: connections.map((c) => ({
-          ...c,
-          verified: isVerifiedClient(sourceOf.get(c.client_id)),
-          scopeTitles: c.scopes.map((s) => SCOPE_TITLES[s] ?? s),
-        })),
+        applications: applications.map((app) => applicationCard(app, isVerifiedClient(sourceOf.get(app.client_id)))),
       });
     }),
   );
 
   scope.get(
-    `${CONSOLE_PATH}/sites/:siteId/connections/:connectionId/revoke`,
-    { schema: { hide: true, params: ConnectionParams } },
-    consoleHandler<ConnectionRoute>(deps, 'GET', async (ctx) => {
+    `${CONSOLE_PATH}/sites/:siteId/applications/:clientId/revoke`,
+    { schema: { hide: true, params: ApplicationParams } },
+    consoleHandler<ApplicationRoute>(deps, 'GET', async (ctx) => {
       const siteId = idOf(ctx.params.siteId);
-      const { connectionId } = ctx.params;
       const site = await requireUserSite(db, ctx.user.id, siteId);
-      // Unknown here (or another website's) is the 404 the POST gives; one that ended is this website's, so say so.
-      const connection = (await listConnections(db, siteId)).find((c) => c.id === connectionId);
-      if (!connection) throw new NotFoundError(`Website ${siteId} has no connection ${connectionId}.`);
-      if (connection.status !== 'active') return ctx.seeOther(sitePath(siteId), { error: 'That connection has already ended.' });
+      // Unknown here (or only another website's) is the 404 the POST gives; one whose connections all ended is this website's, so say so.
+      const app = await siteApplication(db, ctx.user.id, siteId, ctx.params.clientId);
+      if (app.status !== 'active') return ctx.seeOther(sitePath(siteId), { error: 'That application is no longer connected.' });
+      const name = isolated(app.client_name);
       return ctx.page(200, 'console-confirm', 'sites', {
-        heading: `Revoke ${isolated(connection.client_name)}?`,
-        message: `${isolated(connection.client_name)} loses access to ${site.name} at once: its next request is refused. Your other websites' connections are not affected. To connect it again, it has to ask you again.`,
-        action: sitePath(siteId, `/connections/${connectionId}/revoke`),
+        heading: `Revoke ${name}?`,
+        message: `${name} loses access to ${site.name} at once: every connection it has to this website (${kindsOf(app).join(', ')}) ends, and its next request is refused. Your other websites' connections are not affected. To connect it again, it has to ask you again.`,
+        action: applicationPath(siteId, app.client_id, '/revoke'),
         confirm: 'Revoke access',
         cancel: sitePath(siteId),
       });
@@ -82,13 +116,14 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
   );
 
   scope.post(
-    `${CONSOLE_PATH}/sites/:siteId/connections/:connectionId/revoke`,
-    { schema: { hide: true, params: ConnectionParams } },
-    consoleHandler<ConnectionRoute>(deps, 'POST', async (ctx) => {
+    `${CONSOLE_PATH}/sites/:siteId/applications/:clientId/revoke`,
+    { schema: { hide: true, params: ApplicationParams } },
+    consoleHandler<ApplicationRoute>(deps, 'POST', async (ctx) => {
       const siteId = idOf(ctx.params.siteId);
-      const { connectionId } = ctx.params;
-      await revokeSiteConnection(db, ctx.user.id, siteId, connectionId);
-      return ctx.seeOther(sitePath(siteId), { notice: 'The connection is revoked. Its tokens no longer work.' });
+      const app = await revokeSiteApplication(db, ctx.user.id, siteId, ctx.params.clientId);
+      return ctx.seeOther(sitePath(siteId), {
+        notice: `${isolated(app.client_name)} is revoked: its connections to this website ended, and their tokens no longer work.`,
+      });
     }),
   );
 

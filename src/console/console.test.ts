@@ -1,19 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { postToolCall } from '../../test/mcp.helpers.js';
 import {
+  authorizeCode,
   authorizeUrl,
   Browser,
   completeInteraction,
   connect,
   consoleLogin,
   csrfOf,
+  exchangeCode,
   pkcePair,
   startOAuthApp,
 } from '../../test/oauth.helpers.js';
 import { listCredentials } from '../accounts/account.repository.js';
 import { createUser } from '../accounts/account.service.js';
 import { createClient } from '../oauth/clients/client.service.js';
-import { listConnections } from '../oauth/connections/connection.service.js';
+import { findApplication, listConnections } from '../oauth/connections/connection.service.js';
 
 test('console: signed out goes to the sign-in page; a wrong password is refused; a right one shows the websites', async (t) => {
   const a = await startOAuthApp(t);
@@ -110,17 +113,15 @@ test("console: another website's id, or a record of another website or user, is 
   assert.equal(revoke.status, 404);
   assert.equal((await listCredentials(a.db.kysely, foreign)).find((c) => c.api_id === a.site2.apiId)?.revoked_at, null);
 
-  // A connection of the other website (made by its own owner) named under this one's URL.
+  // An application connected to the other website only (by its own owner), named under this one's URL.
   const stranger = await createUser(a.db.kysely, { email: 'stranger@example.com', password: 'stranger password', siteId: foreign });
   assert.ok(stranger.id);
-  const { challenge } = await pkcePair();
+  const { verifier, challenge } = await pkcePair();
   const step = await completeInteraction(new Browser(a.base), authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge }), {
     login: { email: 'stranger@example.com', password: 'stranger password' },
   });
-  assert.ok(step.callback);
-  const [theirs] = await listConnections(a.db.kysely, foreign);
-  assert.ok(theirs);
-  const cross = await browser.request(`/console/sites/${a.site.siteId}/connections/${theirs.id}/revoke`, { form: { csrf } });
+  assert.equal((await exchangeCode(a, String(step.callback?.searchParams.get('code')), verifier)).status, 200);
+  const cross = await browser.request(`/console/sites/${a.site.siteId}/applications/${a.clientId}/revoke`, { form: { csrf } });
   assert.equal(cross.status, 404);
   assert.equal((await listConnections(a.db.kysely, foreign))[0]?.status, 'active');
 
@@ -136,28 +137,70 @@ test("console: another website's id, or a record of another website or user, is 
   assert.equal((await browser.request(`/console/clients/${a.clientId}`)).status, 404);
 });
 
-test('console: revoking a connection ends that token at once and leaves the other website connected', async (t) => {
+test('console: one card per application, its REST API and MCP connections told apart; revoking it ends them all, on that website only', async (t) => {
   const a = await startOAuthApp(t);
-  const first = await connect(a, { site: a.site.siteId });
-  const second = await connect(a, { site: a.site2.siteId });
+  const rest = [await connect(a, { site: a.site.siteId }), await connect(a, { site: a.site.siteId, scope: 'everything:write' })];
+  const mcp = await connect(a, { site: a.site.siteId, resource: `${a.base}/mcp` });
+  const unexchanged = await authorizeCode(a, { site: a.site.siteId });
+  const elsewhere = await connect(a, { site: a.site2.siteId });
   const { browser } = await consoleLogin(a);
-  const [connection] = await listConnections(a.db.kysely, a.site.siteId);
-  assert.ok(connection);
-  const confirm = await browser.request(`/console/sites/${a.site.siteId}/connections/${connection.id}/revoke`);
+  const sitePage = async () => (await browser.request(`/console/sites/${a.site.siteId}`)).text();
+
+  const html = await sitePage();
+  assert.equal(html.match(/<li class="application">/g)?.length, 1, 'three connections, one application');
+  assert.equal(html.match(/<bdi class="client-name">Test app<\/bdi>/g)?.length, 1);
+  assert.equal(html.match(/badge kind">REST API</g)?.length, 2);
+  assert.equal(html.match(/badge kind">MCP</g)?.length, 1);
+  assert.match(html, /<dt>Uses<\/dt><dd>REST API, MCP<\/dd>/);
+  assert.doesNotMatch(html, /ended connection/);
+  const app = await findApplication(a.db.kysely, a.site.siteId, a.clientId);
+  assert.equal(app?.connection_ids.length, 3, 'the authorization whose code was never exchanged is not one of them');
+
+  const path = `/console/sites/${a.site.siteId}/applications/${a.clientId}/revoke`;
+  const confirm = await browser.request(path);
   assert.equal(confirm.status, 200);
   // A client's name is isolated wherever it is shown, so no name can reorder the sentence around it.
-  assert.match(await confirm.text(), /Revoke \u2068Test app\u2069\?/);
-  assert.match(await (await browser.request(`/console/sites/${a.site.siteId}`)).text(), /<bdi class="client-name">Test app<\/bdi>/);
-  const revoked = await browser.request(`/console/sites/${a.site.siteId}/connections/${connection.id}/revoke`, {
-    form: { csrf: await csrfOf(browser) },
-  });
+  const question = await confirm.text();
+  assert.match(question, /Revoke \u2068Test app\u2069\?/);
+  assert.match(question, /every connection it has to this website \(REST API, MCP\) ends/);
+  const revoked = await browser.request(path, { form: { csrf: await csrfOf(browser) } });
   assert.equal(revoked.status, 303);
+
   const api = (token: string) => fetch(`${a.base}/api/page`, { headers: { authorization: `Bearer ${token}` } });
-  assert.equal((await api(first.tokens.access_token)).status, 401);
-  assert.equal((await api(second.tokens.access_token)).status, 200);
-  const after = await (await browser.request(`/console/sites/${a.site.siteId}`)).text();
-  assert.match(after, /The connection is revoked/);
+  for (const { tokens } of rest) assert.equal((await api(tokens.access_token)).status, 401);
+  assert.equal((await postToolCall(a.base, mcp.tokens.access_token, 'list_pages')).status, 401, 'the MCP connection ended too');
+  assert.equal((await exchangeCode(a, unexchanged.code, unexchanged.verifier)).status, 400, 'and the authorization under way');
+  assert.equal((await api(elsewhere.tokens.access_token)).status, 200, "the other website's connection lives on");
+
+  const after = await sitePage();
+  assert.match(after, /\u2068Test app\u2069 is revoked/);
+  assert.equal(after.match(/<li class="application">/g)?.length, 1);
   assert.match(after, /badge danger">revoked/);
+  assert.match(after, /<summary>3 ended connections<\/summary>/);
+  assert.doesNotMatch(after, /Revoke…/);
+  const again = await browser.request(path);
+  assert.equal(again.status, 303, 'an application no longer connected has nothing to confirm');
+  assert.match(await (await browser.request(String(again.headers.get('location')))).text(), /no longer connected/);
+});
+
+test('console: an application whose client_id is a URL has its card and its revocation too', async (t) => {
+  const a = await startOAuthApp(t);
+  await connect(a, { site: a.site.siteId });
+  // As a metadata document client is recorded: its client_id is its document's URL.
+  const url = 'https://agent.example/client.json';
+  const client = await a.db.kysely.selectFrom('oauth_clients').selectAll().where('client_id', '=', a.clientId).executeTakeFirstOrThrow();
+  await a.db.kysely
+    .insertInto('oauth_clients')
+    .values({ ...client, client_id: url, source: 'metadata_document' })
+    .execute();
+  await a.db.kysely.updateTable('oauth_connections').set({ client_id: url }).execute();
+  const { browser } = await consoleLogin(a);
+  const html = await (await browser.request(`/console/sites/${a.site.siteId}`)).text();
+  const href = `/console/sites/${a.site.siteId}/applications/${encodeURIComponent(url)}/revoke`;
+  assert.ok(html.includes(`href="${href}"`), href);
+  assert.equal((await browser.request(href)).status, 200);
+  assert.equal((await browser.request(href, { form: { csrf: await csrfOf(browser) } })).status, 303);
+  assert.equal((await listConnections(a.db.kysely, a.site.siteId))[0]?.status, 'revoked');
 });
 
 test('console: the password changes only with the current one, and the new one signs in', async (t) => {

@@ -8,12 +8,12 @@ import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { purgeRateLimits, type RateLimitStores } from '../http/rate-limit.store.js';
 import { registrationRequest } from './clients/registration.body.js';
-import { expireLapsedConnections } from './connections/connection.service.js';
+import { dropUnfinishedConnections, expireLapsedConnections } from './connections/connection.service.js';
 import { registerInteractions } from './interactions/interaction.routes.js';
 import { clientOf, limitTokenEndpoint, type ProviderRequest } from './provider/endpoint-limits.js';
 import { protectedResourceMetadata } from './provider/metadata.js';
 import { purgeExpiredPayloads } from './provider/oauth.adapter.js';
-import { AUTH_PATH, createProvider, issuerOf } from './provider/provider.js';
+import { AUTH_PATH, CODE_TTL_SECONDS, createProvider, INTERACTION_TTL_SECONDS, issuerOf } from './provider/provider.js';
 
 const PURGE_EVERY_MS = 60 * 60 * 1000;
 
@@ -128,10 +128,14 @@ export function createOAuthServer({
       );
     }
 
-    // Expired codes, tokens and sessions, and connections past their 90 days, are cleared hourly.
+    // Expired codes, tokens and sessions, connections past their 90 days, and authorizations
+    // whose code was never exchanged, are cleared hourly. An authorization's code is issued at
+    // most an interaction's lifetime after it began and expires a code's lifetime later: a
+    // connection pending past both can no longer become active.
     const purge = async () => {
       try {
         await expireLapsedConnections(db);
+        await dropUnfinishedConnections(db, INTERACTION_TTL_SECONDS + CODE_TTL_SECONDS);
         await purgeExpiredPayloads(db);
         // With Redis too: the database counts sign-ins and registrations while Redis is away.
         await purgeRateLimits(db);

@@ -24,15 +24,25 @@ export interface OAuthClientsTable {
   owner_user_id: number | null;
 }
 
-export type ConnectionStatus = 'active' | 'revoked' | 'expired';
+/**
+ * 'pending' from consent until the grant's first token is issued (the code exchange): until then
+ * nothing is connected, and an authorization whose code is never exchanged is removed once the
+ * code can no longer be (dropUnfinishedConnections).
+ */
+export type ConnectionStatus = 'pending' | 'active' | 'revoked' | 'expired';
 
-/** One authorization: user + client + site + approved scopes, keyed by the provider's grant id. */
+/** One authorization: user + client + site + resource + approved scopes, keyed by the provider's grant id. */
 export interface OAuthConnectionsTable {
   id: string;
   grant_id: string;
   user_id: number;
   client_id: string;
   site_id: number;
+  /**
+   * The resource indicator the grant is for (RFC 8707), its tokens' audience: {base_url} (the REST
+   * API) or {base_url}/mcp. Null for a connection that ended before it was recorded (0017).
+   */
+  resource: string | null;
   /** Space-separated, as approved on the consent page. */
   scopes: string;
   status: ConnectionStatus;

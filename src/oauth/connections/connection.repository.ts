@@ -69,6 +69,22 @@ export async function touchConnection(db: DbHandle, grantId: string, set: { last
   await db.updateTable('oauth_connections').set(set).where('grant_id', '=', grantId).execute();
 }
 
+/**
+ * The grant's first token was issued (its code was exchanged): the pending connection becomes
+ * active. Only a pending one: a connection that ended meanwhile stays ended.
+ */
+export async function activateConnection(db: DbHandle, grantId: string): Promise<void> {
+  await db
+    .updateTable('oauth_connections')
+    .set({ status: 'active' })
+    .where('grant_id', '=', grantId)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+/** Statuses whose grant still exists: an active connection, or one waiting for its code's exchange. */
+const LIVE: readonly ConnectionStatus[] = ['pending', 'active'];
+
 export async function listConnectionRows(db: DbHandle, siteId: number) {
   return db
     .selectFrom('oauth_connections')
@@ -79,6 +95,7 @@ export async function listConnectionRows(db: DbHandle, siteId: number) {
       'oauth_connections.client_id',
       'oauth_clients.name as client_name',
       'oauth_connections.site_id',
+      'oauth_connections.resource',
       'users.email as user_email',
       'oauth_connections.scopes',
       'oauth_connections.status',
@@ -104,6 +121,17 @@ export async function findLapsedGrantIds(db: DbHandle, now: string): Promise<str
   return rows.map((r) => r.grant_id);
 }
 
+/** Pending connections made before `before`: authorizations whose code was never exchanged. */
+export async function findUnfinishedGrantIds(db: DbHandle, before: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('oauth_connections')
+    .select('grant_id')
+    .where('status', '=', 'pending')
+    .where('created_at', '<=', before)
+    .execute();
+  return rows.map((r) => r.grant_id);
+}
+
 /** The grants of a user's live connections to one website. */
 export async function findUserGrantIds(db: DbHandle, userId: number, siteId: number): Promise<string[]> {
   const rows = await db
@@ -111,7 +139,7 @@ export async function findUserGrantIds(db: DbHandle, userId: number, siteId: num
     .select('grant_id')
     .where('user_id', '=', userId)
     .where('site_id', '=', siteId)
-    .where('status', '=', 'active')
+    .where('status', 'in', LIVE)
     .execute();
   return rows.map((r) => r.grant_id);
 }
@@ -122,7 +150,19 @@ export async function findClientGrantIds(db: DbHandle, clientId: string): Promis
     .selectFrom('oauth_connections')
     .select('grant_id')
     .where('client_id', '=', clientId)
-    .where('status', '=', 'active')
+    .where('status', 'in', LIVE)
+    .execute();
+  return rows.map((r) => r.grant_id);
+}
+
+/** The grants of a client's live connections to one website: the application, as its owner sees it. */
+export async function findApplicationGrantIds(db: DbHandle, siteId: number, clientId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('oauth_connections')
+    .select('grant_id')
+    .where('site_id', '=', siteId)
+    .where('client_id', '=', clientId)
+    .where('status', 'in', LIVE)
     .execute();
   return rows.map((r) => r.grant_id);
 }
@@ -152,15 +192,17 @@ export async function lockGrantOfPayload(db: DbHandle, model: string, hashedId: 
 }
 
 /**
- * Deletes every token and code of the grant and the grant itself, and records why. One
- * transaction (the caller's, within a token request), so no reader sees a connection marked
- * active whose tokens are half gone.
+ * Deletes every token and code of the grant and the grant itself, and records why on an active
+ * connection. A pending one is deleted instead: it never connected anything, so it leaves no
+ * ended connection behind. One transaction (the caller's, within a token request), so no reader
+ * sees a connection marked active whose tokens are half gone.
  */
-export async function endGrant(db: DbHandle, grantId: string, status: Exclude<ConnectionStatus, 'active'>, now: string) {
+export async function endGrant(db: DbHandle, grantId: string, status: 'revoked' | 'expired', now: string) {
   await inTransaction(db, async (trx) => {
     await lockGrant(trx, grantId);
     await trx.deleteFrom('oauth_payloads').where('grant_id', '=', grantId).execute();
     await trx.deleteFrom('oauth_payloads').where('model', '=', 'Grant').where('id', '=', sha256(grantId)).execute();
+    await trx.deleteFrom('oauth_connections').where('grant_id', '=', grantId).where('status', '=', 'pending').execute();
     await trx
       .updateTable('oauth_connections')
       .set({ status, ...(status === 'revoked' ? { revoked_at: now } : {}) })

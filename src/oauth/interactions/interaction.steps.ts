@@ -106,7 +106,7 @@ export const consentStep = {
       const client = await step.provider.Client.find(clientId);
       if (client) await recordMetadataDocumentClient(step.db, client.metadata());
     }
-    await createConnection(step.db, { grantId, userId: Number(accountId), clientId, siteId: site.id, scopes: granted });
+    await createConnection(step.db, { grantId, userId: Number(accountId), clientId, siteId: site.id, resource, scopes: granted });
     return step.finish({ consent: { grantId } });
   },
 };

@@ -6,20 +6,23 @@ import { now, secondsFromNow } from '../../db/time.js';
 import { NotFoundError } from '../../errors.js';
 import { problemBody } from '../../http/problem.js';
 import { REGISTERED_METADATA } from '../clients/registration.body.js';
-import { touchConnection } from '../connections/connection.repository.js';
+import { activateConnection, touchConnection } from '../connections/connection.repository.js';
 import { authorizationServerMetadata } from './metadata.js';
 
 type Body = Record<string, unknown>;
 
 /**
  * After a successful code exchange or refresh: the response gains refresh_token_expires_in
- * (spec §5.3), and the connection records its use and its new end (90 days from now).
+ * (spec §5.3), and the connection records its use and its new end (90 days from now). A code
+ * exchange is the grant's first token: its pending connection becomes active, in the transaction
+ * that stores the token, so no token is ever live on a pending connection.
  */
 async function afterTokenIssued(ctx: KoaContextWithOIDC, db: DbHandle): Promise<void> {
   const body = ctx.body as Body;
   const { RefreshToken: refreshToken, AccessToken: accessToken } = ctx.oidc.entities;
   const grantId = refreshToken?.grantId ?? accessToken?.grantId;
   if (!grantId) return;
+  if (ctx.oidc.params?.grant_type === 'authorization_code') await activateConnection(await writeHandle(db), grantId);
   if (refreshToken && body.refresh_token) {
     // remainingTTL, not exp: a token saved in this request has no exp on the model yet.
     const remaining = refreshToken.remainingTTL;

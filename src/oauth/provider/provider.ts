@@ -20,7 +20,9 @@ import { installProviderHooks } from './provider.hooks.js';
 
 export const AUTH_PATH = '/api/auth';
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
-const CODE_TTL_SECONDS = 60;
+export const CODE_TTL_SECONDS = 60;
+/** How long an authorization may take from its request until its code is issued (sign-in, website, consent, resume). */
+export const INTERACTION_TTL_SECONDS = 30 * 60;
 /** A sign-in lasts a day, on the OAuth pages and in the owner console alike (one session). */
 export const SESSION_TTL_SECONDS = 24 * 60 * 60;
 
@@ -172,7 +174,7 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
       RefreshToken: () => REFRESH_TTL_SECONDS,
       // The connection ends when its refresh token does (rolling); the grant must not end first.
       Grant: 10 * 365 * 24 * 60 * 60,
-      Interaction: 30 * 60,
+      Interaction: INTERACTION_TTL_SECONDS,
       Session: SESSION_TTL_SECONDS,
     },
     interactions: {

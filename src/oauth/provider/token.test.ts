@@ -13,7 +13,7 @@ import {
   tokenRequest,
 } from '../../../test/oauth.helpers.js';
 import { now } from '../../db/time.js';
-import { endGrant } from '../connections/connection.repository.js';
+import { activateConnection, endGrant } from '../connections/connection.repository.js';
 import { listConnections } from '../connections/connection.service.js';
 import { KyselyAdapter } from './oauth.adapter.js';
 
@@ -156,6 +156,8 @@ test('PostgreSQL: the losers of a race to redeem one code take turns revoking it
   const grantId = await grantOf(a);
   await withSessions(a, ['winner', 'loser', 'revoker'], async ({ winner, loser, revoker }) => {
     await winner.adapter('AuthorizationCode').consume(code);
+    // The winner's token request goes on to issue the grant's first token, which activates it.
+    await activateConnection(winner.trx, grantId);
     const lost = assert.rejects(loser.adapter('AuthorizationCode').consume(code), { name: 'InvalidGrant' });
     await waiting(a, loser.pid, 'the second redemption waits for the first');
     const revoked = (async () => {

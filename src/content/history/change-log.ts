@@ -86,14 +86,29 @@ export interface Change {
 }
 
 /**
- * Appends a change, inside the transaction `db` that makes it; its number comes last. On
- * PostgreSQL the website's counter row then stays locked from here to the commit, so the
+ * Appends a change, inside the transaction `db` that makes it, as its last step. On PostgreSQL the
+ * website's counter row stays locked from the moment its number is taken to the commit, so the
  * website's changes become visible in the order of their numbers and a feed reader that follows
- * them never skips one that commits late. Everything else is read before, to keep that short.
+ * them never skips one that commits late.
  */
 export async function recordChange(db: DbHandle, change: Change): Promise<{ seq: number; revision: number }> {
   if (!db.isTransaction) throw new Error('recordChange must run in the transaction of the change');
   const actor = await resolve(db, change.actor);
+  // The website's counter row exists after its first change: an update by key, or the insert that makes it.
+  const counted =
+    (await db
+      .updateTable('change_counters')
+      .set({ last_seq: sql`last_seq + 1` })
+      .where('site_id', '=', change.siteId)
+      .returning('last_seq')
+      .executeTakeFirst()) ??
+    (await db
+      .insertInto('change_counters')
+      .values({ site_id: change.siteId, last_seq: 1, pruned_seq: 0 })
+      .onConflict((oc) => oc.column('site_id').doUpdateSet({ last_seq: sql`change_counters.last_seq + 1` }))
+      .returning('last_seq')
+      .executeTakeFirstOrThrow());
+  const seq = counted.last_seq;
   const last = await db
     .selectFrom('content_changes')
     .select((eb) => eb.fn.max('revision').as('revision'))
@@ -102,12 +117,6 @@ export async function recordChange(db: DbHandle, change: Change): Promise<{ seq:
     .where('record_id', '=', change.id)
     .executeTakeFirst();
   const revision = Number(last?.revision ?? 0) + 1;
-  const { last_seq: seq } = await db
-    .insertInto('change_counters')
-    .values({ site_id: change.siteId, last_seq: 1, pruned_seq: 0 })
-    .onConflict((oc) => oc.column('site_id').doUpdateSet({ last_seq: sql`change_counters.last_seq + 1` }))
-    .returning('last_seq')
-    .executeTakeFirstOrThrow();
   await db
     .insertInto('content_changes')
     .values({

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { DialectName } from '../database.js';
+import { formatTimestamp } from '../time.js';
 
 /**
  * The change log: one row per change of a page or blog, written in the change's own transaction,
@@ -13,7 +14,10 @@ import type { DialectName } from '../database.js';
  *   changes (410).
  * - `revision` counts the changes of one record; `record_json` is the record as the API returned
  *   it after the change (for a delete, as it was before).
- * - `actor_*` say who made it; `client_id` is the OAuth application, for undo across its connections.
+ * - `actor_*` say who made it; `client_id` is the OAuth application.
+ * - Two indexes besides the key, since each one is a page more to write with every change: a
+ *   record's revisions, and an actor's changes (undo). Retention finds its cut by `seq`, along
+ *   the key, since changes are numbered in the order of their times.
  *
  * Records that exist already get one `create` change each, made by `system`, so the log starts
  * complete: a client can sync from the start of the feed and every record has a revision to go
@@ -40,15 +44,15 @@ export async function up(db: Kysely<unknown>, _dialect: DialectName): Promise<vo
     primary key (site_id, seq))`.execute(db);
   await sql`create unique index content_changes_record on content_changes (site_id, type, record_id, revision)`.execute(db);
   await sql`create index content_changes_actor on content_changes (site_id, actor_id, seq)`.execute(db);
-  await sql`create index content_changes_client on content_changes (site_id, client_id, seq)`.execute(db);
-  await sql`create index content_changes_at on content_changes (at)`.execute(db);
 
-  const existing = sql`select site_id, 'page' as type, page as record_id, page_dt_begin as at, record_json from pages
+  const existing = sql`select site_id, 'page' as type, page as record_id, record_json from pages
     union all
-    select site_id, 'blog' as type, info_id as record_id, info_timestamp as at, record_json from blogs`;
+    select site_id, 'blog' as type, info_id as record_id, record_json from blogs`;
+  // Dated now, when the log learned of them: changes are numbered in the order of their times.
+  const at = formatTimestamp(new Date());
   await sql`insert into content_changes (site_id, seq, type, record_id, op, at, revision, actor_kind, actor_id, actor_name, record_json)
     select site_id, row_number() over (partition by site_id order by type desc, record_id), type, record_id, 'create',
-      case when at = '' then '1970-01-01 00:00:00' else at end, 1, 'system', 'system', 'existing content', record_json
+      cast(${at} as text), 1, 'system', 'system', 'existing content', record_json
     from (${existing}) as records`.execute(db);
   await sql`insert into change_counters (site_id, last_seq)
     select id, coalesce((select max(seq) from content_changes c where c.site_id = sites.id), 0) from sites`.execute(db);

@@ -80,15 +80,29 @@ function split(rows: { name: string | null }[]): { committed: string[]; staged: 
 }
 
 /** Every image path any blog shows, through the API. */
+type ShownImages = { info_img: string; info_more_images: string[] };
+
+/** The stored images the blogs show, and those their kept revisions show (a revision can be restored, so its images stay). */
 async function referencedPaths(shared: Shared): Promise<Set<string>> {
   const paths = new Set<string>();
+  const get = async (url: string) => (await fetch(`${shared.base}${url}`, { headers: { authorization: shared.authorization } })).json();
+  const add = (blog: ShownImages) => {
+    for (const p of [blog.info_img, ...blog.info_more_images]) if (p.startsWith('/images/')) paths.add(p);
+  };
   for (let offset = 0; ; offset += 999) {
-    const response = await fetch(`${shared.base}/api/blog?pageSize=999&offset=${offset}`, {
-      headers: { authorization: shared.authorization },
-    });
-    const { data } = (await response.json()) as { data: { info_img: string; info_more_images: string[] }[] };
-    for (const blog of data) for (const p of [blog.info_img, ...blog.info_more_images]) if (p.startsWith('/images/')) paths.add(p);
+    const { data } = (await get(`/api/blog?pageSize=999&offset=${offset}`)) as { data: ShownImages[] };
+    for (const blog of data) add(blog);
+    if (data.length < 999) break;
+  }
+  for (let since = ''; ; ) {
+    const { data, meta } = (await get(`/api/changes?type=blog&pageSize=999&since=${since}`)) as {
+      data: { id: number; revision: number }[];
+      meta: { nextCursor: string };
+    };
+    for (const change of data)
+      add(((await get(`/api/blog/${change.id}/revisions/${change.revision}`)) as { data: ShownImages[] }).data[0]!);
     if (data.length < 999) return paths;
+    since = meta.nextCursor;
   }
 }
 

@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import type { Principal } from '../../auth/principal.js';
 import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
+import { enqueueDeliveries, eventOf, hooksFor, payloadOf } from '../../webhooks/webhook.events.js';
 import type { ContentChangesTable } from './history.table.js';
 
 export type RecordType = ContentChangesTable['type'];
@@ -90,6 +91,8 @@ export interface Change {
  * PostgreSQL the website's counter row then stays locked from here to the commit, so the
  * website's changes become visible in the order of their numbers and a feed reader that follows
  * them never skips one that commits late. Everything else is read before, to keep that short.
+ * The change's webhook deliveries are queued here too (the outbox, webhook.events.ts), so every
+ * write that is logged is also delivered, from the same commit.
  */
 export async function recordChange(db: DbHandle, change: Change): Promise<{ seq: number; revision: number }> {
   if (!db.isTransaction) throw new Error('recordChange must run in the transaction of the change');
@@ -102,6 +105,8 @@ export async function recordChange(db: DbHandle, change: Change): Promise<{ seq:
     .where('record_id', '=', change.id)
     .executeTakeFirst();
   const revision = Number(last?.revision ?? 0) + 1;
+  const event = eventOf(change.type, change.op);
+  const hooks = await hooksFor(db, change.siteId, event);
   const { last_seq: seq } = await db
     .insertInto('change_counters')
     .values({ site_id: change.siteId, last_seq: 1, pruned_seq: 0 })
@@ -125,5 +130,14 @@ export async function recordChange(db: DbHandle, change: Change): Promise<{ seq:
       record_json: change.recordJson,
     })
     .execute();
+  const data = {
+    type: change.type,
+    id: change.id,
+    seq,
+    op: change.op,
+    actor: { kind: actor.kind, id: actor.id, name: actor.name },
+    revision,
+  };
+  await enqueueDeliveries(db, change.siteId, hooks, event, payloadOf(event, data));
   return { seq, revision };
 }

@@ -22,7 +22,7 @@ import { signedHeaders } from './webhook.signing.js';
 /** A receiver has this long to answer, headers and body, for an attempt to count as delivered. */
 export const DELIVERY_TIMEOUT_MS = 15_000;
 /** Longer than any attempt can take: a claim older than this belongs to a node that died. */
-const LEASE_MS = 4 * DELIVERY_TIMEOUT_MS;
+const LEASE_MS = DELIVERY_TIMEOUT_MS + 15_000;
 /** A hook whose attempts have all failed for this long is disabled. */
 export const FAILING_DISABLE_MS = 5 * 24 * 3600 * 1000;
 /** The longest Retry-After honoured; a later one is cut to it. */

@@ -154,6 +154,7 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     config: config.webhooks,
     guard: webhookGuard,
     warn: (err, message) => app.log.warn({ err }, message),
+    keepDays: config.historyDays,
   });
   deliveries.start();
   app.addHook('onClose', () => deliveries.stop());

@@ -68,7 +68,12 @@ export interface WebhookWorkerDeps {
   readonly config: WebhookConfig;
   readonly guard: OutboundGuard;
   readonly warn: (error: unknown, message: string) => void;
+  /** Deliveries no longer pending are kept this many days (HISTORY_DAYS), with their attempts. */
+  readonly keepDays: number;
 }
+
+/** How often a node removes the deliveries older than keepDays: on every node, and one that finds none removes none. */
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 /** Seconds of a Retry-After header, as a number or an HTTP date; undefined when absent or unreadable. */
 export function retryAfterSeconds(value: string | null): number | undefined {
@@ -88,6 +93,8 @@ export class WebhookWorker {
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
+  /** An hour after start, then hourly, as the change history's retention. */
+  private nextPrune = Date.now() + PRUNE_EVERY_MS;
 
   constructor(private readonly deps: WebhookWorkerDeps) {}
 
@@ -107,6 +114,14 @@ export class WebhookWorker {
   /** One poll: the results so far written, then as many due deliveries claimed as there are free slots. Resolves when both are done. */
   async poll(): Promise<void> {
     await this.flush();
+    if (Date.now() >= this.nextPrune) {
+      this.nextPrune = Date.now() + PRUNE_EVERY_MS;
+      await this.deps.db
+        .deleteFrom('webhook_deliveries')
+        .where(sql<boolean>`state != 'pending'`)
+        .where('created_at', '<', timestampBefore(new Date(), this.deps.keepDays * 24 * 3600 * 1000))
+        .execute();
+    }
     const free = this.deps.config.concurrency - this.inFlight;
     if (free <= 0 || this.stopping.signal.aborted) return;
     const claimed = await this.claim(free);
@@ -154,6 +169,9 @@ export class WebhookWorker {
       .orderBy('due_ms')
       .limit(limit);
     if (saturated.length > 0) due = due.where('webhook_id', 'not in', saturated);
+    // A poll that finds nothing due writes nothing: most polls, and on SQLite a write would queue
+    // for the one writer many times a second.
+    if (!(await due.limit(1).executeTakeFirst())) return [];
     if (dialectOf(db) === 'postgres') due = due.forUpdate().skipLocked();
     return db
       .updateTable('webhook_deliveries')

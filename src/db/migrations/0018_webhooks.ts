@@ -46,6 +46,7 @@ export async function up(db: Kysely<unknown>, dialect: DialectName): Promise<voi
     created_at text not null)`.execute(db);
   await sql`create index webhook_deliveries_due on webhook_deliveries (due_ms) where state = 'pending'`.execute(db);
   await sql`create index webhook_deliveries_hook on webhook_deliveries (webhook_id, id)`.execute(db);
+  await sql`create index webhook_deliveries_created on webhook_deliveries (created_at)`.execute(db);
   await sql`create table webhook_attempts (
     ${serial('id')},
     delivery_id integer not null references webhook_deliveries(id) on delete cascade,

@@ -14,6 +14,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Request as CannonRequest } from 'autocannon';
 import { Webhook } from 'standardwebhooks';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
 import { createDatabase } from '../src/db/database.js';
@@ -176,10 +177,21 @@ export async function webhookBench(options: WebhookBenchOptions) {
       await createHook(app, hooked, receive.url),
     ];
     receive.trust(secrets);
+    let written = 0;
     const post = (site: Site) => ({
       connections: options.connections,
       headers: { authorization: site.authorization, 'content-type': 'application/json' },
-      requests: [{ method: 'POST', body: JSON.stringify({ page_usertitle: 'Throughput' }) }],
+      // A title of its own per write: the same title twice would be a conflict on the page's alias.
+      requests: [
+        {
+          method: 'POST',
+          path: '/api/page',
+          setupRequest: (request: CannonRequest) => ({
+            ...request,
+            body: JSON.stringify({ page_usertitle: `Throughput ${site.siteId} ${written++}` }),
+          }),
+        },
+      ],
     });
     const runs: Record<'hooks' | 'none', Loaded[]> = { hooks: [], none: [] };
     await load(app, { ...post(hooked), seconds: 1 });

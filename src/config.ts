@@ -364,7 +364,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowPrivateTargets: flag(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
       retrySchedule: retryScheduleOf(env.WEBHOOK_RETRY_SCHEDULE),
       concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 32, 1, 1000),
-      concurrencyPerHook: integer(env, 'WEBHOOK_CONCURRENCY_PER_HOOK', 4, 1, 1000),
+      concurrencyPerHook: integer(env, 'WEBHOOK_CONCURRENCY_PER_HOOK', 16, 1, 1000),
       pollMs: integer(env, 'WEBHOOK_POLL_MS', 50, 10, 60_000),
     }),
   });

@@ -93,6 +93,8 @@ export class WebhookWorker {
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
+  /** Set when a slot came free during a poll: the next poll follows at once. */
+  private again = false;
   /** An hour after start, then hourly, as the change history's retention. */
   private nextPrune = Date.now() + PRUNE_EVERY_MS;
 
@@ -126,6 +128,7 @@ export class WebhookWorker {
     if (free <= 0 || this.stopping.signal.aborted) return;
     const claimed = await this.claim(free);
     if (claimed.length === 0) return;
+    if (claimed.length === free) this.again = true;
     const hooks = new Map(
       (
         await this.deps.db
@@ -145,15 +148,26 @@ export class WebhookWorker {
 
   private next(delay: number): void {
     if (this.stopping.signal.aborted) return;
+    clearTimeout(this.timer);
     this.timer = setTimeout(() => {
+      this.again = false;
       this.polling = this.poll()
         .catch((error) => this.deps.warn(error, 'webhook delivery poll failed; trying again'))
         .finally(() => {
           this.polling = undefined;
-          this.next(this.deps.config.pollMs);
+          this.next(this.again ? 0 : this.deps.config.pollMs);
         });
     }, delay);
     this.timer.unref();
+  }
+
+  /**
+   * A slot came free, or a poll filled every slot: poll again now rather than at the next tick, so
+   * a busy hook is limited by its receiver and its concurrency, not by the poll interval.
+   */
+  private wake(): void {
+    if (this.polling) this.again = true;
+    else this.next(0);
   }
 
   private async claim(limit: number): Promise<Claimed[]> {
@@ -221,6 +235,7 @@ export class WebhookWorker {
         if (left === 0) this.perHook.delete(hook.id);
         else this.perHook.set(hook.id, left);
         this.attempts.delete(attempt);
+        this.wake();
       });
     this.attempts.add(attempt);
   }

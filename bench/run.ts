@@ -28,9 +28,22 @@ import {
 import { type Seeded, seedDatabase } from './seed.js';
 import { DEFAULT_PG_ADMIN_URL, postgresUnreachable, seedPostgres } from './seed-pg.js';
 import { soak } from './soak.js';
+import { webhookBench } from './webhooks.bench.js';
 import { writesSection } from './writes.js';
 
-const SECTIONS = ['getById', 'apiHeaders', 'list200', 'list200title', 'list999', 'growth', 'tokens', 'soak', 'pg', 'writes'] as const;
+const SECTIONS = [
+  'getById',
+  'apiHeaders',
+  'list200',
+  'list200title',
+  'list999',
+  'growth',
+  'tokens',
+  'soak',
+  'pg',
+  'writes',
+  'webhooks',
+] as const;
 type Section = (typeof SECTIONS)[number];
 
 const { values: args } = parseArgs({
@@ -44,7 +57,7 @@ const { values: args } = parseArgs({
     'growth-pages': { type: 'string' },
     rounds: { type: 'string' },
     'round-seconds': { type: 'string' },
-    /** Comma-separated sections to run (getById,apiHeaders,list200,list200title,list999,growth,tokens,soak,pg,writes); all when absent. */
+    /** Comma-separated sections to run (getById,apiHeaders,list200,list200title,list999,growth,tokens,soak,pg,writes,webhooks); all when absent. */
     only: { type: 'string' },
     profile: { type: 'boolean', default: false },
     /** writes: a built checkout of the commit before the change log, the build the writes are compared with (skipped without it). */
@@ -83,6 +96,10 @@ if (args['no-pg']) only.delete('pg');
 const QUOTAS = { RATE_LIMIT_API: '100000000', RATE_LIMIT_TOKEN: '100000000' };
 const RESOURCE = 'http://127.0.0.1';
 
+/** The webhook section: 10 s of writes at 100/s, then interleaved write rounds, each followed by the deliveries it queued. */
+const WEBHOOK_LATENCY_SECONDS = quick ? 3 : 10;
+const WEBHOOK_SECONDS = 60 + WEBHOOK_LATENCY_SECONDS + 2 * rounds.rounds * (rounds.seconds + 15);
+
 const perComparison = (r: RoundsOptions) => 2 * (r.warmUp + r.rounds * r.seconds) + 2 * r.rounds * 3;
 const REVISIONS = Number(args.revisions ?? (quick ? 500 : 2000));
 // Bounded: planned load time twice over, plus seeding (200,000 pages take about a minute) and set-up;
@@ -95,6 +112,7 @@ limitRun(
     REFRESH.warmUp +
     REFRESH.seconds +
     GROWTH_PAGES / 500 +
+    WEBHOOK_SECONDS +
     300,
 );
 
@@ -383,6 +401,41 @@ async function pgSection(file: string, sqliteSeeded: Seeded) {
   }
 }
 
+/** Commit → delivery at 100 writes/s, and write throughput with three hooks against none (webhooks.bench.ts). */
+async function webhookSection() {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cms-bench-hooks-'));
+  try {
+    const result = await webhookBench({
+      dataDir,
+      env: QUOTAS,
+      appFlags,
+      latencySeconds: WEBHOOK_LATENCY_SECONDS,
+      rounds: rounds.rounds,
+      roundSeconds: rounds.seconds,
+      connections: CONNECTIONS,
+    });
+    const { latency, throughput } = result;
+    check('webhooks', 'commit → delivery p50 ≤ 200 ms at 100 writes/s', `${latency.p50Ms} ms`, latency.p50Ms <= 200);
+    check('webhooks', 'commit → delivery p99 ≤ 1 s at 100 writes/s', `${latency.p99Ms} ms`, latency.p99Ms <= 1000);
+    check(
+      'webhooks',
+      'every write delivered, verified by standardwebhooks',
+      `${latency.delivered}/${latency.writes}, ${latency.unverified} unverified`,
+      latency.delivered === latency.writes && latency.unverified === 0,
+    );
+    check(
+      'webhooks',
+      'write throughput with three hooks ≥ 0.9× none (median ratio)',
+      `${throughput.ratio.toFixed(2)}×`,
+      throughput.ratio >= 0.9,
+    );
+    check('webhooks', 'throughput rounds: every write 2xx', String(throughput.failed), throughput.failed === 0);
+    report.webhooks = result;
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 async function main() {
   const host = machine();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'cms-bench-'));
@@ -425,6 +478,7 @@ async function main() {
       for (const t of writes.targets) check(t.section, t.target, t.value, t.pass);
       report.writes = writes.report;
     }
+    if (only.has('webhooks')) await webhookSection();
     if (only.has('soak')) {
       if (!SOAK) {
         console.log('\nsoak: skipped (--quick); `--soak` runs 5 minutes');

@@ -32,6 +32,8 @@ import { configuredStorage } from './storage/configured-storage.js';
 import { registerImageFiles, variantRateLimit } from './storage/image.routes.js';
 import { ImageProcessor } from './storage/image-processor.js';
 import type { ImageStorage } from './storage/image-storage.js';
+import { registerWebhooks } from './webhooks/webhook.routes.js';
+import { deliveryGuard, WebhookWorker } from './webhooks/webhook.worker.js';
 
 interface AppDeps {
   readonly config: Config;
@@ -140,6 +142,21 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     });
     await app.register(async (scope) => registerHistory(scope, { deps: { db: db.kysely, images: imageStorage }, prefix }), { prefix });
   }
+  // Webhooks: the management API, and this process's share of the deliveries (webhook.worker.ts).
+  const webhookGuard = deliveryGuard(config.webhooks);
+  await app.register(
+    async (scope) => registerWebhooks(scope, { db: db.kysely, guard: webhookGuard, retrySteps: config.webhooks.retrySchedule.length }),
+    { prefix: '/api' },
+  );
+  const deliveries = new WebhookWorker({
+    db: db.kysely,
+    config: config.webhooks,
+    guard: webhookGuard,
+    warn: (err, message) => app.log.warn({ err }, message),
+    keepDays: config.historyDays,
+  });
+  deliveries.start();
+  app.addHook('onClose', () => deliveries.stop());
   scheduleRetention(app, () => applyRetention(db.kysely, imageStorage, config.historyDays, config.images.cleanupGraceMs));
   // After the content routes: its tools are built from their schemas.
   await registerMcp(app, {

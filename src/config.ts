@@ -116,6 +116,44 @@ export interface Config {
   readonly corsOrigins: CorsOrigins;
   /** Create the demo website on an empty database. */
   readonly demo: boolean;
+  /** Outgoing webhooks (docs/webhooks.md). */
+  readonly webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  /**
+   * Development and tests only (WEBHOOK_ALLOW_PRIVATE_TARGETS): hooks may point at loopback and
+   * private addresses, and at those over plain http. Off, every target is a public https address.
+   */
+  readonly allowPrivateTargets: boolean;
+  /** Seconds between a failed attempt and the next, one entry per retry, jittered (WEBHOOK_RETRY_SCHEDULE). */
+  readonly retrySchedule: readonly number[];
+  /** Attempts in flight at once in one process (WEBHOOK_CONCURRENCY)… */
+  readonly concurrency: number;
+  /** …and to one hook (WEBHOOK_CONCURRENCY_PER_HOOK), so a slow receiver cannot take every slot. */
+  readonly concurrencyPerHook: number;
+  /** How often each process looks for deliveries due, in milliseconds (WEBHOOK_POLL_MS). */
+  readonly pollMs: number;
+  /**
+   * Tests only, never read from the environment: the resolver the delivery guard asks instead of
+   * the system's (to fake DNS answers), and a shorter time a receiver gets to answer.
+   */
+  readonly test?: {
+    readonly resolve?: (hostname: string) => Promise<readonly { address: string; family: number }[]>;
+    readonly timeoutMs?: number;
+  };
+}
+
+/** About seven tries over a day and a half: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+export const DEFAULT_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18_000, 36_000, 36_000];
+
+function retryScheduleOf(raw: string | undefined): readonly number[] {
+  if (raw === undefined || raw.trim() === '') return DEFAULT_RETRY_SCHEDULE;
+  const entries = raw.split(',').map((entry) => entry.trim());
+  if (entries.some((entry) => !/^\d+(\.\d+)?$/.test(entry)) || entries.length > 20) {
+    throw new ConfigError(`WEBHOOK_RETRY_SCHEDULE must be up to 20 comma-separated numbers of seconds, got "${raw}"`);
+  }
+  return Object.freeze(entries.map(Number));
 }
 
 export type CorsOrigins = '*' | readonly string[];
@@ -322,6 +360,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     corsOrigins: corsOriginsOf(env.CORS_ORIGINS),
     demo: flag(env, 'DEMO_DATA', true),
+    webhooks: Object.freeze({
+      allowPrivateTargets: flag(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+      retrySchedule: retryScheduleOf(env.WEBHOOK_RETRY_SCHEDULE),
+      concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 32, 1, 1000),
+      concurrencyPerHook: integer(env, 'WEBHOOK_CONCURRENCY_PER_HOOK', 16, 1, 1000),
+      pollMs: integer(env, 'WEBHOOK_POLL_MS', 50, 10, 60_000),
+    }),
   });
 }
 

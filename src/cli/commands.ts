@@ -27,6 +27,7 @@ import { historyCommands } from './history.commands.js';
 import { imageCommands } from './images.commands.js';
 import { connectionService, oauthCommands } from './oauth.commands.js';
 import { table } from './output.js';
+import { webhookCommands } from './webhook.commands.js';
 
 const serve: Command = {
   name: 'serve',
@@ -245,4 +246,5 @@ export const COMMANDS: readonly Command[] = [
   ...imageCommands,
   ...oauthCommands,
   ...historyCommands,
+  ...webhookCommands,
 ];

@@ -16,6 +16,7 @@ import * as m0014 from './migrations/0014_sort_keys.js';
 import * as m0015 from './migrations/0015_image_rules.js';
 import * as m0016 from './migrations/0016_change_log.js';
 import * as m0017 from './migrations/0017_connection_resource.js';
+import * as m0018 from './migrations/0018_webhooks.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0015_image_rules': m0015,
   '0016_change_log': m0016,
   '0017_connection_resource': m0017,
+  '0018_webhooks': m0018,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

@@ -6,6 +6,7 @@ import type { PagesTable } from '../content/pages/page.table.js';
 import type { ContentTotalsTable } from '../content/shared/content-totals.table.js';
 import type { OAuthTables } from '../oauth/oauth.tables.js';
 import type { ImageChunksTable, ImagesTable, ImageVariantsTable } from '../storage/image.table.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhooksTable } from '../webhooks/webhook.table.js';
 
 /** Every table, gathered from the features that own them (each `*.table.ts` sits beside its feature). */
 export interface Database extends OAuthTables {
@@ -22,6 +23,9 @@ export interface Database extends OAuthTables {
   content_totals: ContentTotalsTable;
   change_counters: ChangeCountersTable;
   content_changes: ContentChangesTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }
 
 /**

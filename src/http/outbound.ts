@@ -1,7 +1,7 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
-import type { IncomingMessage } from 'node:http';
-import { request } from 'node:https';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP } from 'node:net';
 
 /**
@@ -14,6 +14,8 @@ import { BlockList, isIP } from 'node:net';
  *   connects to the addresses that were checked. Resolving again to connect would let DNS answer
  *   differently the second time (rebinding).
  * - https only; a redirect is not followed (it would name a host nobody checked): a 3xx fails.
+ *   A caller may also allow private targets (privateTargets: webhooks in development), and plain
+ *   http to those only: what travels in the clear then never leaves the private network.
  * - The answer is read whole, up to a size limit, within a connect and a total time limit.
  */
 
@@ -61,6 +63,33 @@ const NOT_PUBLIC_V4 = new BlockList();
 for (const [net, prefix] of SPECIAL_IPV4) NOT_PUBLIC_V4.addSubnet(net, prefix, 'ipv4');
 const NOT_PUBLIC_V6 = new BlockList();
 for (const [net, prefix] of SPECIAL_IPV6) NOT_PUBLIC_V6.addSubnet(net, prefix, 'ipv6');
+
+/**
+ * What `privateTargets` adds: loopback, the IPv4 private ranges and IPv6 unique-local, where a
+ * developer's receiver runs. Link-local (the cloud metadata service), multicast and the other
+ * special ranges stay refused even then.
+ */
+const PRIVATE = new BlockList();
+for (const [net, prefix] of [
+  ['127.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['172.16.0.0', 12],
+  ['192.168.0.0', 16],
+] as const) {
+  PRIVATE.addSubnet(net, prefix, 'ipv4');
+}
+PRIVATE.addAddress('::1', 'ipv6');
+PRIVATE.addSubnet('fc00::', 7, 'ipv6');
+
+/** A private target's address (PRIVATE), an IPv4-mapped one judged as its IPv4 address. */
+function isPrivateAddress(address: string): boolean {
+  const text = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
+  const family = isIP(text);
+  if (family === 4) return PRIVATE.check(text, 'ipv4');
+  if (family !== 6 || text.includes('%')) return false;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(text);
+  return mapped ? PRIVATE.check(mapped[1] as string, 'ipv4') : PRIVATE.check(text, 'ipv6');
+}
 
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
@@ -116,12 +145,18 @@ const systemResolve: Resolve = (hostname) => dnsLookup(hostname, { all: true, or
 export interface OutboundOptions {
   /** The largest answer body read, in bytes; a larger one fails. */
   readonly maxBytes: number;
-  /** Until the TLS handshake is done. */
+  /** Until the TLS handshake is done (on plain http, until the TCP connection is). */
   readonly connectTimeoutMs?: number;
   /** Until the whole answer is read. */
   readonly timeoutMs?: number;
   /** The resolver: the system's (getaddrinfo, as every other connection of the process) unless given. */
   readonly resolve?: Resolve;
+  /**
+   * Private targets (isPrivateAddress) are reached too, and plain http is allowed to a host whose
+   * every address is private; a public host still needs https. Development and tests only
+   * (WEBHOOK_ALLOW_PRIVATE_TARGETS).
+   */
+  readonly privateTargets?: boolean;
   /**
    * Tests only: set by test code, never from configuration the environment can reach. A
    * certificate authority to trust; loopback counted as public (tests' servers listen there);
@@ -147,9 +182,23 @@ export type OutboundFetch = (url: string | URL, init?: OutboundInit) => Promise<
 
 /** A fetch for requests to addresses that others choose. The answer's body is already read, within the size limit. */
 export function outboundFetch(options: OutboundOptions): OutboundFetch {
-  const { maxBytes, connectTimeoutMs = 2500, timeoutMs = 5000, resolve = systemResolve, testHooks } = options;
+  return outboundGuard(options).fetch;
+}
+
+export interface OutboundGuard {
+  /** The fetch, which checks the target again on every request (DNS may answer differently by then). */
+  readonly fetch: OutboundFetch;
+  /** Refuses a target the fetch would refuse, without connecting: for a URL stored to be fetched later. */
+  readonly check: (url: string | URL) => Promise<void>;
+}
+
+/** The guard's fetch, and its check of a target alone. */
+export function outboundGuard(options: OutboundOptions): OutboundGuard {
+  const { maxBytes, connectTimeoutMs = 2500, timeoutMs = 5000, resolve = systemResolve, testHooks, privateTargets = false } = options;
   const allowed = (address: string) =>
-    isPublicAddress(address) || (testHooks?.loopback === true && LOOPBACK.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4'));
+    isPublicAddress(address) ||
+    (privateTargets && isPrivateAddress(address)) ||
+    (testHooks?.loopback === true && LOOPBACK.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4'));
 
   /** The host's addresses, resolved once; refused unless every one of them is allowed. */
   async function checkedAddresses(host: string): Promise<LookupAddress[]> {
@@ -163,15 +212,30 @@ export function outboundFetch(options: OutboundOptions): OutboundFetch {
     if (answers.length === 0) throw new OutboundError(`${host} has no address`);
     const refused = answers.find(({ address }) => !allowed(address));
     if (refused) throw new OutboundError(`${host} resolves to ${refused.address}, which is not a public address`);
-    return answers.map((answer) => testHooks?.connectTo?.(answer) ?? answer);
+    return [...answers];
   }
 
-  return async (target, init = {}) => {
+  /** The target's URL and the addresses to connect to, or the rule it breaks. */
+  async function checkedTarget(target: string | URL): Promise<{ url: URL; host: string; addresses: LookupAddress[] }> {
     const url = new URL(target);
-    if (url.protocol !== 'https:') throw new OutboundError(`${url.protocol} is not fetched: only https`);
+    const plain = url.protocol === 'http:' && privateTargets;
+    if (url.protocol !== 'https:' && !plain) {
+      throw new OutboundError(`${url.protocol} is not fetched: only https${privateTargets ? ', or http to a private address' : ''}`);
+    }
+    if (url.username || url.password) throw new OutboundError('a URL with credentials in it is not fetched');
     // WHATWG URL has already written an IP literal in its canonical form (2130706433 is 127.0.0.1).
     const host = url.hostname.replace(/^\[|\]$/g, '');
     const addresses = await checkedAddresses(host);
+    // Checked on the addresses as resolved (before testHooks.connectTo): what the name says it is.
+    if (plain && addresses.some(({ address }) => !isPrivateAddress(address))) {
+      throw new OutboundError(`${host} has a public address: only https is fetched from it`);
+    }
+    return { url, host, addresses: addresses.map((answer) => testHooks?.connectTo?.(answer) ?? answer) };
+  }
+
+  const fetch: OutboundFetch = async (target, init = {}) => {
+    const { url, host, addresses } = await checkedTarget(target);
+    const request = url.protocol === 'http:' ? httpRequest : httpsRequest;
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = init.signal ? AbortSignal.any([timeout, init.signal]) : timeout;
 
@@ -191,7 +255,7 @@ export function outboundFetch(options: OutboundOptions): OutboundFetch {
       };
       const outgoing = request({
         host,
-        port: url.port || 443,
+        port: url.port || (url.protocol === 'http:' ? 80 : 443),
         path: `${url.pathname}${url.search}`,
         method: init.method ?? 'GET',
         headers: init.headers,
@@ -204,7 +268,9 @@ export function outboundFetch(options: OutboundOptions): OutboundFetch {
         () => fail(new OutboundError(`no connection to ${host} within ${connectTimeoutMs} ms`)),
         connectTimeoutMs,
       );
-      outgoing.once('socket', (socket) => socket.once('secureConnect', () => clearTimeout(connectTimer)));
+      // Connected means the TLS handshake is done; on plain http, the TCP connection.
+      const connected = url.protocol === 'http:' ? 'connect' : 'secureConnect';
+      outgoing.once('socket', (socket) => socket.once(connected, () => clearTimeout(connectTimer)));
       const onAbort = () =>
         fail(timeout.aborted ? new OutboundError(`no complete answer from ${host} within ${timeoutMs} ms`) : new OutboundError('aborted'));
       if (signal.aborted) return onAbort();
@@ -220,6 +286,13 @@ export function outboundFetch(options: OutboundOptions): OutboundFetch {
       });
       outgoing.end(init.body);
     });
+  };
+
+  return {
+    fetch,
+    check: async (url) => {
+      await checkedTarget(url);
+    },
   };
 }
 

@@ -25,6 +25,10 @@ export function openapiOptions(config: Config): SwaggerOptions {
         { name: 'pages', description: 'The website’s pages' },
         { name: 'blogs', description: 'Blog articles, with their images' },
         { name: 'changes', description: 'The change feed: every change of a page or blog, by whom, in order (docs/history.md)' },
+        {
+          name: 'webhooks',
+          description: 'Signed notifications of the website’s changes, sent to the receivers it registers (docs/webhooks.md)',
+        },
         { name: 'images', description: 'Uploaded image files; public' },
         { name: 'oauth', description: 'The OAuth 2.0 authorization server (docs/oauth.md); its errors are RFC 6749 JSON' },
       ],

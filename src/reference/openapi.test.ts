@@ -131,8 +131,21 @@ test('every GET of the document lists 304 when, and only when, it answers 200 wi
   ]);
   assert.equal(posted.statusCode, 201, posted.body);
   const blog = json(posted).data[0];
+  const hook = await a.db.kysely
+    .insertInto('webhooks')
+    .values({
+      site_id: a.site.siteId,
+      url: 'https://hooks.example/',
+      events: '*',
+      secret: 'whsec_AAAA',
+      disabled_reason: null,
+      created_at: '2026-01-01 00:00:00',
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   const doc = json(await a.app.inject({ url: '/api/openapi.json' }));
   const values: Record<string, Record<string, string>> = {
+    webhooks: { id: String(hook.id) },
     page: { id: String(a.pageId), revision: '1' },
     blog: { id: String(blog.info_id), revision: '1' },
     images: { name: String(blog.info_img).replace('/images/', '') },

@@ -9,6 +9,7 @@ import { sql } from 'kysely';
 import type { Principal } from '../../auth/principal.js';
 import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
+import { enqueueDeliveries, eventOf, hooksFor, payloadOf } from '../../webhooks/webhook.events.js';
 import type { ContentChangesTable } from './history.table.js';
 
 export type RecordType = ContentChangesTable['type'];
@@ -89,11 +90,16 @@ export interface Change {
  * Appends a change, inside the transaction `db` that makes it, as its last step. On PostgreSQL the
  * website's counter row stays locked from the moment its number is taken to the commit, so the
  * website's changes become visible in the order of their numbers and a feed reader that follows
- * them never skips one that commits late.
+ * them never skips one that commits late. The change's webhook deliveries are queued here too
+ * (the outbox, webhook.events.ts), so every write that is logged is also delivered, from the same
+ * commit.
  */
 export async function recordChange(db: DbHandle, change: Change): Promise<{ seq: number; revision: number }> {
   if (!db.isTransaction) throw new Error('recordChange must run in the transaction of the change');
   const actor = await resolve(db, change.actor);
+  // The hooks to tell are read before the number is taken: the counter row stays locked from then on.
+  const event = eventOf(change.type, change.op);
+  const hooks = await hooksFor(db, change.siteId, event);
   // The website's counter row exists after its first change: an update by key, or the insert that makes it.
   const counted =
     (await db
@@ -134,5 +140,14 @@ export async function recordChange(db: DbHandle, change: Change): Promise<{ seq:
       record_json: change.recordJson,
     })
     .execute();
+  const data = {
+    type: change.type,
+    id: change.id,
+    seq,
+    op: change.op,
+    actor: { kind: actor.kind, id: actor.id, name: actor.name },
+    revision,
+  };
+  await enqueueDeliveries(db, change.siteId, hooks, event, payloadOf(event, data));
   return { seq, revision };
 }

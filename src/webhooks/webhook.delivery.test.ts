@@ -1,0 +1,269 @@
+import assert from 'node:assert/strict';
+import { type TestContext, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { buildTestApp, json, type TestApp } from '../../test/helpers.js';
+import { webhookReceiver } from '../../test/webhook-receiver.js';
+import { type Config, testConfig, type WebhookConfig } from '../config.js';
+import { formatTimestamp } from '../db/time.js';
+
+function hookConfig(overrides: Partial<WebhookConfig> = {}): Partial<Config> {
+  return { webhooks: { ...testConfig().webhooks, allowPrivateTargets: true, pollMs: 20, retrySchedule: [0.3, 0.6], ...overrides } };
+}
+
+async function setUp(t: TestContext, overrides: Partial<WebhookConfig> = {}, events = ['*']) {
+  const test = await buildTestApp(t, { config: hookConfig(overrides) });
+  const receiver = await webhookReceiver(t);
+  const hook = await createHook(test, receiver.url, events);
+  receiver.trust(hook.secret);
+  return { ...test, receiver, hook };
+}
+
+async function createHook({ app, site }: TestApp, url: string, events: string[]): Promise<{ id: number; secret: string }> {
+  const response = await app.inject({ method: 'POST', url: '/api/webhooks', headers: site.headers, payload: { url, events } });
+  assert.equal(response.statusCode, 201, response.body);
+  return json(response).data[0];
+}
+
+async function writePage({ app, site }: TestApp, title = 'A page'): Promise<number> {
+  const response = await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: title } });
+  assert.equal(response.statusCode, 201, response.body);
+  return json(response).data[0].page;
+}
+
+async function deliveries({ app, site }: TestApp, id: number) {
+  const response = await app.inject({ url: `/api/webhooks/${id}/deliveries`, headers: site.headers });
+  assert.equal(response.statusCode, 200, response.body);
+  return json(response).data;
+}
+
+async function hookOf({ app, site }: TestApp, id: number) {
+  return json(await app.inject({ url: `/api/webhooks/${id}`, headers: site.headers })).data[0];
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) assert.fail(`${what} within ${ms} ms`);
+    await sleep(25);
+  }
+}
+
+test('a change is delivered signed as Standard Webhooks says, with the small body, only for the events asked', async (t) => {
+  const ctx = await setUp(t, {}, ['page.created', 'page.deleted']);
+  const { app, site, receiver, hook } = ctx;
+  const page = await writePage(ctx);
+  await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { id: page, page_usertitle: 'Renamed' } });
+  const deleted = await app.inject({ method: 'DELETE', url: `/api/page/${page}`, headers: site.headers });
+  assert.equal(deleted.statusCode, 204);
+  const [created, gone] = await receiver.waitFor(2);
+  await sleep(200);
+  assert.equal(receiver.received.length, 2, 'the update was not asked for');
+  for (const one of [created!, gone!]) {
+    assert.ok(one.verified, 'verified with standardwebhooks');
+    assert.match(one.id, /^msg_/);
+    assert.match(one.signature, /^v1,[A-Za-z0-9+/]+=*$/);
+    assert.ok(Math.abs(one.timestamp - Date.now() / 1000) < 10);
+  }
+  const ordered = [created!, gone!].sort((a, b) => Number(a.verified!.data.seq) - Number(b.verified!.data.seq));
+  assert.deepEqual(ordered[0]!.verified!.type, 'page.created');
+  const { timestamp, ...rest } = ordered[0]!.verified!;
+  assert.ok(!Number.isNaN(Date.parse(timestamp)));
+  assert.deepEqual(rest, {
+    type: 'page.created',
+    data: { type: 'page', id: page, seq: 1, op: 'create', actor: { kind: 'api-key', id: site.apiId, name: 'test' }, revision: 1 },
+  });
+  assert.deepEqual(ordered[1]!.verified!.data, {
+    type: 'page',
+    id: page,
+    seq: 3,
+    op: 'delete',
+    actor: { kind: 'api-key', id: site.apiId, name: 'test' },
+    revision: 3,
+  });
+  const listed = await until('both deliveries recorded', async () => {
+    const list = await deliveries(ctx, hook.id);
+    return list.every((d: { state: string }) => d.state === 'delivered') && list;
+  });
+  assert.equal(listed.length, 2);
+  assert.deepEqual(
+    listed.map((d: { event: string; attempts: { attempt: number; statusCode: number; error: null }[] }) => [
+      d.event,
+      d.attempts.map((a) => [a.attempt, a.statusCode, a.error]),
+    ]),
+    [
+      ['page.deleted', [[1, 200, null]]],
+      ['page.created', [[1, 200, null]]],
+    ],
+  );
+});
+
+test('a failed delivery is retried with the same webhook-id on the schedule, and a failure with no retry left is given up; retry sends it again', async (t) => {
+  const ctx = await setUp(t);
+  const { app, site, receiver, hook } = ctx;
+  const statuses = [500, 502, 200];
+  receiver.answerWith((_request, response) => response.writeHead(statuses.shift() ?? 500).end());
+  await writePage(ctx);
+  const three = await receiver.waitFor(3);
+  assert.ok(three.every((r) => r.verified));
+  assert.equal(new Set(three.map((r) => r.id)).size, 1, 'one webhook-id across retries');
+  const gaps = [three[1]!.at - three[0]!.at, three[2]!.at - three[1]!.at];
+  assert.ok(gaps[0]! >= 0.3 * 0.9 * 1000 - 5 && gaps[0]! < 0.3 * 1000 + 400, `first retry after ~300 ms, was ${gaps[0]}`);
+  assert.ok(gaps[1]! >= 0.6 * 0.9 * 1000 - 5 && gaps[1]! < 0.6 * 1000 + 400, `second retry after ~600 ms, was ${gaps[1]}`);
+  const [delivered] = await until('recorded', async () => {
+    const list = await deliveries(ctx, hook.id);
+    return list[0]?.state === 'delivered' && list;
+  });
+  assert.deepEqual(
+    delivered.attempts.map((a: { statusCode: number }) => a.statusCode),
+    [500, 502, 200],
+  );
+  assert.equal((await hookOf(ctx, hook.id)).failingSince, null, 'a success ends the run of failures');
+
+  // Every attempt fails: one try and two retries, then it is given up.
+  receiver.answerWith((_request, response) => response.writeHead(500).end());
+  await writePage(ctx, 'Second');
+  await receiver.waitFor(6);
+  const [failed] = await until('given up', async () => {
+    const list = await deliveries(ctx, hook.id);
+    return list[0]?.state === 'failed' && list;
+  });
+  assert.equal(failed.attempts.length, 3);
+  await sleep(900);
+  assert.equal(receiver.received.length, 6, 'nothing after the schedule ends');
+  assert.ok((await hookOf(ctx, hook.id)).failingSince, 'the hook says since when it has been failing');
+
+  receiver.answerWith((_request, response) => response.writeHead(204).end());
+  const retried = await app.inject({
+    method: 'POST',
+    url: `/api/webhooks/${hook.id}/deliveries/${failed.id}/retry`,
+    headers: site.headers,
+  });
+  assert.equal(retried.statusCode, 202, retried.body);
+  const again = await receiver.waitFor(7);
+  assert.equal(again[6]!.id, failed.messageId, 'the same webhook-id');
+  await until('delivered after the retry', async () => (await deliveries(ctx, hook.id))[0]?.state === 'delivered');
+  const pending = await app.inject({ method: 'POST', url: `/api/webhooks/${hook.id}/deliveries/999999/retry`, headers: site.headers });
+  assert.equal(pending.statusCode, 404);
+});
+
+test('Retry-After on 429 and 503 is honoured in place of the schedule', async (t) => {
+  const ctx = await setUp(t, { retrySchedule: [0.05] });
+  const { receiver } = ctx;
+  const answers = [503, 200];
+  receiver.answerWith((_request, response) => {
+    const status = answers.shift() ?? 200;
+    response.writeHead(status, status === 503 ? { 'retry-after': '1' } : {}).end();
+  });
+  await writePage(ctx);
+  const [first, second] = await receiver.waitFor(2, 5000);
+  assert.ok(second!.at - first!.at >= 990, `waited ${second!.at - first!.at} ms for Retry-After: 1`);
+});
+
+test('a 410 disables the hook, and so does failing without a break for 5 days; the API says why', async (t) => {
+  const ctx = await setUp(t);
+  const { app, site, db, receiver, hook } = ctx;
+  receiver.answerWith((_request, response) => response.writeHead(410).end());
+  await writePage(ctx);
+  await receiver.waitFor(1);
+  const gone = await until('disabled', async () => {
+    const h = await hookOf(ctx, hook.id);
+    return h.status === 'disabled' && h;
+  });
+  assert.equal(gone.disabledReason, 'gone');
+  await writePage(ctx, 'Not sent');
+  await sleep(300);
+  assert.equal(receiver.received.length, 1, 'a disabled hook gets nothing');
+  const sendTest = await app.inject({ method: 'POST', url: `/api/webhooks/${hook.id}/test`, headers: site.headers });
+  assert.equal(sendTest.statusCode, 409);
+
+  // Enabled again, it starts afresh; a run of failures older than 5 days disables it.
+  receiver.answerWith((_request, response) => response.writeHead(500).end());
+  const enabled = await app.inject({
+    method: 'PATCH',
+    url: `/api/webhooks/${hook.id}`,
+    headers: site.headers,
+    payload: { status: 'active' },
+  });
+  assert.equal(json(enabled).data[0].disabledReason, null);
+  await db.kysely
+    .updateTable('webhooks')
+    .set({ failing_since: formatTimestamp(new Date(Date.now() - 5 * 24 * 3600 * 1000 - 60_000)) })
+    .where('id', '=', hook.id)
+    .execute();
+  await writePage(ctx, 'Fails');
+  const failing = await until('disabled for failing', async () => {
+    const h = await hookOf(ctx, hook.id);
+    return h.status === 'disabled' && h;
+  });
+  assert.equal(failing.disabledReason, 'failing');
+  assert.equal(receiver.received.length, 2);
+  const [given] = await deliveries(ctx, hook.id);
+  await until('its pending delivery is given up', async () => (await deliveries(ctx, hook.id))[0]?.state === 'failed');
+  assert.equal(given.event, 'page.created');
+});
+
+test('after a rotation the old and the new secret both sign; a receiver with either verifies', async (t) => {
+  const ctx = await setUp(t);
+  const { app, site, receiver, hook } = ctx;
+  const rotated = await app.inject({ method: 'POST', url: `/api/webhooks/${hook.id}/rotate-secret`, headers: site.headers });
+  assert.equal(rotated.statusCode, 200);
+  const secret = json(rotated).data[0].secret as string;
+  assert.match(secret, /^whsec_/);
+  assert.notEqual(secret, hook.secret);
+  receiver.trust(hook.secret);
+  await writePage(ctx);
+  const [old] = await receiver.waitFor(1);
+  assert.equal(old!.verifiedBy, 0, 'the old secret still verifies');
+  assert.equal(old!.signature.split(' ').length, 2, 'two signatures');
+  receiver.trust(secret);
+  await writePage(ctx, 'Second');
+  const [, fresh] = await receiver.waitFor(2);
+  assert.equal(fresh!.verifiedBy, 0, 'the new secret verifies');
+
+  // Once the overlap has passed only the new secret signs.
+  await ctx.db.kysely
+    .updateTable('webhooks')
+    .set({ previous_secret_until: formatTimestamp(new Date(Date.now() - 1000)) })
+    .where('id', '=', hook.id)
+    .execute();
+  receiver.trust(hook.secret);
+  await writePage(ctx, 'Third');
+  const [, , third] = await receiver.waitFor(3);
+  assert.equal(third!.verifiedBy, -1, 'the old secret no longer verifies');
+  assert.equal(third!.signature.split(' ').length, 1);
+});
+
+test('a test delivery reaches the hook; deliveries are not sent to receivers that redirect', async (t) => {
+  const ctx = await setUp(t, { retrySchedule: [] }, ['blog.created']);
+  const { app, site, receiver, hook } = ctx;
+  const sent = await app.inject({ method: 'POST', url: `/api/webhooks/${hook.id}/test`, headers: site.headers });
+  assert.equal(sent.statusCode, 202, sent.body);
+  const [one] = await receiver.waitFor(1);
+  assert.equal(one!.verified!.type, 'webhook.test');
+  receiver.answerWith((_request, response) => response.writeHead(302, { location: 'http://169.254.169.254/' }).end());
+  await app.inject({ method: 'POST', url: `/api/webhooks/${hook.id}/test`, headers: site.headers });
+  const [latest] = await until('the redirect recorded as a failure', async () => {
+    const list = await deliveries(ctx, hook.id);
+    return list[0]?.state === 'failed' && list;
+  });
+  assert.match(latest.attempts[0].error, /redirects are not followed/);
+});
+
+test('writes answer as fast whatever the receivers do; attempts to one hook are bounded', async (t) => {
+  const ctx = await setUp(t, { concurrencyPerHook: 2, test: { timeoutMs: 2000 } });
+  const { receiver } = ctx;
+  // This receiver never answers: each attempt waits for the guard's time limit.
+  receiver.answerWith(() => {});
+  const times: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    const started = performance.now();
+    await writePage(ctx, `Page ${i}`);
+    times.push(performance.now() - started);
+  }
+  await sleep(400);
+  assert.equal(receiver.received.length, 2, 'two attempts at once to the hook, the others wait');
+  times.sort((a, b) => a - b);
+  assert.ok(times[5]! < 200, `a write took ${times[5]} ms (median) with a silent receiver`);
+});

@@ -1,0 +1,92 @@
+/**
+ * The events a hook can ask for, and the outbox: the deliveries a change makes, inserted in the
+ * change's own transaction (recordChange calls these), so that a committed change is always
+ * delivered and a rolled-back one never is. Sending happens after the commit (webhook.worker.ts).
+ */
+import type { DbHandle } from '../db/schema.js';
+import { now } from '../db/time.js';
+import { newMessageId } from './webhook.signing.js';
+
+/** What happened to a record, as the change log says it (content_changes.op), and as an event says it. */
+const PAST_TENSE = { create: 'created', update: 'updated', delete: 'deleted', restore: 'restored' } as const;
+
+type RecordType = 'page' | 'blog';
+type ChangeOp = keyof typeof PAST_TENSE;
+
+/** Every event a hook may name: the four operations of each record type, and `*` for all of them. */
+export const EVENTS: readonly string[] = [
+  ...(['page', 'blog'] as const).flatMap((type) => Object.values(PAST_TENSE).map((past) => `${type}.${past}`)),
+  '*',
+];
+
+/** The event sent to a hook by "send a test"; no hook subscribes to it. */
+export const TEST_EVENT = 'webhook.test';
+
+export function eventOf(type: RecordType, op: ChangeOp): string {
+  return `${type}.${PAST_TENSE[op]}`;
+}
+
+/** A hook's `events` column: the list as stored. */
+export function eventsOf(stored: string): string[] {
+  return stored.split(',');
+}
+
+function wants(stored: string, event: string): boolean {
+  return eventsOf(stored).some((wanted) => wanted === '*' || wanted === event);
+}
+
+/** What a delivery's body says about the change; the receiver fetches the record itself. */
+export interface ChangeData {
+  readonly type: RecordType;
+  readonly id: number;
+  readonly seq: number;
+  readonly op: ChangeOp;
+  readonly actor: { readonly kind: string; readonly id: string; readonly name: string };
+  readonly revision: number;
+}
+
+/**
+ * The website's active hooks that want `event`. Read before the change takes its number, so the
+ * website's counter row (locked from then to the commit on PostgreSQL) is held no longer for it.
+ */
+export async function hooksFor(db: DbHandle, siteId: number, event: string): Promise<number[]> {
+  const rows = await db
+    .selectFrom('webhooks')
+    .select(['id', 'events'])
+    .where('site_id', '=', siteId)
+    .where('status', '=', 'active')
+    .execute();
+  return rows.filter((row) => wants(row.events, event)).map((row) => row.id);
+}
+
+/** The Standard Webhooks body: `{type, timestamp, data}`. */
+export function payloadOf(event: string, data: object, at = new Date()): string {
+  return JSON.stringify({ type: event, timestamp: at.toISOString(), data });
+}
+
+/** One outbox row per hook, due at once, each with its own `webhook-id`. */
+export async function enqueueDeliveries(
+  db: DbHandle,
+  siteId: number,
+  hooks: readonly number[],
+  event: string,
+  payload: string,
+): Promise<void> {
+  if (hooks.length === 0) return;
+  const createdAt = now();
+  const dueMs = Date.now();
+  await db
+    .insertInto('webhook_deliveries')
+    .values(
+      hooks.map((webhookId) => ({
+        webhook_id: webhookId,
+        site_id: siteId,
+        message_id: newMessageId(),
+        event,
+        payload,
+        due_ms: dueMs,
+        created_at: createdAt,
+      })),
+    )
+    .execute();
+}

@@ -1,0 +1,169 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import { principalOf } from '../auth/authenticate.js';
+import { Deleted, NoQuery, operations } from '../content/shared/envelope.js';
+import { IdParams } from '../content/shared/schemas.js';
+import type { DbHandle } from '../db/schema.js';
+import type { OutboundGuard } from '../http/outbound.js';
+import { EVENTS } from './webhook.events.js';
+import * as hooks from './webhook.service.js';
+
+const Events = Type.Array(Type.String({ maxLength: 40 }), {
+  minItems: 1,
+  maxItems: EVENTS.length,
+  description: `What to be told of: ${EVENTS.join(', ')} (* is every event)`,
+});
+const Url = Type.String({
+  maxLength: 2000,
+  description: 'Where deliveries are POSTed: https, to a public address (checked now and at each delivery); redirects are not followed',
+});
+const Description = Type.String({ maxLength: 500, description: 'A note for the owner' });
+const Status = Type.Union([Type.Literal('active'), Type.Literal('disabled')]);
+
+const Webhook = Type.Object(
+  {
+    id: Type.Integer(),
+    url: Type.String(),
+    events: Type.Array(Type.String()),
+    description: Type.String(),
+    status: Status,
+    disabledReason: Type.Union([Type.Literal('owner'), Type.Literal('gone'), Type.Literal('failing'), Type.Null()], {
+      description: 'Why it is disabled: owner (by PATCH), gone (its receiver answered 410), failing (every attempt failed for 5 days)',
+    }),
+    failingSince: Type.Union([Type.String(), Type.Null()], {
+      description: 'When the failures still going on began (YYYY-MM-DD HH:MM:SS, UTC)',
+    }),
+    createdAt: Type.String(),
+    secret: Type.Optional(
+      Type.String({ description: 'The signing secret (whsec_…): in the answers to create and rotate-secret only, never again' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+const Webhooks = Type.Object({ data: Type.Array(Webhook) }, { additionalProperties: false });
+
+const Attempt = Type.Object(
+  {
+    attempt: Type.Integer(),
+    statusCode: Type.Union([Type.Integer(), Type.Null()], { description: "The receiver's status, or null when there was no answer" }),
+    error: Type.Union([Type.String(), Type.Null()], { description: 'Why there was no answer (refused target, timeout, connection error)' }),
+    durationMs: Type.Integer(),
+    at: Type.String({ description: 'YYYY-MM-DD HH:MM:SS, UTC' }),
+  },
+  { additionalProperties: false },
+);
+const Delivery = Type.Object(
+  {
+    id: Type.Integer(),
+    messageId: Type.String({ description: 'The webhook-id header, the same on every attempt' }),
+    event: Type.String(),
+    state: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')]),
+    createdAt: Type.String(),
+    attempts: Type.Array(Attempt),
+  },
+  { additionalProperties: false },
+);
+const Deliveries = Type.Object({ data: Type.Array(Delivery) }, { additionalProperties: false });
+
+const NewWebhook = Type.Object({ url: Url, events: Events, description: Type.Optional(Description) }, { additionalProperties: false });
+const WebhookPatch = Type.Object(
+  { url: Type.Optional(Url), events: Type.Optional(Events), description: Type.Optional(Description), status: Type.Optional(Status) },
+  { additionalProperties: false },
+);
+const DeliveryParams = Type.Object(
+  { id: IdParams.properties.id, delivery: Type.Integer({ minimum: 1, maximum: 2147483647, description: 'Delivery id' }) },
+  { additionalProperties: false },
+);
+const DeliveriesQuery = Type.Object(
+  {
+    pageSize: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'Deliveries per answer, newest first, 1–200 (50)' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const DOCS = {
+  create:
+    "Registers a receiver for the website's changes. Deliveries follow Standard Webhooks: signed with the secret returned here, which is shown only in this answer. An unknown event is a 400 that lists the known ones; a target that is not a public https address is a 400 that says why.",
+  list: "The website's webhooks; secrets are never shown again.",
+  get: 'One webhook; its secret is never shown again.',
+  update:
+    'Changes the URL, the events, the description or the status. Enabling a disabled hook clears its failures; disabling gives up its pending deliveries.',
+  delete: 'Removes the hook and its deliveries.',
+  rotate: 'A new secret, shown in this answer only. For 24 hours the old and the new secret both sign each delivery.',
+  deliveries: "The hook's latest deliveries, newest first, each with its attempts: status code or error, duration and time.",
+  retry: 'Sends a delivery that is not pending once more, at once, with the same webhook-id. 409 while the hook is disabled.',
+  test: 'Queues a webhook.test event to this hook alone, to check the receiver end to end.',
+};
+
+/** The webhook management API (docs/webhooks.md), mounted at /api. */
+export async function registerWebhooks(
+  app: FastifyInstance,
+  { db, guard, retrySteps }: { db: DbHandle; guard: OutboundGuard; retrySteps: number },
+): Promise<void> {
+  const routes = app.withTypeProvider<TypeBoxTypeProvider>();
+  // Every operation needs the write scope: a hook sends the website's changes wherever it points.
+  const { write } = operations('webhooks', '/api');
+
+  routes.post(
+    '/webhooks',
+    write('Create a webhook', DOCS.create, { querystring: NoQuery, body: NewWebhook, response: { 201: Webhooks } }, [409]),
+    async (request, reply) => {
+      const created = await hooks.createWebhook(db, guard, principalOf(request).siteId, request.body);
+      reply.code(201).header('location', `/api/webhooks/${created.id}`);
+      return { data: [created] };
+    },
+  );
+  routes.get('/webhooks', write('List webhooks', DOCS.list, { querystring: NoQuery, response: { 200: Webhooks } }), async (request) => ({
+    data: await hooks.listWebhooks(db, principalOf(request).siteId),
+  }));
+  routes.get(
+    '/webhooks/:id',
+    write('Get a webhook', DOCS.get, { params: IdParams, querystring: NoQuery, response: { 200: Webhooks } }),
+    async (request) => ({ data: [await hooks.getWebhook(db, principalOf(request).siteId, request.params.id)] }),
+  );
+  routes.patch(
+    '/webhooks/:id',
+    write('Update a webhook', DOCS.update, { params: IdParams, querystring: NoQuery, body: WebhookPatch, response: { 200: Webhooks } }),
+    async (request) => ({ data: [await hooks.updateWebhook(db, guard, principalOf(request).siteId, request.params.id, request.body)] }),
+  );
+  routes.delete(
+    '/webhooks/:id',
+    write('Delete a webhook', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }),
+    async (request, reply) => {
+      await hooks.deleteWebhook(db, principalOf(request).siteId, request.params.id);
+      return reply.code(204).send(null);
+    },
+  );
+  routes.post(
+    '/webhooks/:id/rotate-secret',
+    write('Rotate a webhook secret', DOCS.rotate, { params: IdParams, querystring: NoQuery, response: { 200: Webhooks } }),
+    async (request) => ({ data: [await hooks.rotateSecret(db, principalOf(request).siteId, request.params.id)] }),
+  );
+  routes.get(
+    '/webhooks/:id/deliveries',
+    write('List webhook deliveries', DOCS.deliveries, { params: IdParams, querystring: DeliveriesQuery, response: { 200: Deliveries } }),
+    async (request) => ({
+      data: await hooks.listDeliveries(db, principalOf(request).siteId, request.params.id, request.query.pageSize ?? 50),
+    }),
+  );
+  routes.post(
+    '/webhooks/:id/deliveries/:delivery/retry',
+    write('Retry a webhook delivery', DOCS.retry, { params: DeliveryParams, querystring: NoQuery, response: { 202: Deliveries } }, [409]),
+    async (request, reply) => {
+      const { id, delivery } = request.params;
+      reply.code(202);
+      return { data: [await hooks.retryDelivery(db, principalOf(request).siteId, id, delivery, retrySteps)] };
+    },
+  );
+  routes.post(
+    '/webhooks/:id/test',
+    write('Send a test delivery', DOCS.test, { params: IdParams, querystring: NoQuery, response: { 202: Deliveries } }, [409]),
+    async (request, reply) => {
+      reply.code(202);
+      return { data: [await hooks.sendTest(db, principalOf(request).siteId, request.params.id)] };
+    },
+  );
+}

@@ -1,0 +1,263 @@
+/**
+ * Managing a website's webhooks: what the API routes, the CLI and a console call. Every function
+ * takes the website's id, so a hook of another website is not found.
+ */
+
+import type { Selectable } from 'kysely';
+import type { DbHandle } from '../db/schema.js';
+import { formatTimestamp, now } from '../db/time.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { OutboundError, type OutboundGuard } from '../http/outbound.js';
+import { EVENTS, enqueueDeliveries, eventsOf, payloadOf, TEST_EVENT } from './webhook.events.js';
+import { newSecret } from './webhook.signing.js';
+import type { WebhooksTable } from './webhook.table.js';
+import { disableHook } from './webhook.worker.js';
+
+/** After a rotation the previous secret still signs this long, for receivers to switch over. */
+export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
+/** Hooks one website may have. */
+export const MAX_HOOKS_PER_SITE = 50;
+const MAX_URL_LENGTH = 2000;
+
+/** A hook as the API shows it; `secret` only in the answers that create or rotate it. */
+export interface WebhookView {
+  id: number;
+  url: string;
+  events: string[];
+  description: string;
+  status: 'active' | 'disabled';
+  /** Why it is disabled: owner, gone (its receiver answered 410), failing (every attempt failed for 5 days). */
+  disabledReason: 'owner' | 'gone' | 'failing' | null;
+  /** When the failures still going on began. */
+  failingSince: string | null;
+  createdAt: string;
+  secret?: string;
+}
+
+const COLUMNS = ['id', 'url', 'events', 'description', 'status', 'disabled_reason', 'failing_since', 'created_at', 'secret'] as const;
+
+type HookRow = Pick<Selectable<WebhooksTable>, (typeof COLUMNS)[number]>;
+
+function viewOf(row: HookRow, withSecret = false): WebhookView {
+  return {
+    id: row.id,
+    url: row.url,
+    events: eventsOf(row.events),
+    description: row.description,
+    status: row.status,
+    disabledReason: row.status === 'disabled' ? row.disabled_reason : null,
+    failingSince: row.failing_since,
+    createdAt: row.created_at,
+    ...(withSecret ? { secret: row.secret } : {}),
+  };
+}
+
+/** The events as stored, or a 400 that names the known ones. */
+function eventsText(events: readonly string[]): string {
+  const unknown = events.filter((event) => !EVENTS.includes(event));
+  if (unknown.length > 0 || events.length === 0) {
+    const what =
+      unknown.length > 0 ? `${unknown.join(', ')} ${unknown.length === 1 ? 'is not an event' : 'are not events'}` : 'name at least one';
+    throw new ValidationError([{ field: 'events', message: `${what}; the events are ${EVENTS.join(', ')}` }]);
+  }
+  return [...new Set(events)].join(',');
+}
+
+/** The URL as stored, or a 400 saying which rule of the outbound guard it breaks (resolved now, and again at each delivery). */
+async function checkedUrl(guard: OutboundGuard, url: string): Promise<string> {
+  const parsed = URL.parse(url);
+  if (!parsed || url.length > MAX_URL_LENGTH) throw new ValidationError([{ field: 'url', message: 'is not an absolute URL' }]);
+  try {
+    await guard.check(parsed);
+  } catch (error) {
+    if (error instanceof OutboundError) throw new ValidationError([{ field: 'url', message: error.message }]);
+    throw error;
+  }
+  return parsed.href;
+}
+
+async function hookRow(db: DbHandle, siteId: number, id: number): Promise<HookRow> {
+  const row = await db.selectFrom('webhooks').select(COLUMNS).where('site_id', '=', siteId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw new NotFoundError(`webhook ${id} not found`);
+  return row;
+}
+
+export interface NewWebhook {
+  readonly url: string;
+  readonly events: readonly string[];
+  readonly description?: string | undefined;
+}
+
+export async function createWebhook(db: DbHandle, guard: OutboundGuard, siteId: number, input: NewWebhook): Promise<WebhookView> {
+  const events = eventsText(input.events);
+  const url = await checkedUrl(guard, input.url);
+  const { count } = await db
+    .selectFrom('webhooks')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('site_id', '=', siteId)
+    .executeTakeFirstOrThrow();
+  if (Number(count) >= MAX_HOOKS_PER_SITE) throw new ConflictError(`a website has at most ${MAX_HOOKS_PER_SITE} webhooks`);
+  const row = await db
+    .insertInto('webhooks')
+    .values({
+      site_id: siteId,
+      url,
+      events,
+      description: input.description ?? '',
+      secret: newSecret(),
+      disabled_reason: null,
+      created_at: now(),
+    })
+    .returning(COLUMNS)
+    .executeTakeFirstOrThrow();
+  return viewOf(row, true);
+}
+
+export async function listWebhooks(db: DbHandle, siteId: number): Promise<WebhookView[]> {
+  const rows = await db.selectFrom('webhooks').select(COLUMNS).where('site_id', '=', siteId).orderBy('id').execute();
+  return rows.map((row) => viewOf(row));
+}
+
+export async function getWebhook(db: DbHandle, siteId: number, id: number): Promise<WebhookView> {
+  return viewOf(await hookRow(db, siteId, id));
+}
+
+export interface WebhookPatch {
+  readonly url?: string | undefined;
+  readonly events?: readonly string[] | undefined;
+  readonly description?: string | undefined;
+  readonly status?: 'active' | 'disabled' | undefined;
+}
+
+/** Changes what is given. Enabling starts afresh (no failures counted); disabling gives up the pending deliveries. */
+export async function updateWebhook(
+  db: DbHandle,
+  guard: OutboundGuard,
+  siteId: number,
+  id: number,
+  patch: WebhookPatch,
+): Promise<WebhookView> {
+  const current = await hookRow(db, siteId, id);
+  const changes = {
+    ...(patch.url !== undefined ? { url: await checkedUrl(guard, patch.url) } : {}),
+    ...(patch.events !== undefined ? { events: eventsText(patch.events) } : {}),
+    ...(patch.description !== undefined ? { description: patch.description } : {}),
+    ...(patch.status === 'active' && current.status !== 'active'
+      ? { status: 'active' as const, disabled_reason: null, failing_since: null }
+      : {}),
+  };
+  return db.transaction().execute(async (trx) => {
+    if (Object.keys(changes).length > 0) await trx.updateTable('webhooks').where('id', '=', id).set(changes).execute();
+    if (patch.status === 'disabled' && current.status !== 'disabled') await disableHook(trx, id, 'owner');
+    return viewOf(await hookRow(trx, siteId, id));
+  });
+}
+
+export async function deleteWebhook(db: DbHandle, siteId: number, id: number): Promise<void> {
+  const result = await db.deleteFrom('webhooks').where('site_id', '=', siteId).where('id', '=', id).executeTakeFirst();
+  if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`webhook ${id} not found`);
+}
+
+/** A new secret, shown once; the old one signs beside it for ROTATION_OVERLAP_MS. */
+export async function rotateSecret(db: DbHandle, siteId: number, id: number): Promise<WebhookView> {
+  const current = await hookRow(db, siteId, id);
+  const secret = newSecret();
+  await db
+    .updateTable('webhooks')
+    .where('id', '=', id)
+    .set({ secret, previous_secret: current.secret, previous_secret_until: formatTimestamp(new Date(Date.now() + ROTATION_OVERLAP_MS)) })
+    .execute();
+  return viewOf({ ...current, secret }, true);
+}
+
+export interface AttemptView {
+  attempt: number;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  at: string;
+}
+
+export interface DeliveryView {
+  id: number;
+  messageId: string;
+  event: string;
+  state: 'pending' | 'delivered' | 'failed';
+  createdAt: string;
+  /** Every attempt, the first first. */
+  attempts: AttemptView[];
+}
+
+/** The hook's latest deliveries, newest first, each with its attempts. */
+export async function listDeliveries(db: DbHandle, siteId: number, id: number, limit: number, only?: number): Promise<DeliveryView[]> {
+  await hookRow(db, siteId, id);
+  let query = db.selectFrom('webhook_deliveries').select(['id', 'message_id', 'event', 'state', 'created_at']).where('webhook_id', '=', id);
+  if (only !== undefined) query = query.where('id', '=', only);
+  const deliveries = await query.orderBy('id', 'desc').limit(limit).execute();
+  if (deliveries.length === 0) return [];
+  const attempts = await db
+    .selectFrom('webhook_attempts')
+    .select(['delivery_id', 'attempt', 'status_code', 'error', 'duration_ms', 'at'])
+    .where(
+      'delivery_id',
+      'in',
+      deliveries.map((d) => d.id),
+    )
+    .orderBy('delivery_id')
+    .orderBy('attempt')
+    .execute();
+  return deliveries.map((d) => ({
+    id: d.id,
+    messageId: d.message_id,
+    event: d.event,
+    state: d.state,
+    createdAt: d.created_at,
+    attempts: attempts
+      .filter((a) => a.delivery_id === d.id)
+      .map((a) => ({ attempt: a.attempt, statusCode: a.status_code, error: a.error, durationMs: a.duration_ms, at: a.at })),
+  }));
+}
+
+/**
+ * Sends a delivery that is not pending once more, with its own `webhook-id`, at once; a failure is
+ * not retried on the schedule (the owner asked for one attempt). 409 while the hook is disabled
+ * or the delivery is still pending.
+ */
+export async function retryDelivery(
+  db: DbHandle,
+  siteId: number,
+  id: number,
+  deliveryId: number,
+  retrySteps: number,
+): Promise<DeliveryView> {
+  const hook = await hookRow(db, siteId, id);
+  if (hook.status !== 'active') throw new ConflictError(`webhook ${id} is disabled: enable it (PATCH status active) before retrying`);
+  const result = await db
+    .updateTable('webhook_deliveries')
+    .where('webhook_id', '=', id)
+    .where('id', '=', deliveryId)
+    .where('state', '!=', 'pending')
+    .set({ state: 'pending', due_ms: Date.now(), step: retrySteps, claimed_by: null })
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) {
+    const exists = await db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('webhook_id', '=', id)
+      .where('id', '=', deliveryId)
+      .executeTakeFirst();
+    if (!exists) throw new NotFoundError(`delivery ${deliveryId} of webhook ${id} not found`);
+    throw new ConflictError(`delivery ${deliveryId} is already pending`);
+  }
+  const [view] = await listDeliveries(db, siteId, id, 1, deliveryId);
+  return view as DeliveryView;
+}
+
+/** Queues a `webhook.test` delivery to this hook alone, whatever events it wants: to check a receiver end to end. */
+export async function sendTest(db: DbHandle, siteId: number, id: number): Promise<DeliveryView> {
+  const hook = await hookRow(db, siteId, id);
+  if (hook.status !== 'active') throw new ConflictError(`webhook ${id} is disabled: enable it (PATCH status active) before sending a test`);
+  await enqueueDeliveries(db, siteId, [id], TEST_EVENT, payloadOf(TEST_EVENT, { webhookId: id }));
+  const [latest] = await listDeliveries(db, siteId, id, 1);
+  return latest as DeliveryView;
+}

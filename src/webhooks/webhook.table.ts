@@ -1,0 +1,54 @@
+import type { Generated } from 'kysely';
+
+/** A website's webhook (migration 0018). */
+export interface WebhooksTable {
+  id: Generated<number>;
+  site_id: number;
+  url: string;
+  /** The events it wants, comma-separated (`page.created,blog.deleted` or `*`). */
+  events: string;
+  description: Generated<string>;
+  status: Generated<'active' | 'disabled'>;
+  /** Why it is disabled: `owner` (PATCH), `gone` (the receiver answered 410), `failing` (failed without a break for too long). */
+  disabled_reason: 'owner' | 'gone' | 'failing' | null;
+  /** `whsec_` and the base64 key. */
+  secret: string;
+  /** The secret before the last rotation, still signing until `previous_secret_until`. */
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+  /** When the current unbroken run of failed attempts began; null after a success. */
+  failing_since: string | null;
+  created_at: string;
+}
+
+/** One event for one hook: the outbox row, kept afterwards as the delivery's record (migration 0018). */
+export interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  webhook_id: number;
+  site_id: number;
+  /** The `webhook-id` header: the same on every attempt, so receivers can drop repeats. */
+  message_id: string;
+  event: string;
+  /** The JSON body sent, as signed. */
+  payload: string;
+  state: Generated<'pending' | 'delivered' | 'failed'>;
+  /** Milliseconds since the epoch when it may next be claimed. */
+  due_ms: number;
+  /** How far along the retry schedule the next failure moves it. */
+  step: Generated<number>;
+  attempts: Generated<number>;
+  /** The node that claimed it last. */
+  claimed_by: string | null;
+  created_at: string;
+}
+
+/** One attempt of a delivery (migration 0018). */
+export interface WebhookAttemptsTable {
+  id: Generated<number>;
+  delivery_id: number;
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  at: string;
+}

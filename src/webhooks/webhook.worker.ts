@@ -1,0 +1,340 @@
+/**
+ * Sends the outbox (webhook.events.ts), one worker per process, every node alike:
+ *
+ * - Every `pollMs` it claims the deliveries that are due, in one statement that moves them a lease
+ *   ahead under its own name. On PostgreSQL the rows are picked `for update skip locked`, so two
+ *   nodes never claim the same row; SQLite has one writer. Nothing another node needs is kept in
+ *   memory: a node that dies mid-attempt leaves its rows to be claimed again when the lease ends.
+ * - Attempts run beside each other, at most `concurrency` in the process and `concurrencyPerHook`
+ *   to one hook, so a slow receiver holds its own slots and not everybody's.
+ * - Results are written in one transaction per poll rather than one per attempt: on SQLite every
+ *   transaction queues behind the API's writes for the one writer.
+ */
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import type { WebhookConfig } from '../config.js';
+import { dialectOf } from '../db/database.js';
+import type { DbHandle } from '../db/schema.js';
+import { now, timestampBefore } from '../db/time.js';
+import { type OutboundGuard, outboundGuard } from '../http/outbound.js';
+import { signedHeaders } from './webhook.signing.js';
+
+/** A receiver has this long to answer, headers and body, for an attempt to count as delivered. */
+export const DELIVERY_TIMEOUT_MS = 15_000;
+/** Longer than any attempt can take: a claim older than this belongs to a node that died. */
+const LEASE_MS = DELIVERY_TIMEOUT_MS + 15_000;
+/** A hook whose attempts have all failed for this long is disabled. */
+export const FAILING_DISABLE_MS = 5 * 24 * 3600 * 1000;
+/** The longest Retry-After honoured; a later one is cut to it. */
+const MAX_RETRY_AFTER_S = 24 * 3600;
+/** Each delay of the schedule is stretched or shrunk by up to this share, so that failed deliveries spread out. */
+const JITTER = 0.1;
+
+interface Claimed {
+  id: number;
+  webhook_id: number;
+  message_id: string;
+  payload: string;
+  step: number;
+  attempts: number;
+}
+
+interface Hook {
+  id: number;
+  url: string;
+  status: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+}
+
+type Outcome =
+  /** Not attempted (the process is stopping, or the hook had no free slot): due again at once. */
+  | { kind: 'release'; delivery: Claimed }
+  /** Its hook was disabled or deleted since it was queued. */
+  | { kind: 'cancel'; delivery: Claimed }
+  | {
+      kind: 'attempt';
+      delivery: Claimed;
+      statusCode: number | null;
+      error: string | null;
+      durationMs: number;
+      at: string;
+      retryAfterS: number | undefined;
+    };
+
+export interface WebhookWorkerDeps {
+  readonly db: DbHandle;
+  readonly config: WebhookConfig;
+  readonly guard: OutboundGuard;
+  readonly warn: (error: unknown, message: string) => void;
+  /** Deliveries no longer pending are kept this many days (HISTORY_DAYS), with their attempts. */
+  readonly keepDays: number;
+}
+
+/** How often a node removes the deliveries older than keepDays: on every node, and one that finds none removes none. */
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
+
+/** Seconds of a Retry-After header, as a number or an HTTP date; undefined when absent or unreadable. */
+export function retryAfterSeconds(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const seconds = /^\d+$/.test(value.trim()) ? Number(value) : (Date.parse(value) - Date.now()) / 1000;
+  if (!Number.isFinite(seconds)) return undefined;
+  return Math.min(Math.max(seconds, 0), MAX_RETRY_AFTER_S);
+}
+
+export class WebhookWorker {
+  /** Names this process's claims. */
+  readonly node = randomBytes(8).toString('hex');
+  private readonly perHook = new Map<number, number>();
+  private inFlight = 0;
+  private finished: Outcome[] = [];
+  private readonly attempts = new Set<Promise<void>>();
+  private readonly stopping = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  /** Set when a slot came free during a poll: the next poll follows at once. */
+  private again = false;
+  /** An hour after start, then hourly, as the change history's retention. */
+  private nextPrune = Date.now() + PRUNE_EVERY_MS;
+
+  constructor(private readonly deps: WebhookWorkerDeps) {}
+
+  start(): void {
+    this.next(0);
+  }
+
+  /** Stops claiming, cuts the attempts in flight short (their deliveries are due again at once) and writes every result. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    clearTimeout(this.timer);
+    await this.polling;
+    await Promise.allSettled(this.attempts);
+    await this.flush();
+  }
+
+  /** One poll: the results so far written, then as many due deliveries claimed as there are free slots. Resolves when both are done. */
+  async poll(): Promise<void> {
+    await this.flush();
+    if (Date.now() >= this.nextPrune) {
+      this.nextPrune = Date.now() + PRUNE_EVERY_MS;
+      await this.deps.db
+        .deleteFrom('webhook_deliveries')
+        .where(sql<boolean>`state != 'pending'`)
+        .where('created_at', '<', timestampBefore(new Date(), this.deps.keepDays * 24 * 3600 * 1000))
+        .execute();
+    }
+    const free = this.deps.config.concurrency - this.inFlight;
+    if (free <= 0 || this.stopping.signal.aborted) return;
+    const claimed = await this.claim(free);
+    if (claimed.length === 0) return;
+    if (claimed.length === free) this.again = true;
+    const hooks = new Map(
+      (
+        await this.deps.db
+          .selectFrom('webhooks')
+          .select(['id', 'url', 'status', 'secret', 'previous_secret', 'previous_secret_until'])
+          .where('id', 'in', [...new Set(claimed.map((c) => c.webhook_id))])
+          .execute()
+      ).map((hook) => [hook.id, hook]),
+    );
+    for (const delivery of claimed) {
+      const hook = hooks.get(delivery.webhook_id);
+      if (hook?.status !== 'active') this.finished.push({ kind: 'cancel', delivery });
+      else if ((this.perHook.get(hook.id) ?? 0) >= this.deps.config.concurrencyPerHook) this.finished.push({ kind: 'release', delivery });
+      else this.send(delivery, hook);
+    }
+  }
+
+  private next(delay: number): void {
+    if (this.stopping.signal.aborted) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.again = false;
+      this.polling = this.poll()
+        .catch((error) => this.deps.warn(error, 'webhook delivery poll failed; trying again'))
+        .finally(() => {
+          this.polling = undefined;
+          this.next(this.again ? 0 : this.deps.config.pollMs);
+        });
+    }, delay);
+    this.timer.unref();
+  }
+
+  /**
+   * A slot came free, or a poll filled every slot: poll again now rather than at the next tick, so
+   * a busy hook is limited by its receiver and its concurrency, not by the poll interval.
+   */
+  private wake(): void {
+    if (this.polling) this.again = true;
+    else this.next(0);
+  }
+
+  private async claim(limit: number): Promise<Claimed[]> {
+    const { db } = this.deps;
+    const saturated = [...this.perHook].filter(([, n]) => n >= this.deps.config.concurrencyPerHook).map(([id]) => id);
+    const nowMs = Date.now();
+    // The state as a literal, not a parameter: only then do SQLite and PostgreSQL's generic plans use the partial index.
+    let due = db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where(sql<boolean>`state = 'pending'`)
+      .where('due_ms', '<=', nowMs)
+      .orderBy('due_ms')
+      .limit(limit);
+    if (saturated.length > 0) due = due.where('webhook_id', 'not in', saturated);
+    // A poll that finds nothing due writes nothing: most polls, and on SQLite a write would queue
+    // for the one writer many times a second.
+    if (!(await due.limit(1).executeTakeFirst())) return [];
+    if (dialectOf(db) === 'postgres') due = due.forUpdate().skipLocked();
+    return db
+      .updateTable('webhook_deliveries')
+      .set({ due_ms: nowMs + LEASE_MS, claimed_by: this.node })
+      .where('id', 'in', due)
+      .returning(['id', 'webhook_id', 'message_id', 'payload', 'step', 'attempts'])
+      .execute();
+  }
+
+  private send(delivery: Claimed, hook: Hook): void {
+    this.inFlight++;
+    this.perHook.set(hook.id, (this.perHook.get(hook.id) ?? 0) + 1);
+    const at = new Date();
+    const started = performance.now();
+    const stamp = now();
+    const secrets = [hook.secret];
+    if (hook.previous_secret && hook.previous_secret_until && hook.previous_secret_until > stamp) secrets.push(hook.previous_secret);
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'cms-webhooks/1',
+      ...signedHeaders(delivery.message_id, at, delivery.payload, secrets),
+    };
+    const attempted = (statusCode: number | null, error: string | null, retryAfterS?: number): Outcome => ({
+      kind: 'attempt',
+      delivery,
+      statusCode,
+      error,
+      durationMs: Math.round(performance.now() - started),
+      at: stamp,
+      retryAfterS,
+    });
+    const attempt = this.deps.guard
+      .fetch(hook.url, { method: 'POST', headers, body: delivery.payload, signal: this.stopping.signal })
+      .then(
+        (response) =>
+          attempted(
+            response.status,
+            null,
+            response.status === 429 || response.status === 503 ? retryAfterSeconds(response.headers.get('retry-after')) : undefined,
+          ),
+        (error: Error): Outcome => (this.stopping.signal.aborted ? { kind: 'release', delivery } : attempted(null, error.message)),
+      )
+      .then((outcome) => {
+        this.finished.push(outcome);
+        this.inFlight--;
+        const left = (this.perHook.get(hook.id) ?? 1) - 1;
+        if (left === 0) this.perHook.delete(hook.id);
+        else this.perHook.set(hook.id, left);
+        this.attempts.delete(attempt);
+        this.wake();
+      });
+    this.attempts.add(attempt);
+  }
+
+  /** Writes the results gathered since the last poll, in one transaction. */
+  private async flush(): Promise<void> {
+    if (this.finished.length === 0) return;
+    const outcomes = this.finished;
+    this.finished = [];
+    try {
+      await this.deps.db.transaction().execute(async (trx) => {
+        for (const outcome of outcomes) await this.record(trx, outcome);
+      });
+    } catch (error) {
+      // Not lost: the claims stand until their lease ends, and then the deliveries are sent again.
+      this.deps.warn(error, 'writing webhook delivery results failed; those deliveries will be attempted again');
+    }
+  }
+
+  private async record(db: DbHandle, outcome: Outcome): Promise<void> {
+    const { delivery } = outcome;
+    const row = db.updateTable('webhook_deliveries').where('id', '=', delivery.id);
+    if (outcome.kind === 'release') {
+      await row.where('claimed_by', '=', this.node).set({ due_ms: Date.now(), claimed_by: null }).execute();
+      return;
+    }
+    if (outcome.kind === 'cancel') {
+      await row.set({ state: 'failed', claimed_by: null }).execute();
+      return;
+    }
+    const attempt = delivery.attempts + 1;
+    await db
+      .insertInto('webhook_attempts')
+      .values({
+        delivery_id: delivery.id,
+        attempt,
+        status_code: outcome.statusCode,
+        error: outcome.error,
+        duration_ms: outcome.durationMs,
+        at: outcome.at,
+      })
+      .execute();
+    const { statusCode } = outcome;
+    const hook = db.updateTable('webhooks').where('id', '=', delivery.webhook_id);
+    if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
+      await row.set({ state: 'delivered', attempts: attempt, claimed_by: null }).execute();
+      await hook.where('failing_since', 'is not', null).set({ failing_since: null }).execute();
+      return;
+    }
+    if (statusCode === 410) {
+      // The receiver says the endpoint is gone for good (Standard Webhooks): stop sending to it.
+      await row.set({ state: 'failed', attempts: attempt, claimed_by: null }).execute();
+      await disableHook(db, delivery.webhook_id, 'gone');
+      return;
+    }
+    const schedule = this.deps.config.retrySchedule;
+    const delayS = outcome.retryAfterS ?? (schedule[delivery.step] ?? 0) * (1 - JITTER + 2 * JITTER * Math.random());
+    const last = delivery.step >= schedule.length;
+    await row
+      .set(
+        last
+          ? { state: 'failed', attempts: attempt, claimed_by: null }
+          : { due_ms: Date.now() + Math.round(delayS * 1000), step: delivery.step + 1, attempts: attempt, claimed_by: null },
+      )
+      .execute();
+    await hook.where('failing_since', 'is', null).set({ failing_since: outcome.at }).execute();
+    const longFailing = await db
+      .updateTable('webhooks')
+      .where('id', '=', delivery.webhook_id)
+      .where('status', '=', 'active')
+      .where('failing_since', '<=', timestampBefore(new Date(), FAILING_DISABLE_MS))
+      .set({ status: 'disabled', disabled_reason: 'failing' })
+      .executeTakeFirst();
+    if (Number(longFailing.numUpdatedRows) > 0) await failPending(db, delivery.webhook_id);
+  }
+}
+
+/** Disables a hook for `reason` and gives up its pending deliveries (a retry sends one again once it is active). */
+export async function disableHook(db: DbHandle, webhookId: number, reason: 'owner' | 'gone' | 'failing'): Promise<void> {
+  await db.updateTable('webhooks').where('id', '=', webhookId).set({ status: 'disabled', disabled_reason: reason }).execute();
+  await failPending(db, webhookId);
+}
+
+async function failPending(db: DbHandle, webhookId: number): Promise<void> {
+  await db
+    .updateTable('webhook_deliveries')
+    .where('webhook_id', '=', webhookId)
+    .where(sql<boolean>`state = 'pending'`)
+    .set({ state: 'failed', claimed_by: null })
+    .execute();
+}
+
+/** The outbound guard deliveries go through: 15 s for the whole answer, which is read up to 64 KB. */
+export function deliveryGuard(config: WebhookConfig): OutboundGuard {
+  return outboundGuard({
+    maxBytes: 64 * 1024,
+    connectTimeoutMs: 5000,
+    timeoutMs: config.test?.timeoutMs ?? DELIVERY_TIMEOUT_MS,
+    privateTargets: config.allowPrivateTargets,
+    ...(config.test?.resolve ? { resolve: config.test.resolve as never } : {}),
+  });
+}

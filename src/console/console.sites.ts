@@ -4,7 +4,6 @@ import { type Static, Type } from 'typebox';
 import { LABEL_MAX } from '../accounts/account.names.js';
 import { createCredential } from '../accounts/account.service.js';
 import { getPage, type PageNode, pageTree } from '../content/pages/page.service.js';
-import { INT32_MAX } from '../content/shared/schemas.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { isVerifiedClient, listClients } from '../oauth/clients/client.service.js';
 import {
@@ -16,33 +15,23 @@ import {
 import { SCOPE_TITLES } from '../oauth/scopes.js';
 import { formValue } from '../web/forms.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
+import {
+  ApplicationParams,
+  type ApplicationRoute,
+  applicationPath,
+  Id,
+  idOf,
+  SiteParams,
+  type SiteRoute,
+  sitePath,
+} from './console.paths.js';
 import { requireUserSite, revokeSiteApplication, revokeSiteCredential, siteApplication, siteCredentials } from './console.service.js';
 
-// An id as the console writes it in its links: decimal, no leading zero. `01` or `1e0` would
-// otherwise be coerced to 1, another address for the same website.
-const Id = Type.String({ pattern: '^[1-9][0-9]{0,9}$' });
-const SiteParams = Type.Object({ siteId: Id });
-// A client id is printable ASCII: a `cl_…` id, the demo's, or the https URL of a metadata document
-// (percent-encoded in the console's links).
-const ApplicationParams = Type.Object({ siteId: Id, clientId: Type.String({ pattern: '^[!-~]{1,2048}$' }) });
 const CredentialParams = Type.Object({ siteId: Id, apiId: Type.String({ pattern: '^ak_[\\w-]{1,64}$' }) });
 const PageParams = Type.Object({ siteId: Id, pageId: Id });
 
-type SiteRoute = Static<typeof SiteParams>;
-type ApplicationRoute = Static<typeof ApplicationParams>;
 type CredentialRoute = Static<typeof CredentialParams>;
 type PageRoute = Static<typeof PageParams>;
-
-/** An id of a route's path as a number; past the integer columns' range it names nothing. */
-function idOf(id: string): number {
-  const value = Number(id);
-  if (value > INT32_MAX) throw new NotFoundError('There is no such website or page.');
-  return value;
-}
-
-const sitePath = (siteId: number, rest = '') => `${CONSOLE_PATH}/sites/${siteId}${rest}`;
-const applicationPath = (siteId: number, clientId: string, rest = '') =>
-  sitePath(siteId, `/applications/${encodeURIComponent(clientId)}${rest}`);
 
 /** What the application's live connections are for (what its ended ones were, once none is live), in a fixed order. */
 function kindsOf(app: Application): string[] {

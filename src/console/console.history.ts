@@ -12,7 +12,7 @@ import type { Application } from '../oauth/connections/connection.service.js';
 import { formValue } from '../web/forms.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, consoleHandler, isolated } from './console.http.js';
 import { ApplicationParams, type ApplicationRoute, applicationPath, historyPath, Id, idOf, sitePath } from './console.paths.js';
-import { changesSince, requireUserSite, siteApplication, siteRevisions, undoSiteApplication } from './console.service.js';
+import { applicationChanges, requireUserSite, siteApplication, siteRevisions, undoSiteApplication } from './console.service.js';
 
 const RecordParams = Type.Object({ siteId: Id, type: Type.Union([Type.Literal('page'), Type.Literal('blog')]), recordId: Id });
 const RevisionQuery = Type.Object({ revision: Type.Optional(Id) });
@@ -94,12 +94,11 @@ export async function registerHistoryPages(app: FastifyInstance, deps: ConsoleDe
       const siteId = idOf(ctx.params.siteId);
       const { type } = ctx.params;
       const id = idOf(ctx.params.recordId);
-      const site = await requireUserSite(db, ctx.user.id, siteId);
       const { revision } = ctx.request.query as Static<typeof RevisionQuery>;
       const history = await siteRevisions(db, ctx.user.id, siteId, type, id, revision === undefined ? undefined : idOf(revision));
       const chosen = history.revisions.find((r) => r.revision === history.chosen)!;
       return ctx.page(200, 'console-history', 'sites', {
-        site,
+        site: history.site,
         tab: 'connections',
         record: `${type} ${id}`,
         gone: history.revisions[0]!.op === 'delete',
@@ -131,7 +130,7 @@ export async function registerHistoryPages(app: FastifyInstance, deps: ConsoleDe
     if (raw === undefined) return ctx.page(200, 'console-undo', 'sites', data);
     const since = undoSince(raw);
     if (since === undefined) return ctx.page(400, 'console-undo', 'sites', { ...data, error: SINCE_FORMAT });
-    const { changes } = await changesSince(db, ctx.user.id, siteId, application.client_id, since, COUNT_LIMIT + 1);
+    const changes = await applicationChanges(db, application, COUNT_LIMIT + 1, since);
     const records = new Set(changes.map((c) => `${c.type} ${c.id}`)).size;
     const many = changes.length > COUNT_LIMIT;
     return ctx.page(200, 'console-undo', 'sites', {

@@ -52,15 +52,13 @@ export async function revokeSiteCredential(db: DbHandle, userId: number, siteId:
   await revokeCredential(db, apiId);
 }
 
-/** An application's latest changes to pages and blogs of the website, through any of its connections, newest first. */
-export function recentChanges(db: DbHandle, app: Application, limit: number): Promise<ChangeEntry[]> {
-  return changesBy(db, app.site_id, app.connection_ids, undefined, limit);
-}
-
-/** What an undo from `since` would take back: the application's changes since then, at most `limit`. */
-export async function changesSince(db: DbHandle, userId: number, siteId: number, clientId: string, since: string, limit: number) {
-  const app = await siteApplication(db, userId, siteId, clientId);
-  return { app, changes: await changesBy(db, siteId, app.connection_ids, since, limit) };
+/**
+ * An application's changes to the website's pages and blogs through any of its connections, newest
+ * first, at most `limit` (since `since`, when given). `app` is one siteApplication gave, or one of
+ * listApplications for a website requireUserSite allowed.
+ */
+export function applicationChanges(db: DbHandle, app: Application, limit: number, since?: string): Promise<ChangeEntry[]> {
+  return changesBy(db, app.site_id, app.connection_ids, since, limit);
 }
 
 /**
@@ -85,8 +83,8 @@ export async function undoSiteApplication(
 
 /** A record's revisions on one of the user's websites, newest first, and the JSON of one of them (the newest unless `revision`). */
 export async function siteRevisions(db: DbHandle, userId: number, siteId: number, type: RecordType, id: number, revision?: number) {
-  await requireUserSite(db, userId, siteId);
+  const site = await requireUserSite(db, userId, siteId);
   const revisions = await listRevisions(db, siteId, type, id);
   const chosen = revision ?? revisions[0]!.revision;
-  return { revisions, chosen, recordJson: await getRevision(db, siteId, type, id, chosen) };
+  return { site, revisions, chosen, recordJson: await getRevision(db, siteId, type, id, chosen) };
 }

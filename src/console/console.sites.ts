@@ -28,7 +28,7 @@ import {
   sitePath,
 } from './console.paths.js';
 import {
-  recentChanges,
+  applicationChanges,
   requireUserSite,
   revokeSiteApplication,
   revokeSiteCredential,
@@ -90,7 +90,7 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
       const site = await requireUserSite(db, ctx.user.id, siteId);
       const [applications, clients] = await Promise.all([listApplications(db, siteId), listClients(db)]);
       const sourceOf = new Map(clients.map((client) => [client.client_id, client.source]));
-      const changes = await Promise.all(applications.map((app) => recentChanges(db, app, RECENT_CHANGES)));
+      const changes = await Promise.all(applications.map((app) => applicationChanges(db, app, RECENT_CHANGES)));
       const since = defaultUndoSince();
       return ctx.page(200, 'console-connections', 'sites', {
         site,

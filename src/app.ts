@@ -125,9 +125,10 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
 
   registerHealth(app, db, limits.redis);
   await oauth.register(app);
-  await registerConsole(app, { provider: oauth.provider, db: db.kysely, config, limits: limits.shared });
-  registerFrontDoor(app, { config, db: db.kysely });
   const imageStorage = images ?? (await configuredImages(config, db, app));
+  // After the image storage: the console's undo deletes blogs, whose images it names.
+  await registerConsole(app, { provider: oauth.provider, db: db.kysely, config, limits: limits.shared, images: imageStorage });
+  registerFrontDoor(app, { config, db: db.kysely });
   const processor = new ImageProcessor({ concurrency: config.imageProcessing.concurrency, maxPixels: config.uploads.maxPixels });
   registerImageFiles(app, imageStorage, {
     processor,

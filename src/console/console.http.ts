@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { AppError, BadRequestError } from '../errors.js';
 import type { RateLimitStore } from '../http/rate-limit.store.js';
+import type { ImageStorage } from '../storage/image-storage.js';
 import { csrfToken, csrfValid } from '../web/csrf.js';
 import { type Flash, setFlash, takeFlash } from '../web/flash.js';
 import type { Form } from '../web/forms.js';
@@ -17,6 +18,8 @@ export interface ConsoleDeps {
   readonly db: DbHandle;
   readonly config: Config;
   readonly limits: RateLimitStore;
+  /** The image storage the blogs use: undoing an application's changes may delete a blog. */
+  readonly images: ImageStorage;
 }
 
 /** Which top-bar entry a page belongs to. */

@@ -12,6 +12,7 @@ import { setFlash, takeFlash } from '../web/flash.js';
 import { acceptFormsOnly, type Form, formValue } from '../web/forms.js';
 import { sendPage } from '../web/views.js';
 import { registerClientPages } from './console.clients.js';
+import { registerHistoryPages } from './console.history.js';
 import { CONSOLE_PATH, type ConsoleDeps, consoleHandler, errorPage, installConsoleErrors } from './console.http.js';
 import { currentUser, endSession, startSession } from './console.session.js';
 import { registerSitePages } from './console.sites.js';
@@ -124,6 +125,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     );
 
     await registerSitePages(scope, deps);
+    await registerHistoryPages(scope, deps);
     await registerClientPages(scope, deps);
 
     // Anything else under /console: the console's own 404 page, not the API's problem+json.

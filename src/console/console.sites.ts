@@ -3,8 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { LABEL_MAX } from '../accounts/account.names.js';
 import { createCredential } from '../accounts/account.service.js';
+import type { ChangeEntry } from '../content/history/history.service.js';
 import { getPage, type PageNode, pageTree } from '../content/pages/page.service.js';
-import { INT32_MAX } from '../content/shared/schemas.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { isVerifiedClient, listClients } from '../oauth/clients/client.service.js';
 import {
@@ -15,34 +15,35 @@ import {
 } from '../oauth/connections/connection.service.js';
 import { SCOPE_TITLES } from '../oauth/scopes.js';
 import { formValue } from '../web/forms.js';
+import { changeLine, defaultUndoSince } from './console.history.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
-import { requireUserSite, revokeSiteApplication, revokeSiteCredential, siteApplication, siteCredentials } from './console.service.js';
+import {
+  ApplicationParams,
+  type ApplicationRoute,
+  applicationPath,
+  Id,
+  idOf,
+  SiteParams,
+  type SiteRoute,
+  sitePath,
+} from './console.paths.js';
+import {
+  applicationChanges,
+  requireUserSite,
+  revokeSiteApplication,
+  revokeSiteCredential,
+  siteApplication,
+  siteCredentials,
+} from './console.service.js';
 
-// An id as the console writes it in its links: decimal, no leading zero. `01` or `1e0` would
-// otherwise be coerced to 1, another address for the same website.
-const Id = Type.String({ pattern: '^[1-9][0-9]{0,9}$' });
-const SiteParams = Type.Object({ siteId: Id });
-// A client id is printable ASCII: a `cl_…` id, the demo's, or the https URL of a metadata document
-// (percent-encoded in the console's links).
-const ApplicationParams = Type.Object({ siteId: Id, clientId: Type.String({ pattern: '^[!-~]{1,2048}$' }) });
 const CredentialParams = Type.Object({ siteId: Id, apiId: Type.String({ pattern: '^ak_[\\w-]{1,64}$' }) });
 const PageParams = Type.Object({ siteId: Id, pageId: Id });
 
-type SiteRoute = Static<typeof SiteParams>;
-type ApplicationRoute = Static<typeof ApplicationParams>;
 type CredentialRoute = Static<typeof CredentialParams>;
 type PageRoute = Static<typeof PageParams>;
 
-/** An id of a route's path as a number; past the integer columns' range it names nothing. */
-function idOf(id: string): number {
-  const value = Number(id);
-  if (value > INT32_MAX) throw new NotFoundError('There is no such website or page.');
-  return value;
-}
-
-const sitePath = (siteId: number, rest = '') => `${CONSOLE_PATH}/sites/${siteId}${rest}`;
-const applicationPath = (siteId: number, clientId: string, rest = '') =>
-  sitePath(siteId, `/applications/${encodeURIComponent(clientId)}${rest}`);
+/** How many of an application's latest changes its card lists; the records' pages have the rest. */
+const RECENT_CHANGES = 10;
 
 /** What the application's live connections are for (what its ended ones were, once none is live), in a fixed order. */
 function kindsOf(app: Application): string[] {
@@ -55,10 +56,9 @@ function kindsOf(app: Application): string[] {
 
 /**
  * One application's card: its live connections, each with what it is for, and the ended ones
- * apart. `connection_ids` names them all, for anything the card shows about the application as a
- * whole.
+ * apart; then what it changed through any of them (`connection_ids`), and the undo form.
  */
-function applicationCard(app: Application, verified: boolean) {
+function applicationCard(app: Application, verified: boolean, changes: readonly ChangeEntry[], defaultSince: string) {
   const connections = app.connections.map((c) => ({
     ...c,
     kindTitle: CONNECTION_KIND_TITLES[c.kind],
@@ -71,6 +71,9 @@ function applicationCard(app: Application, verified: boolean) {
     live: connections.filter((c) => c.status === 'active'),
     ended: connections.filter((c) => c.status !== 'active'),
     revokePath: applicationPath(app.site_id, app.client_id, '/revoke'),
+    changes: changes.map((c) => changeLine(app.site_id, c)),
+    undoPath: applicationPath(app.site_id, app.client_id, '/undo'),
+    defaultSince,
   };
 }
 
@@ -87,10 +90,12 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
       const site = await requireUserSite(db, ctx.user.id, siteId);
       const [applications, clients] = await Promise.all([listApplications(db, siteId), listClients(db)]);
       const sourceOf = new Map(clients.map((client) => [client.client_id, client.source]));
+      const changes = await Promise.all(applications.map((app) => applicationChanges(db, app, RECENT_CHANGES)));
+      const since = defaultUndoSince();
       return ctx.page(200, 'console-connections', 'sites', {
         site,
         tab: 'connections',
-        applications: applications.map((app) => applicationCard(app, isVerifiedClient(sourceOf.get(app.client_id)))),
+        applications: applications.map((app, i) => applicationCard(app, isVerifiedClient(sourceOf.get(app.client_id)), changes[i]!, since)),
       });
     }),
   );

@@ -90,11 +90,11 @@ export async function registerHistoryPages(app: FastifyInstance, deps: ConsoleDe
   scope.get(
     `${CONSOLE_PATH}/sites/:siteId/history/:type/:recordId`,
     { schema: { hide: true, params: RecordParams, querystring: RevisionQuery } },
-    consoleHandler<RecordRoute>(deps, 'GET', async (ctx) => {
+    consoleHandler<RecordRoute, Static<typeof RevisionQuery>>(deps, 'GET', async (ctx) => {
       const siteId = idOf(ctx.params.siteId);
       const { type } = ctx.params;
       const id = idOf(ctx.params.recordId);
-      const { revision } = ctx.request.query as Static<typeof RevisionQuery>;
+      const { revision } = ctx.query;
       const history = await siteRevisions(db, ctx.user.id, siteId, type, id, revision === undefined ? undefined : idOf(revision));
       const chosen = history.revisions.find((r) => r.revision === history.chosen)!;
       return ctx.page(200, 'console-history', 'sites', {
@@ -147,7 +147,7 @@ export async function registerHistoryPages(app: FastifyInstance, deps: ConsoleDe
   scope.get(
     `${CONSOLE_PATH}/sites/:siteId/applications/:clientId/undo`,
     { schema: { hide: true, params: ApplicationParams, querystring: UndoQuery } },
-    consoleHandler<ApplicationRoute>(deps, 'GET', (ctx) => undoPage(ctx, (ctx.request.query as Static<typeof UndoQuery>).since)),
+    consoleHandler<ApplicationRoute, Static<typeof UndoQuery>>(deps, 'GET', (ctx) => undoPage(ctx, ctx.query.since)),
   );
 
   scope.post(

@@ -26,12 +26,14 @@ export interface ConsoleDeps {
 export type Section = 'sites' | 'clients' | 'account';
 
 /** A signed-in request: who, and how to answer it. */
-export interface ConsoleContext<Params = unknown> {
+export interface ConsoleContext<Params = unknown, Query = unknown> {
   readonly user: ConsoleUser;
   readonly request: FastifyRequest;
   readonly reply: FastifyReply;
   /** The route's path parameters, as its schema declared and checked them. */
   readonly params: FastifyRequest<{ Params: Params }>['params'];
+  /** The route's query string, as its schema declared and checked it. */
+  readonly query: FastifyRequest<{ Querystring: Query }>['query'];
   /** The form fields of a POST (empty for a GET). */
   readonly form: Form;
   /** Renders a console page: the top bar, the CSRF token, the flash of the last POST. */
@@ -67,13 +69,13 @@ function toSignIn(request: FastifyRequest, reply: FastifyReply): FastifyReply {
  * A console route: signed out, the browser goes to the sign-in page (and comes back); on a POST,
  * a form without this session's CSRF token is refused with 403 before anything is done.
  */
-export function consoleHandler<Params = unknown>(
+export function consoleHandler<Params = unknown, Query = unknown>(
   deps: ConsoleDeps,
   method: 'GET' | 'POST',
-  handler: (ctx: ConsoleContext<Params>) => Promise<FastifyReply>,
+  handler: (ctx: ConsoleContext<Params, Query>) => Promise<FastifyReply>,
 ) {
   // The form parser (registerConsole) gives a POST's fields; a GET has no body.
-  return async (request: FastifyRequest<{ Params: Params; Body: Form | undefined }>, reply: FastifyReply) => {
+  return async (request: FastifyRequest<{ Params: Params; Querystring: Query; Body: Form | undefined }>, reply: FastifyReply) => {
     const user = await currentUser(deps.provider, deps.db, request, reply);
     if (!user) return toSignIn(request, reply);
     const form = request.body ?? {};
@@ -91,6 +93,7 @@ export function consoleHandler<Params = unknown>(
       request,
       reply,
       params: request.params,
+      query: request.query,
       form,
       page(status, template, section, data = {}) {
         const flash = takeFlash(deps.provider, deps.config.cookieSecrets, request, reply);

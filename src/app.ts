@@ -14,15 +14,14 @@ import { registerPages } from './content/pages/page.routes.js';
 import { LIST_RECORDS_IN_FLIGHT } from './content/shared/envelope.js';
 import type { Db } from './db/database.js';
 import { Budget } from './http/budget.js';
-import { installCompression } from './http/compression.js';
 import { installCors } from './http/cors.js';
-import { installEntityTags } from './http/etag.js';
 import { registerHealth } from './http/health.routes.js';
 import { installJsonBodies } from './http/json-body.js';
-import { echoRequestIds, loggerOptions, requestIds, requestLines, requestLogger } from './http/logging.js';
+import { loggerOptions, requestIds, requestLines, requestLogger } from './http/logging.js';
 import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
 import { apiRateLimit } from './http/rate-limit.js';
 import { rateLimitStores } from './http/rate-limit.store.js';
+import { installAnswerHeaders, installCompression } from './http/representation.js';
 import { installRequestHeaders, trustProxyOption } from './http/trust-proxy.js';
 import { installValidators } from './http/validation.js';
 import { registerMcp } from './mcp/mcp.routes.js';
@@ -79,7 +78,7 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
   // First, so that every route added after it is checked.
   requireDeclaredAccess(app);
   installRequestHeaders(app);
-  echoRequestIds(app);
+  installAnswerHeaders(app);
   // Before any route (it records their methods for preflights) and before every other onRequest
   // hook that may answer (authentication, the Markdown reference), so those answers carry it too.
   installCors(app, config.corsOrigins);
@@ -95,7 +94,7 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
       return reference ? { reference } : undefined;
     },
   });
-  // Before any route (it attaches to each as it is added) and before the ETag hook (see there).
+  // Before any route: it attaches to each as it is added.
   await installCompression(app);
   // Order matters: the Markdown reference answers before authentication asks for credentials.
   await registerReference(app, config);
@@ -121,7 +120,6 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     },
     apiRateLimit(config.rateLimits.api, limits.perRequest),
   );
-  installEntityTags(app);
 
   registerHealth(app, db, limits.redis);
   await oauth.register(app);

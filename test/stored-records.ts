@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { BLOG_FIELDS, type BlogField } from '../src/content/blogs/blog.fields.js';
 import { PAGE_FIELDS, type PageField } from '../src/content/pages/page.fields.js';
 import type { DbHandle } from '../src/db/schema.js';
-import { entityTag } from '../src/http/etag.js';
+import { entityTag } from '../src/http/representation.js';
 
 export type Resource = 'page' | 'blog';
 

@@ -134,11 +134,3 @@ export function requestIds(prefix = randomBytes(12).toString('base64url')): (req
     return `${prefix}-${count.toString(36)}`;
   };
 }
-
-/** Every answer names its request's id (X-Request-Id), so a caller can quote it. */
-export function echoRequestIds(app: FastifyInstance): void {
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', request.id);
-    done(null, payload);
-  });
-}

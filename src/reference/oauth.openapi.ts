@@ -124,7 +124,7 @@ const resourceMetadata = {
   description: 'Linked from the resource_metadata parameter of every 401 challenge.',
   responses: {
     200: { description: 'Metadata', content: json(ref('ProtectedResourceMetadata')) },
-    // A Fastify route, so it has the ETag of every GET (src/http/etag.ts); oidc-provider's server metadata has none.
+    // A Fastify route, so it has the ETag of every GET (src/http/representation.ts); oidc-provider's server metadata has none.
     304: {
       description: 'Not modified: If-None-Match names the current ETag; no body',
       headers: { ETag: field('The current strong entity tag') },

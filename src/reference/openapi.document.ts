@@ -63,7 +63,7 @@ export function openapiOptions(config: Config): SwaggerOptions {
 }
 
 /**
- * Every GET answers 304 to an If-None-Match that names its ETag: src/http/etag.ts gives each GET
+ * Every GET answers 304 to an If-None-Match that names its ETag: src/http/representation.ts gives each GET
  * route's 200 one, and /images/<name> sets its own. Listed here, once, for every generated GET.
  */
 const NOT_MODIFIED = {

@@ -8,7 +8,7 @@ import type { DbHandle } from '../../db/schema.js';
 import { formatTimestamp } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError, CursorExpiredError, NotFoundError, ValidationError } from '../../errors.js';
-import type { Precondition } from '../../http/etag.js';
+import type { Precondition } from '../../http/representation.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
 import type { BlogRecord } from '../blogs/blog.record.js';
 import { deleteBlog, restoreBlog } from '../blogs/blog.service.js';

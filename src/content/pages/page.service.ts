@@ -3,7 +3,7 @@ import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, ValidationError } from '../../errors.js';
-import type { Precondition } from '../../http/etag.js';
+import type { Precondition } from '../../http/representation.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import type { ActorRef } from '../history/change-log.js';
 import { countBlogsOnPage } from '../shared/content.queries.js';

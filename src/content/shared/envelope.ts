@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
 import { Type } from 'typebox';
 import type { Budget } from '../../http/budget.js';
-import { ifMatchCheck, type Precondition } from '../../http/etag.js';
+import { ifMatchCheck, type Precondition } from '../../http/representation.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import { DEFAULT_PAGE_SIZE } from './schemas.js';
 import { listTag, type StoredItem, type StoredRecord } from './stored.js';

@@ -11,7 +11,7 @@ import { type DialectName, dialectOf } from '../../db/database.js';
 import { preparedLookup } from '../../db/prepared-lookup.js';
 import type { Database, DbHandle } from '../../db/schema.js';
 import { NotFoundError } from '../../errors.js';
-import type { Precondition } from '../../http/etag.js';
+import type { Precondition } from '../../http/representation.js';
 import { andThen, type MaybePromise } from '../../maybe-async.js';
 import { type ActorRef, type ChangeOp, type RecordType, recordChange } from '../history/change-log.js';
 import { listTotal } from './content.queries.js';

@@ -5,7 +5,7 @@
  * hash of the body sent.
  */
 import { createHash } from 'node:crypto';
-import { entityTag } from '../../http/etag.js';
+import { entityTag } from '../../http/representation.js';
 
 /** The two stored columns of a page or blog row. */
 export interface StoredRecord {

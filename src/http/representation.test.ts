@@ -4,7 +4,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildBlogApp, noisyJpeg, postForm } from '../../test/blog-fixtures.js';
 import { buildTestApp, json, type TestApp } from '../../test/helpers.js';
-import { COMPRESSION_THRESHOLD } from './compression.js';
+import { COMPRESSION_THRESHOLD } from './representation.js';
 
 /** What a client reads from an answer, decoded by its Content-Encoding. */
 function decoded(response: LightMyRequestResponse): string {

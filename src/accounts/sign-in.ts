@@ -1,5 +1,5 @@
 import type { DbHandle } from '../db/schema.js';
-import type { RateLimitStore } from '../http/rate-limit.store.js';
+import type { RateLimitStore } from '../http/rate-limit.js';
 import { findUserByEmail } from './account.repository.js';
 import { hashPassword, randomToken, verifyPassword } from './secrets.js';
 

@@ -3,7 +3,7 @@ import type Provider from 'oidc-provider';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { AppError, BadRequestError } from '../errors.js';
-import type { RateLimitStore } from '../http/rate-limit.store.js';
+import type { RateLimitStore } from '../http/rate-limit.js';
 import type { ImageStorage } from '../storage/image-storage.js';
 import { csrfToken, csrfValid } from '../web/csrf.js';
 import { type Flash, setFlash, takeFlash } from '../web/flash.js';

@@ -6,7 +6,7 @@ import type { PrincipalCache } from '../auth/principal-cache.js';
 import { protectedResources, type ResourceName } from '../auth/resources.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
-import { purgeRateLimits, type RateLimitStores } from '../http/rate-limit.store.js';
+import { purgeRateLimits, type RateLimitStores } from '../http/rate-limit.js';
 import { registrationRequest } from './clients/registration.body.js';
 import { dropUnfinishedConnections, expireLapsedConnections } from './connections/connection.service.js';
 import { registerInteractions } from './interactions/interaction.routes.js';

@@ -4,8 +4,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { NotFoundError } from '../errors.js';
 import { mediaRanges } from '../http/accept.js';
+import type { RateLimitStore } from '../http/rate-limit.js';
 import { enforce, RATE_WINDOW_SECONDS } from '../http/rate-limit.js';
-import type { RateLimitStore } from '../http/rate-limit.store.js';
 import { noneMatchHas } from '../http/representation.js';
 import {
   DEFAULT_QUALITY,

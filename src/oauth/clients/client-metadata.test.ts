@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../../config.js';
 import { OutboundError, type OutboundFetch } from '../../http/outbound.js';
-import { memoryRateLimits } from '../../http/rate-limit.store.js';
+import { memoryRateLimits } from '../../http/rate-limit.js';
 import { clientMetadataDocuments, DOCUMENT_FETCHES_PER_MINUTE, FailedDocuments } from './client-metadata.js';
 
 const CONFIG = { oauth: { dynamicRegistration: true, clientMetadataDocuments: true } } as Config;

@@ -1,7 +1,7 @@
 import { type Configuration, errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../../config.js';
 import { type OutboundFetch, outboundFetch } from '../../http/outbound.js';
-import type { RateLimitStore } from '../../http/rate-limit.store.js';
+import type { RateLimitStore } from '../../http/rate-limit.js';
 import { type ApplicationType, clientNameProblem, redirectUriProblem } from './client.service.js';
 
 /** oidc-provider's own limit for a document (fetchResponseBodyLimits); the guard stops reading there too. */

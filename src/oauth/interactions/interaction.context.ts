@@ -3,7 +3,7 @@ import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import type { Config } from '../../config.js';
 import type { DbHandle } from '../../db/schema.js';
-import type { RateLimitStore } from '../../http/rate-limit.store.js';
+import type { RateLimitStore } from '../../http/rate-limit.js';
 import type { Form } from '../../web/forms.js';
 
 /** What the login, website and consent steps share: the interaction, the form, how to answer. */

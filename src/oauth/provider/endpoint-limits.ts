@@ -3,8 +3,8 @@ import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { basicText } from '../../auth/api-key.js';
 import { BadRequestError } from '../../errors.js';
+import type { RateLimitStore } from '../../http/rate-limit.js';
 import { type Counted, enforce, RATE_WINDOW_SECONDS } from '../../http/rate-limit.js';
-import type { RateLimitStore } from '../../http/rate-limit.store.js';
 
 /** Dynamic registrations allowed per IP address and hour (RFC 7591 §5 asks for a gate). */
 const REGISTRATIONS_PER_HOUR = 20;

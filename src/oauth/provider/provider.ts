@@ -8,7 +8,7 @@ import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../db/er
 import { readHandle } from '../../db/request-transaction.js';
 import type { DbHandle } from '../../db/schema.js';
 import { corsOriginAllowed } from '../../http/cors.js';
-import type { RateLimitStore } from '../../http/rate-limit.store.js';
+import type { RateLimitStore } from '../../http/rate-limit.js';
 import { renderPage } from '../../web/views.js';
 import { newClientId } from '../clients/client.service.js';
 import { clientMetadataDocuments } from '../clients/client-metadata.js';

@@ -18,7 +18,7 @@ import {
   redisRateLimits,
   syncedRateLimits,
   withFallback,
-} from './rate-limit.store.js';
+} from './rate-limit.js';
 
 async function countsAndResets(store: RateLimitStore) {
   assert.deepEqual((await store.hit('k1', 60)).count, 1);

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
 import { buildApp } from '../src/app.js';
-import type { PrincipalCache } from '../src/auth/principal-cache.js';
+import type { PrincipalCache } from '../src/auth/principal.js';
 import { type Config, testConfig } from '../src/config.js';
 import { createDatabase, type DatabaseOptions, type Db } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';

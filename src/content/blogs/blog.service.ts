@@ -15,7 +15,7 @@ import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { blogSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
-import { deleteChanged, findForWrite, findRow, getRecord, getStored, listStored, storeChanged } from '../shared/stored-records.js';
+import { deleteChanged, findForWrite, getRecord, getStored, listStored, restoreChanged, storeChanged } from '../shared/stored-records.js';
 import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
 import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
 import { processUploads } from './blog.image-processing.js';
@@ -284,10 +284,7 @@ export async function restoreBlog(
   actor: ActorRef,
   precondition?: Precondition,
 ): Promise<Saved<BlogRecord>> {
-  return inTransaction(db, async (tx) => {
-    await lockImageReferences(tx, 'shared');
-    const current = await findRow(tx, BLOGS, siteId, id, true);
-    precondition?.(current?.etag);
+  return restoreChanged(db, BLOGS, siteId, id, actor, precondition, async (tx, current) => {
     const { info_id: _id, ...row } = blogRowOf(record);
     if (!(await pageExists(tx, siteId, row.page))) {
       throw new ConflictError(`Blog ${id}'s page, page ${row.page}, no longer exists: restore it first, or move the blog after restoring.`);
@@ -306,7 +303,6 @@ export async function restoreBlog(
     } else {
       await repo.insertBlog(tx, { ...columns, info_id: id, site_id: siteId });
     }
-    return { ...(await storeChanged(tx, BLOGS, siteId, id, 'restore', actor)), created: !current };
   });
 }
 

@@ -13,7 +13,7 @@ import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { pageSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
-import { deleteChanged, findForWrite, findRow, getRecord, getStored, listStored, storeChanged } from '../shared/stored-records.js';
+import { deleteChanged, findForWrite, getRecord, getStored, listStored, restoreChanged, storeChanged } from '../shared/stored-records.js';
 import { PAGE_ALIAS, uniqueName } from '../shared/unique-name.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
 import { type PageRecord, pageRowOf, toPageRecord } from './page.record.js';
@@ -171,10 +171,7 @@ export async function restorePage(
   actor: ActorRef,
   precondition?: Precondition,
 ): Promise<Saved<PageRecord>> {
-  return inTransaction(db, async (tx) => {
-    await lockImageReferences(tx, 'shared');
-    const current = await findRow(tx, PAGES, siteId, id, true);
-    precondition?.(current?.etag);
+  return restoreChanged(db, PAGES, siteId, id, actor, precondition, async (tx, current) => {
     const { page: _id, ...row } = pageRowOf(record);
     const parent = row.page_parent;
     if (parent !== 0) {
@@ -186,7 +183,6 @@ export async function restorePage(
     const columns = { ...row, page_lastmodified: now(), search_text: pageSearchText(row) };
     if (current) await repo.updatePage(tx, siteId, id, columns);
     else await repo.insertPage(tx, { ...columns, page: id, site_id: siteId });
-    return { ...(await storeChanged(tx, PAGES, siteId, id, 'restore', actor)), created: !current };
   });
 }
 

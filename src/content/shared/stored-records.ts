@@ -10,6 +10,7 @@ import { type Compilable, type Expression, type ExpressionBuilder, expressionBui
 import { type DialectName, dialectOf } from '../../db/database.js';
 import { preparedLookup } from '../../db/prepared-lookup.js';
 import type { Database, DbHandle } from '../../db/schema.js';
+import { inTransaction } from '../../db/transaction.js';
 import { NotFoundError } from '../../errors.js';
 import type { Precondition } from '../../http/representation.js';
 import { andThen, type MaybePromise } from '../../maybe-async.js';
@@ -17,6 +18,7 @@ import { type ActorRef, type ChangeOp, type RecordType, recordChange } from '../
 import { listTotal } from './content.queries.js';
 import { type KeyPart, type KeysetCursor, keysetCursor } from './cursor.js';
 import type { Listed } from './envelope.js';
+import { lockImageReferences } from './image-references.js';
 import { chosenFields, type Fields, projected } from './projection.js';
 import type { ListWindow } from './schemas.js';
 import { type StoredItem, type StoredRecord, storedRecord } from './stored.js';
@@ -379,6 +381,31 @@ export async function storeChanged<R>(
   const { record, etag, recordJson } = await storeRecord(db, r, siteId, id);
   await recordChange(db, { siteId, type: r.noun, id, op, actor, recordJson });
   return { record, etag };
+}
+
+/**
+ * A revision restored as the record's current content, under its id, in one transaction: the
+ * image lock (the sweep must not remove a file the revision shows), the current row locked and
+ * held to the precondition, then `write` puts the revision's columns in place (an update, or an
+ * insert when the record is deleted) and the change is logged with op `restore`. `created` says
+ * which it was: a deleted record comes back as a 201.
+ */
+export async function restoreChanged<Row, R>(
+  db: DbHandle,
+  r: AnyResource<Row, R>,
+  siteId: number,
+  id: number,
+  actor: ActorRef,
+  precondition: Precondition | undefined,
+  write: (tx: DbHandle, current: (Row & { etag: string }) | undefined) => Promise<void>,
+): Promise<{ record: R; etag: string; created: boolean }> {
+  return inTransaction(db, async (tx) => {
+    await lockImageReferences(tx, 'shared');
+    const current = await findRow(tx, r, siteId, id, true);
+    precondition?.(current?.etag);
+    await write(tx, current);
+    return { ...(await storeChanged(tx, r, siteId, id, 'restore', actor)), created: !current };
+  });
 }
 
 /** Deletes a record found for the write (findForWrite) and logs the change, with the record as it was. */

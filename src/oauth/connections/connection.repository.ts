@@ -132,38 +132,20 @@ export async function findUnfinishedGrantIds(db: DbHandle, before: string): Prom
   return rows.map((r) => r.grant_id);
 }
 
-/** The grants of a user's live connections to one website. */
-export async function findUserGrantIds(db: DbHandle, userId: number, siteId: number): Promise<string[]> {
-  const rows = await db
-    .selectFrom('oauth_connections')
-    .select('grant_id')
-    .where('user_id', '=', userId)
-    .where('site_id', '=', siteId)
-    .where('status', 'in', LIVE)
-    .execute();
-  return rows.map((r) => r.grant_id);
-}
-
-/** The grants of a client's live connections, on any website. */
-export async function findClientGrantIds(db: DbHandle, clientId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('oauth_connections')
-    .select('grant_id')
-    .where('client_id', '=', clientId)
-    .where('status', 'in', LIVE)
-    .execute();
-  return rows.map((r) => r.grant_id);
-}
-
-/** The grants of a client's live connections to one website: the application, as its owner sees it. */
-export async function findApplicationGrantIds(db: DbHandle, siteId: number, clientId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('oauth_connections')
-    .select('grant_id')
-    .where('site_id', '=', siteId)
-    .where('client_id', '=', clientId)
-    .where('status', 'in', LIVE)
-    .execute();
+/**
+ * The grants of the live connections (pending or active) that match every column given: a user's
+ * on one website, a client's on any website, or one application's (a client on one website), as
+ * its owner sees it.
+ */
+export async function findLiveGrantIds(
+  db: DbHandle,
+  match: { readonly userId: number; readonly siteId: number } | { readonly clientId: string; readonly siteId?: number },
+): Promise<string[]> {
+  let query = db.selectFrom('oauth_connections').select('grant_id').where('status', 'in', LIVE);
+  if ('userId' in match) query = query.where('user_id', '=', match.userId);
+  if ('clientId' in match) query = query.where('client_id', '=', match.clientId);
+  if (match.siteId !== undefined) query = query.where('site_id', '=', match.siteId);
+  const rows = await query.execute();
   return rows.map((r) => r.grant_id);
 }
 

@@ -140,7 +140,7 @@ export async function findApplication(db: DbHandle, siteId: number, clientId: st
 
 /** Ends every live connection of an application to one website (a pending one goes); returns how many. */
 export async function revokeApplication(db: DbHandle, siteId: number, clientId: string): Promise<number> {
-  const grantIds = await repo.findApplicationGrantIds(db, siteId, clientId);
+  const grantIds = await repo.findLiveGrantIds(db, { siteId, clientId });
   for (const grantId of grantIds) await repo.endGrant(db, grantId, 'revoked', now());
   return grantIds.length;
 }
@@ -155,14 +155,14 @@ export async function revokeConnection(db: DbHandle, id: string): Promise<void> 
 
 /** Ends every connection a user approved for a website (the user is losing that website); returns how many. */
 export async function revokeUserConnections(db: DbHandle, userId: number, siteId: number): Promise<number> {
-  const grantIds = await repo.findUserGrantIds(db, userId, siteId);
+  const grantIds = await repo.findLiveGrantIds(db, { userId, siteId });
   for (const grantId of grantIds) await repo.endGrant(db, grantId, 'revoked', now());
   return grantIds.length;
 }
 
 /** Ends every live connection made with a client (the client is being deleted). */
 export async function revokeClientConnections(db: DbHandle, clientId: string): Promise<number> {
-  const grantIds = await repo.findClientGrantIds(db, clientId);
+  const grantIds = await repo.findLiveGrantIds(db, { clientId });
   for (const grantId of grantIds) await repo.endGrant(db, grantId, 'revoked', now());
   return grantIds.length;
 }

@@ -129,7 +129,14 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
   // One outbound guard for webhook targets: the console and the API check a hook's URL with the one that delivers to it.
   const webhookGuard = deliveryGuard(config.webhooks);
   // After the image storage: the console's undo deletes blogs, whose images it names.
-  await registerConsole(app, { provider: oauth.provider, db: db.kysely, config, limits: limits.shared, images: imageStorage, webhookGuard });
+  await registerConsole(app, {
+    provider: oauth.provider,
+    db: db.kysely,
+    config,
+    limits: limits.shared,
+    images: imageStorage,
+    webhookGuard,
+  });
   registerFrontDoor(app, { config, db: db.kysely });
   const processor = new ImageProcessor({ concurrency: config.imageProcessing.concurrency, maxPixels: config.uploads.maxPixels });
   registerImageFiles(app, imageStorage, {

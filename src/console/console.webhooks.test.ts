@@ -242,6 +242,8 @@ test("console webhooks: another website's tab, or its hook under this website's 
     `${theirs}/${foreign.id}/delete`,
     `${s.tab}/${foreign.id}`,
     `${s.tab}/${foreign.id}/rotate`,
+    `${s.tab}/01`,
+    `${s.tab}/99999999999`,
   ]) {
     await html(s.browser, path, 404);
   }

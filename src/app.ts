@@ -123,8 +123,17 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
   registerHealth(app, db, limits.redis);
   await oauth.register(app);
   const imageStorage = images ?? (await configuredImages(config, db, app));
+  // One outbound guard for webhook targets: the console and the API check a hook's URL with the one that delivers to it.
+  const webhookGuard = deliveryGuard(config.webhooks);
   // After the image storage: the console's undo deletes blogs, whose images it names.
-  await registerConsole(app, { provider: oauth.provider, db: db.kysely, config, limits: limits.shared, images: imageStorage });
+  await registerConsole(app, {
+    provider: oauth.provider,
+    db: db.kysely,
+    config,
+    limits: limits.shared,
+    images: imageStorage,
+    webhookGuard,
+  });
   registerFrontDoor(app, { config, db: db.kysely });
   const processor = new ImageProcessor({ concurrency: config.imageProcessing.concurrency, maxPixels: config.uploads.maxPixels });
   registerImageFiles(app, imageStorage, {
@@ -141,7 +150,6 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     await app.register(async (scope) => registerHistory(scope, { deps: { db: db.kysely, images: imageStorage }, prefix }), { prefix });
   }
   // Webhooks: the management API, and this process's share of the deliveries (webhook.worker.ts).
-  const webhookGuard = deliveryGuard(config.webhooks);
   await app.register(
     async (scope) => registerWebhooks(scope, { db: db.kysely, guard: webhookGuard, retrySteps: config.webhooks.retrySchedule.length }),
     { prefix: '/api' },

@@ -2,12 +2,17 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
+import { testConfig } from '../src/config.js';
 import { SYSTEM_ACTOR } from '../src/content/history/change-log.js';
 import { savePage } from '../src/content/pages/page.service.js';
+import { formatTimestamp } from '../src/db/time.js';
 import { createDemoClient, demoRedirectUris } from '../src/oauth/clients/client.service.js';
 import { listConnections } from '../src/oauth/connections/connection.service.js';
+import { createWebhook } from '../src/webhooks/webhook.service.js';
+import { deliveryGuard } from '../src/webhooks/webhook.worker.js';
 import { launchChromium, SCREENSHOTS } from './browser.js';
 import { connect, exchangeCode, type OAuthTestApp, startOAuthApp, tokenRequest } from './oauth.helpers.js';
+import { webhookReceiver } from './webhook-receiver.js';
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `console-${name}.png`), fullPage: true });
 
@@ -38,6 +43,9 @@ async function addPages(a: OAuthTestApp) {
 }
 
 const api = (a: OAuthTestApp, headers: Record<string, string>) => fetch(`${a.base}/api/page`, { headers });
+
+/** Webhook targets on 127.0.0.1 allowed, for a local receiver. */
+const privateHooks = { webhooks: { ...testConfig().webhooks, allowPrivateTargets: true, pollMs: 20 } };
 
 test('in Chromium: sign in, see two websites, revoke the application on one; its token gets 401, the other website’s still works', async (t) => {
   const browser = await launchChromium(t);
@@ -120,6 +128,60 @@ test('in Chromium: create an API key, copy it, and use it over HTTP; then revoke
   await shot(page, '8-pages');
   await page.getByRole('link', { name: 'JSON of Our team' }).click();
   assert.match(String(await page.textContent('body')), /"page_usertitle": "Our team"/);
+});
+
+test('in Chromium: add a webhook in the Webhooks tab, copy its secret once, send a test; a disabled hook says why', async (t) => {
+  const browser = await launchChromium(t);
+  if (!browser) return;
+  const a = await startOAuthApp(t, { config: privateHooks });
+  const receiver = await webhookReceiver(t);
+  // A hook whose receiver has failed for five days, as the worker leaves it.
+  const old = await createWebhook(a.db.kysely, deliveryGuard(a.config.webhooks), a.site.siteId, {
+    url: `${receiver.url}/old-build-server`,
+    events: ['*'],
+    description: 'The old build server',
+  });
+  await a.db.kysely
+    .updateTable('webhooks')
+    .set({ status: 'disabled', disabled_reason: 'failing', failing_since: formatTimestamp(new Date(Date.now() - 5 * 86_400_000)) })
+    .where('id', '=', old.id)
+    .execute();
+  const context = await browser.newContext({ viewport: { width: 1000, height: 760 } });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: a.base });
+  const page = await context.newPage();
+  await signIn(page, a);
+  await page.getByRole('link', { name: /Test site/ }).click();
+  await page.getByRole('link', { name: 'Webhooks' }).click();
+  await page.getByRole('heading', { name: 'Add a webhook' }).waitFor();
+  assert.match(String(await page.locator('.status-note').textContent()), /every delivery attempt failed for 5 days/);
+
+  await page.getByLabel('URL', { exact: true }).fill(receiver.url);
+  await page.getByLabel('page.created', { exact: true }).check();
+  await page.getByLabel('page.updated', { exact: true }).check();
+  await page.getByLabel('Description (optional)').fill('Rebuild the static site');
+  await page.getByRole('button', { name: 'Add webhook' }).click();
+  await page.getByRole('heading', { name: /New hook:/ }).waitFor();
+  const secret = String(await page.locator('#new-webhook-secret').textContent());
+  assert.match(secret, /^whsec_/);
+  await page.locator('[data-copy="new-webhook-secret"]').click();
+  assert.equal(await page.evaluate('navigator.clipboard.readText()'), secret);
+  await shot(page, '13-webhooks');
+
+  receiver.trust(secret);
+  await page.getByRole('button', { name: `Send a test to ${receiver.url}` }).click();
+  await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
+  const [received] = await receiver.waitFor(1);
+  assert.equal(received!.verified?.type, 'webhook.test', 'signed with the secret the page showed');
+  for (let i = 0; i < 100 && (await page.locator('.badge', { hasText: 'delivered' }).count()) === 0; i++) {
+    await page.waitForTimeout(50);
+    await page.reload();
+  }
+  assert.match(String(await page.locator('table.attempts').textContent()), /HTTP 200/);
+  await shot(page, '14-webhook-deliveries');
+
+  await page.getByRole('link', { name: 'Webhooks' }).first().click();
+  await page.getByRole('heading', { name: 'Add a webhook' }).waitFor();
+  assert.equal(await page.locator('#new-webhook-secret').count(), 0, 'the secret is shown once');
 });
 
 test('in Chromium: register a client, then complete an OAuth flow with it', async (t) => {
@@ -219,7 +281,12 @@ test('in Chromium: / and /try run the whole flow with the demo client and list t
 test('in Chromium at 375 px: the longest website name, credential label and client name wrap; nothing scrolls sideways', async (t) => {
   const browser = await launchChromium(t);
   if (!browser) return;
-  const a = await startOAuthApp(t, { twoSites: false });
+  const a = await startOAuthApp(t, { twoSites: false, config: privateHooks });
+  const hook = await createWebhook(a.db.kysely, deliveryGuard(a.config.webhooks), a.site.siteId, {
+    url: `http://127.0.0.1:9/${'h'.repeat(300)}`,
+    events: ['*'],
+    description: 'D'.repeat(500),
+  });
   // The longest each may be, in one unbreakable word.
   const long = (letter: string) => letter.repeat(100);
   await a.db.kysely
@@ -238,7 +305,8 @@ test('in Chromium at 375 px: the longest website name, credential label and clie
   await page.getByLabel('Redirect URIs').fill('https://app.example/callback');
   await page.getByRole('button', { name: 'Register client' }).click();
   await page.getByRole('heading', { name: long('C') }).waitFor();
-  for (const path of ['/console', '/console/clients', `/console/sites/${a.site.siteId}`, `/console/sites/${a.site.siteId}/credentials`]) {
+  const site = `/console/sites/${a.site.siteId}`;
+  for (const path of ['/console', '/console/clients', site, `${site}/webhooks`, `${site}/webhooks/${hook.id}`, `${site}/credentials`]) {
     await page.goto(`${a.base}${path}`);
     const width = Number(await page.evaluate('document.documentElement.scrollWidth'));
     assert.ok(width <= 375, `${path}: ${width} px wide at 375 px`);

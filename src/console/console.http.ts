@@ -3,6 +3,7 @@ import type Provider from 'oidc-provider';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { AppError, BadRequestError } from '../errors.js';
+import type { OutboundGuard } from '../http/outbound.js';
 import type { RateLimitStore } from '../http/rate-limit.js';
 import type { ImageStorage } from '../storage/image-storage.js';
 import { csrfToken, csrfValid } from '../web/csrf.js';
@@ -20,6 +21,8 @@ export interface ConsoleDeps {
   readonly limits: RateLimitStore;
   /** The image storage the blogs use: undoing an application's changes may delete a blog. */
   readonly images: ImageStorage;
+  /** Checks a webhook's URL as its deliveries will be checked (the Webhooks tab's forms). */
+  readonly webhookGuard: OutboundGuard;
 }
 
 /** Which top-bar entry a page belongs to. */

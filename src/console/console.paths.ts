@@ -14,9 +14,13 @@ export const SiteParams = Type.Object({ siteId: Id });
 // A client id is printable ASCII: a `cl_…` id, the demo's, or the https URL of a metadata document
 // (percent-encoded in the console's links).
 export const ApplicationParams = Type.Object({ siteId: Id, clientId: Type.String({ pattern: '^[!-~]{1,2048}$' }) });
+export const WebhookParams = Type.Object({ siteId: Id, hookId: Id });
+export const DeliveryParams = Type.Object({ siteId: Id, hookId: Id, deliveryId: Id });
 
 export type SiteRoute = Static<typeof SiteParams>;
 export type ApplicationRoute = Static<typeof ApplicationParams>;
+export type WebhookRoute = Static<typeof WebhookParams>;
+export type DeliveryRoute = Static<typeof DeliveryParams>;
 
 /** An id of a route's path as a number; past the integer columns' range it names nothing. */
 export function idOf(id: string): number {
@@ -31,3 +35,6 @@ export const applicationPath = (siteId: number, clientId: string, rest = '') =>
 /** A page's or blog's revisions; with `revision`, that one's JSON is shown. */
 export const historyPath = (siteId: number, type: 'page' | 'blog', id: number, revision?: number) =>
   sitePath(siteId, `/history/${type}/${id}${revision === undefined ? '' : `?revision=${revision}`}`);
+/** The website's Webhooks tab; with `hookId`, one hook's page (its deliveries) or, with `rest`, one of its actions. */
+export const webhooksPath = (siteId: number, hookId?: number, rest = '') =>
+  sitePath(siteId, `/webhooks${hookId === undefined ? '' : `/${hookId}${rest}`}`);

@@ -16,6 +16,7 @@ import { registerHistoryPages } from './console.history.js';
 import { CONSOLE_PATH, type ConsoleDeps, consoleHandler, errorPage, installConsoleErrors } from './console.http.js';
 import { currentUser, endSession, startSession } from './console.session.js';
 import { registerSitePages } from './console.sites.js';
+import { registerWebhookPages } from './console.webhooks.js';
 
 /** The sign-in form's CSRF nonce, before there is a session to bind a token to. */
 const LOGIN_COOKIE = '_console_login';
@@ -127,6 +128,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     await registerSitePages(scope, deps);
     await registerHistoryPages(scope, deps);
     await registerClientPages(scope, deps);
+    await registerWebhookPages(scope, deps);
 
     // Anything else under /console: the console's own 404 page, not the API's problem+json.
     // Signed out, the sign-in page first, as for every console address.

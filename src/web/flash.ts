@@ -12,6 +12,8 @@ export interface Flash {
   error?: string;
   /** A just-created credential: its key exists nowhere else, so it is shown on this one page. */
   credential?: { apiId: string; apiKey: string; label: string };
+  /** A webhook's just-made signing secret (created or rotated): like an API key, shown on this one page. */
+  webhookSecret?: { hookId: number; secret: string; rotated: boolean };
   /** A just-registered OAuth client. */
   clientId?: string;
 }

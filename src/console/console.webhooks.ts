@@ -1,0 +1,308 @@
+/**
+ * A website's Webhooks tab: its hooks, each with why it is disabled when it is; add one (its
+ * secret shown once), enable or disable, rotate the secret, delete, send a test, and one hook's
+ * deliveries with their attempts and a retry for the failed ones. Everything goes through
+ * webhook.service.ts, as the API's routes do, after the website is checked to be the user's.
+ */
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import { BadRequestError, ConflictError, ValidationError } from '../errors.js';
+import { formValue, formValues } from '../web/forms.js';
+import { EVENTS } from '../webhooks/webhook.events.js';
+import * as hooks from '../webhooks/webhook.service.js';
+import { FAILING_DISABLE_MS } from '../webhooks/webhook.worker.js';
+import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler } from './console.http.js';
+import {
+  DeliveryParams,
+  type DeliveryRoute,
+  idOf,
+  SiteParams,
+  type SiteRoute,
+  WebhookParams,
+  type WebhookRoute,
+  webhooksPath,
+} from './console.paths.js';
+import { requireUserSite } from './console.service.js';
+
+/** The API's limit on a description (webhook.routes.ts), which the service leaves to its callers. */
+const DESCRIPTION_MAX = 500;
+/** A hook's page lists this many of its latest deliveries, as the API's default page does. */
+const DELIVERIES_SHOWN = 50;
+const FAILING_DAYS = FAILING_DISABLE_MS / 86_400_000;
+
+/** What the form's fields are called in a refusal. */
+const FIELD_TITLES: Record<string, string> = { url: 'The URL', events: 'Events:', description: 'The description' };
+
+/** Why a hook is disabled, or that it is failing on its way there; undefined for a hook that is fine. */
+export function statusNote(hook: hooks.WebhookView): { text: string; danger: boolean } | undefined {
+  if (hook.status === 'active') {
+    if (!hook.failingSince) return undefined;
+    return {
+      text: `Failing since ${hook.failingSince} UTC: every attempt since then has failed. If that goes on for ${FAILING_DAYS} days, the hook is disabled.`,
+      danger: false,
+    };
+  }
+  switch (hook.disabledReason) {
+    case 'owner':
+      return { text: 'Disabled by an owner of this website (here or with the API). Nothing is sent until it is enabled.', danger: true };
+    case 'gone':
+      return {
+        text: 'Disabled automatically: its receiver answered 410 Gone, which says this hook is no longer wanted. Enable it once the receiver takes deliveries again.',
+        danger: true,
+      };
+    case 'failing':
+      return {
+        text: `Disabled automatically: every delivery attempt failed for ${FAILING_DAYS} days${hook.failingSince ? ` (failing since ${hook.failingSince} UTC)` : ''}. Enable it once the receiver works again.`,
+        danger: true,
+      };
+    default:
+      return { text: 'Disabled; no reason was recorded.', danger: true };
+  }
+}
+
+/** The events as a person reads them. */
+const eventsText = (events: readonly string[]) => events.map((e) => (e === '*' ? 'every event (*)' : e)).join(', ');
+
+function hookCard(siteId: number, hook: hooks.WebhookView) {
+  const at = (rest: string) => webhooksPath(siteId, hook.id, rest);
+  return {
+    ...hook,
+    eventsText: eventsText(hook.events),
+    note: statusNote(hook),
+    href: at(''),
+    enablePath: at('/enable'),
+    disablePath: at('/disable'),
+    testPath: at('/test'),
+    rotatePath: at('/rotate'),
+    deletePath: at('/delete'),
+  };
+}
+
+/** A service's refusal of a form value, worded for the form (the API's words name JSON fields). */
+function readable(error: ValidationError): BadRequestError {
+  return new BadRequestError(error.errors.map((e) => `${FIELD_TITLES[e.field] ?? e.field} ${e.message}.`).join(' '));
+}
+
+/** The new hook's fields, checked as the API's schema checks them; the service checks the rest. */
+function newHook(url: string, events: string[], description: string): hooks.NewWebhook {
+  if (url === '') throw new BadRequestError('Give the URL that receives the deliveries.');
+  if (events.length === 0) throw new BadRequestError('Choose at least one event.');
+  if (description.length > DESCRIPTION_MAX) {
+    throw new BadRequestError(`The description is ${description.length} characters long; it may have ${DESCRIPTION_MAX} at most.`);
+  }
+  return { url, events, description };
+}
+
+export async function registerWebhookPages(app: FastifyInstance, deps: ConsoleDeps): Promise<void> {
+  const scope = app.withTypeProvider<TypeBoxTypeProvider>();
+  const { db, webhookGuard: guard } = deps;
+  const retrySteps = deps.config.webhooks.retrySchedule.length;
+  const base = `${CONSOLE_PATH}/sites/:siteId/webhooks`;
+
+  /** The website's id from the address, once the website is checked to be the user's. */
+  const userSite = async (ctx: ConsoleContext<{ siteId: string }>) => {
+    const siteId = idOf(ctx.params.siteId);
+    return { siteId, site: await requireUserSite(db, ctx.user.id, siteId) };
+  };
+
+  const listPage = async (ctx: ConsoleContext<SiteRoute>, status: number, data: Record<string, unknown> = {}) => {
+    const { siteId, site } = await userSite(ctx);
+    const list = await hooks.listWebhooks(db, siteId);
+    return ctx.page(status, 'console-webhooks', 'sites', {
+      site,
+      tab: 'webhooks',
+      hooks: list.map((hook) => hookCard(siteId, hook)),
+      events: EVENTS.map((event) => ({ value: event, title: event === '*' ? 'Every event (*)' : event })),
+      form: { url: '', events: [], description: '' },
+      descriptionMax: DESCRIPTION_MAX,
+      failingDays: FAILING_DAYS,
+      full: list.length >= hooks.MAX_HOOKS_PER_SITE,
+      ...data,
+    });
+  };
+
+  /**
+   * A change to one hook from a button: done, back to where the button was with `notice`; refused
+   * for the hook's state (a 409: disabled, still pending), back with the reason. Not found is the 404.
+   */
+  const hookAction = async (
+    ctx: ConsoleContext<WebhookRoute>,
+    change: (siteId: number, hookId: number) => Promise<string>,
+    back: (siteId: number, hookId: number) => string,
+  ) => {
+    const { siteId } = await userSite(ctx);
+    const hookId = idOf(ctx.params.hookId);
+    try {
+      return ctx.seeOther(back(siteId, hookId), { notice: await change(siteId, hookId) });
+    } catch (error) {
+      if (!(error instanceof ConflictError)) throw error;
+      return ctx.seeOther(back(siteId, hookId), { error: error.message });
+    }
+  };
+  /** The list, or the hook's own page when the form came from there. */
+  const backTo = (ctx: ConsoleContext) => (siteId: number, hookId: number) =>
+    formValue(ctx.form, 'back') === 'hook' ? webhooksPath(siteId, hookId) : webhooksPath(siteId);
+
+  scope.get(
+    base,
+    { schema: { hide: true, params: SiteParams } },
+    consoleHandler<SiteRoute>(deps, 'GET', (ctx) => listPage(ctx, 200)),
+  );
+
+  scope.post(
+    base,
+    { schema: { hide: true, params: SiteParams } },
+    consoleHandler<SiteRoute>(deps, 'POST', async (ctx) => {
+      const { siteId } = await userSite(ctx);
+      const form = {
+        url: formValue(ctx.form, 'url').trim(),
+        events: formValues(ctx.form, 'events'),
+        description: formValue(ctx.form, 'description').trim(),
+      };
+      const created = await changeOrFormAgain(
+        (error) => listPage(ctx, 400, { form, error }),
+        async () => {
+          try {
+            return await hooks.createWebhook(db, guard, siteId, newHook(form.url, form.events, form.description));
+          } catch (error) {
+            if (error instanceof ValidationError) throw readable(error);
+            if (error instanceof ConflictError) throw new BadRequestError(error.message);
+            throw error;
+          }
+        },
+      );
+      if (!created) return ctx.reply;
+      const { id, secret = '' } = created.result;
+      return ctx.seeOther(webhooksPath(siteId), { webhookSecret: { hookId: id, secret, rotated: false } });
+    }),
+  );
+
+  scope.get(
+    `${base}/:hookId`,
+    { schema: { hide: true, params: WebhookParams } },
+    consoleHandler<WebhookRoute>(deps, 'GET', async (ctx) => {
+      const { siteId, site } = await userSite(ctx);
+      const hookId = idOf(ctx.params.hookId);
+      const hook = await hooks.getWebhook(db, siteId, hookId);
+      const deliveries = await hooks.listDeliveries(db, siteId, hookId, DELIVERIES_SHOWN);
+      return ctx.page(200, 'console-webhook', 'sites', {
+        site,
+        tab: 'webhooks',
+        hook: hookCard(siteId, hook),
+        listPath: webhooksPath(siteId),
+        shown: DELIVERIES_SHOWN,
+        deliveries: deliveries.map((d) => ({
+          ...d,
+          retryPath: webhooksPath(siteId, hookId, `/deliveries/${d.id}/retry`),
+          canRetry: d.state === 'failed' && hook.status === 'active',
+        })),
+      });
+    }),
+  );
+
+  for (const [action, status] of [
+    ['enable', 'active'],
+    ['disable', 'disabled'],
+  ] as const) {
+    scope.post(
+      `${base}/:hookId/${action}`,
+      { schema: { hide: true, params: WebhookParams } },
+      consoleHandler<WebhookRoute>(deps, 'POST', (ctx) =>
+        hookAction(
+          ctx,
+          async (siteId, hookId) => {
+            const hook = await hooks.updateWebhook(db, guard, siteId, hookId, { status });
+            return status === 'active'
+              ? `The hook to ${hook.url} is enabled: its failures are forgotten, and the next change is sent to it.`
+              : `The hook to ${hook.url} is disabled: nothing is sent to it, and its pending deliveries are given up.`;
+          },
+          backTo(ctx),
+        ),
+      ),
+    );
+  }
+
+  scope.post(
+    `${base}/:hookId/test`,
+    { schema: { hide: true, params: WebhookParams } },
+    consoleHandler<WebhookRoute>(deps, 'POST', (ctx) =>
+      hookAction(
+        ctx,
+        async (siteId, hookId) => {
+          await hooks.sendTest(db, siteId, hookId);
+          return 'A webhook.test event is on its way to this hook. Reload this page in a moment to see the attempt.';
+        },
+        (siteId, hookId) => webhooksPath(siteId, hookId),
+      ),
+    ),
+  );
+
+  scope.post(
+    `${base}/:hookId/deliveries/:deliveryId/retry`,
+    { schema: { hide: true, params: DeliveryParams } },
+    consoleHandler<DeliveryRoute>(deps, 'POST', (ctx) =>
+      hookAction(
+        ctx,
+        async (siteId, hookId) => {
+          const delivery = await hooks.retryDelivery(db, siteId, hookId, idOf(ctx.params.deliveryId), retrySteps);
+          return `Delivery ${delivery.id} (${delivery.event}) is sent once more, now. Reload this page in a moment to see the attempt.`;
+        },
+        (siteId, hookId) => webhooksPath(siteId, hookId),
+      ),
+    ),
+  );
+
+  // Rotating and deleting each have a confirmation page first, as revoking a credential has.
+  scope.get(
+    `${base}/:hookId/rotate`,
+    { schema: { hide: true, params: WebhookParams } },
+    consoleHandler<WebhookRoute>(deps, 'GET', async (ctx) => {
+      const { siteId } = await userSite(ctx);
+      const hook = await hooks.getWebhook(db, siteId, idOf(ctx.params.hookId));
+      return ctx.page(200, 'console-confirm', 'sites', {
+        heading: `Rotate the secret of the hook to ${hook.url}?`,
+        message: `A new secret is made and shown once. For ${hooks.ROTATION_OVERLAP_MS / 3_600_000} hours every delivery is signed with both the old and the new secret, so the receiver can switch over; after that only the new one.`,
+        action: webhooksPath(siteId, hook.id, '/rotate'),
+        confirm: 'Rotate secret',
+        cancel: webhooksPath(siteId),
+      });
+    }),
+  );
+
+  scope.post(
+    `${base}/:hookId/rotate`,
+    { schema: { hide: true, params: WebhookParams } },
+    consoleHandler<WebhookRoute>(deps, 'POST', async (ctx) => {
+      const { siteId } = await userSite(ctx);
+      const { id, secret = '' } = await hooks.rotateSecret(db, siteId, idOf(ctx.params.hookId));
+      return ctx.seeOther(webhooksPath(siteId), { webhookSecret: { hookId: id, secret, rotated: true } });
+    }),
+  );
+
+  scope.get(
+    `${base}/:hookId/delete`,
+    { schema: { hide: true, params: WebhookParams } },
+    consoleHandler<WebhookRoute>(deps, 'GET', async (ctx) => {
+      const { siteId, site } = await userSite(ctx);
+      const hook = await hooks.getWebhook(db, siteId, idOf(ctx.params.hookId));
+      return ctx.page(200, 'console-confirm', 'sites', {
+        heading: `Delete the hook to ${hook.url}?`,
+        message: `Nothing more is sent to it from ${site.name}, and its deliveries and their attempts are deleted with it. This cannot be undone; add the hook again to receive changes there, with a new secret.`,
+        action: webhooksPath(siteId, hook.id, '/delete'),
+        confirm: 'Delete hook',
+        cancel: webhooksPath(siteId),
+      });
+    }),
+  );
+
+  scope.post(
+    `${base}/:hookId/delete`,
+    { schema: { hide: true, params: WebhookParams } },
+    consoleHandler<WebhookRoute>(deps, 'POST', async (ctx) => {
+      const { siteId } = await userSite(ctx);
+      const hook = await hooks.getWebhook(db, siteId, idOf(ctx.params.hookId));
+      await hooks.deleteWebhook(db, siteId, hook.id);
+      return ctx.seeOther(webhooksPath(siteId), { notice: `The hook to ${hook.url} is deleted.` });
+    }),
+  );
+}

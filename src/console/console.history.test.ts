@@ -5,21 +5,18 @@ import { type Browser, connect, consoleLogin, csrfOf, type OAuthTestApp, startOA
 import { createUser } from '../accounts/account.service.js';
 import { undoSince } from './console.history.js';
 
+/** The ids of the records the tests write: a page's `page`, a blog's `info_id`. */
+type Written = { page?: number; info_id?: number };
+
 /** A write through the API with a token's (or a credential's) headers; the record it answers. */
-async function write(
-  a: OAuthTestApp,
-  headers: Record<string, string>,
-  method: string,
-  url: string,
-  body?: object,
-): Promise<Record<string, any>> {
+async function write(a: OAuthTestApp, headers: Record<string, string>, method: string, url: string, body?: object): Promise<Written> {
   const response = await fetch(`${a.base}${url}`, {
     method,
     headers: { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
   assert.ok(response.ok, `${method} ${url}: ${response.status} ${await response.clone().text()}`);
-  return response.status === 204 ? {} : ((await response.json()) as { data: Record<string, any>[] }).data[0]!;
+  return response.status === 204 ? {} : ((await response.json()) as { data: Written[] }).data[0]!;
 }
 
 const read = (a: OAuthTestApp, url: string) => fetch(`${a.base}${url}`, { headers: a.site.headers });
@@ -114,7 +111,8 @@ test('console: an application’s card lists what it changed, with links to each
 
   assert.equal((await read(a, `/api/page/${made.page}`)).status, 404, 'what it created is deleted');
   assert.equal((await read(a, `/api/blog/${blog.info_id}`)).status, 404);
-  const pageOf = async (id: number) => ((await (await read(a, `/api/page/${id}`)).json()) as { data: Record<string, unknown>[] }).data[0]!;
+  const pageOf = async (id: number | undefined) =>
+    ((await (await read(a, `/api/page/${id}`)).json()) as { data: Record<string, unknown>[] }).data[0]!;
   assert.equal((await pageOf(edited.page)).page_usertitle, 'Edited by the app', 'what it changed comes back');
   assert.equal((await pageOf(edited.page)).page_summary, '', 'to before its first change');
   assert.equal((await pageOf(removed.page)).page_usertitle, 'Deleted by the app', 'what it deleted comes back');

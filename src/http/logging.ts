@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { type FastifyInstance, type FastifyRequest, LogController } from 'fastify';
+import { type FastifyRequest, LogController } from 'fastify';
 import pino from 'pino';
 import type { LogLevel } from '../config.js';
 

@@ -160,6 +160,95 @@ test('a delivery claimed by a node that died is sent by another once its lease h
   assert.deepEqual(warnings, []);
 });
 
+/**
+ * The database as a node sees it that stalls (a long pause, a starved pool) between an attempt and
+ * writing its result: its claims go through, its transactions (the results) wait until `resume`.
+ */
+function stalledWrites(db: Db): { handle: Db['kysely']; resume: () => void } {
+  let resume = () => {};
+  const resumed = new Promise<void>((resolve) => {
+    resume = resolve;
+  });
+  const handle = new Proxy(db.kysely, {
+    get(target, property) {
+      if (property === 'transaction') {
+        return () => {
+          const builder = target.transaction();
+          return {
+            execute: async (...args: Parameters<typeof builder.execute>) => {
+              await resumed;
+              return builder.execute(...args);
+            },
+          };
+        };
+      }
+      const value = Reflect.get(target, property);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { handle, resume };
+}
+
+test('a node that writes its result after its lease ended does not undo the claim of the node that took over: no third send', async (t) => {
+  const db = await createTestDatabase(t);
+  const site = await addTestSite(db);
+  const receiver = await webhookReceiver(t);
+  const held: Array<() => void> = [];
+  // Node A's attempt fails at once; node B's is answered when the test says.
+  receiver.answerWith((_request, response) => {
+    if (receiver.received.length === 1) response.writeHead(500).end();
+    else held.push(() => response.writeHead(200).end());
+  });
+  const hook = await createWebhook(db.kysely, deliveryGuard(config), site.siteId, { url: receiver.url, events: ['*'] });
+  assert.ok(hook.secret);
+  receiver.trust(hook.secret);
+  const warnings: string[] = [];
+  await enqueueDeliveries(db.kysely, site.siteId, [hook.id], 'page.created', payloadOf('page.created', { type: 'page', id: 1 }));
+  const id = await newestDeliveryId(db);
+
+  // Node A claims, is answered 500, and stalls before writing that: its lease ends meanwhile.
+  const stalled = stalledWrites(db);
+  const a = new WebhookWorker({
+    db: stalled.handle,
+    config: { ...config, retrySchedule: [0.05] },
+    guard: deliveryGuard(config),
+    warn: (error, message) => warnings.push(`${message}: ${String(error)}`),
+    keepDays: 90,
+    leaseMs: 400,
+  });
+  t.after(async () => {
+    stalled.resume();
+    await a.stop();
+  });
+  await a.poll();
+  await receiver.waitFor(1);
+
+  // Node B takes the delivery over once A's lease has ended; its attempt is under way.
+  const b = workerOn(t, db, warnings);
+  b.start();
+  await receiver.waitFor(2, 10_000);
+  assert.equal((await deliveryRow(db, id)).claimed_by, b.node);
+
+  // A's result lands now. It must not release B's claim: with the row due again (after 50 ms) and
+  // unclaimed, B (or any node) would send it a third time while B's attempt is still under way.
+  stalled.resume();
+  await a.stop();
+  await sleep(500);
+  assert.equal(receiver.received.length, 2, 'not sent again while node B’s claim stands');
+  assert.equal((await deliveryRow(db, id)).claimed_by, b.node, 'still node B’s claim');
+
+  for (const answer of held.splice(0)) answer();
+  await sleep(200);
+  await b.stop();
+  const done = await deliveryRow(db, id);
+  assert.deepEqual([done.state, done.claimed_by], ['delivered', null]);
+  assert.equal(receiver.received.length, 2);
+  assert.deepEqual(new Set(receiver.received.map((r) => r.id)), new Set([done.message_id]));
+  // Both attempts happened, and both are in the delivery's record.
+  assert.deepEqual((await attemptsOf(db, id)).map((attempt) => attempt.status_code).sort(), [200, 500]);
+  assert.deepEqual(warnings, []);
+});
+
 /** A delivery written as the worker leaves it, `ageMs` old, with `attempts` attempts recorded. */
 async function storedDelivery(
   db: Db,

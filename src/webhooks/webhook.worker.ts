@@ -276,9 +276,12 @@ export class WebhookWorker {
 
   private async record(db: DbHandle, outcome: Outcome): Promise<void> {
     const { delivery } = outcome;
-    const row = db.updateTable('webhook_deliveries').where('id', '=', delivery.id);
+    // Only while this node's claim stands: a node whose result comes after its lease ended (a long
+    // pause) must not release the claim of the node that took over, which would have the delivery
+    // sent again beside that node's attempt. Its attempt is recorded all the same.
+    const row = db.updateTable('webhook_deliveries').where('id', '=', delivery.id).where('claimed_by', '=', this.node);
     if (outcome.kind === 'release') {
-      await row.where('claimed_by', '=', this.node).set({ due_ms: Date.now(), claimed_by: null }).execute();
+      await row.set({ due_ms: Date.now(), claimed_by: null }).execute();
       return;
     }
     if (outcome.kind === 'cancel') {

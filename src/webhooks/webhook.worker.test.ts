@@ -78,6 +78,15 @@ async function attemptsOf(db: Db, id: number) {
     .execute();
 }
 
+/** Resolves once `check` holds; fails after `ms`. */
+async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`${what} within ${ms} ms`);
+    await sleep(20);
+  }
+}
+
 async function newestDeliveryId(db: Db): Promise<number> {
   const row = await db.kysely.selectFrom('webhook_deliveries').select('id').orderBy('id', 'desc').executeTakeFirstOrThrow();
   return row.id;
@@ -101,7 +110,7 @@ test('a delivery claimed by a node that died is sent by another once its lease h
   // attempt and dies: its claim stands, it never writes a result.
   await enqueueDeliveries(db.kysely, site.siteId, [hook.id], 'page.created', payloadOf('page.created', { type: 'page', id: 1 }));
   const taken = await newestDeliveryId(db);
-  const leaseMs = 1500;
+  const leaseMs = 2500;
   const dead = deadNodeGuard();
   const a = workerOn(t, db, warnings, { guard: dead.guard, leaseMs });
   const claimedFrom = Date.now();
@@ -127,7 +136,8 @@ test('a delivery claimed by a node that died is sent by another once its lease h
   b.start();
   c.start();
 
-  await sleep(claimed.due_ms - 500 - Date.now());
+  // Checked well inside the lease, so that a slow machine still checks before it ends.
+  await sleep(claimed.due_ms - 1500 - Date.now());
   assert.equal(receiver.received.length, 0, 'nothing is sent while the leases stand');
   const during = await deliveryRow(db, taken);
   assert.deepEqual([during.claimed_by, during.state, during.due_ms], [a.node, 'pending', claimed.due_ms], 'still node A’s claim');
@@ -140,6 +150,7 @@ test('a delivery claimed by a node that died is sent by another once its lease h
   assert.equal(one!.id, claimed.message_id, 'the same webhook-id as the delivery node A claimed');
   assert.equal(one!.verified!.type, 'page.created');
 
+  await until('the delivery recorded', async () => (await deliveryRow(db, taken)).state === 'delivered');
   // Both live nodes go on polling: nobody sends it again.
   await sleep(600);
   await Promise.all([b.stop(), c.stop()]);
@@ -238,7 +249,7 @@ test('a node that writes its result after its lease ended does not undo the clai
   assert.equal((await deliveryRow(db, id)).claimed_by, b.node, 'still node B’s claim');
 
   for (const answer of held.splice(0)) answer();
-  await sleep(200);
+  await until('node B’s attempt recorded', async () => (await deliveryRow(db, id)).state === 'delivered');
   await b.stop();
   const done = await deliveryRow(db, id);
   assert.deepEqual([done.state, done.claimed_by], ['delivered', null]);

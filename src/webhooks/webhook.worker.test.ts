@@ -4,6 +4,8 @@
  *
  * - Lease takeover: a delivery claimed by a node that then died is sent by another node once the
  *   lease has ended, once, with the same webhook-id; a claim whose lease has not ended is left alone.
+ *   A node that was only paused past its lease and writes its result late leaves the delivery to the
+ *   node that took it over.
  * - Retention: deliveries no longer pending go after keepDays (HISTORY_DAYS) with their attempts;
  *   pending ones stay however old.
  */

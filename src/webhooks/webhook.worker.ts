@@ -21,7 +21,10 @@ import { signedHeaders } from './webhook.signing.js';
 
 /** A receiver has this long to answer, headers and body, for an attempt to count as delivered. */
 export const DELIVERY_TIMEOUT_MS = 15_000;
-/** Longer than any attempt can take: a claim older than this belongs to a node that died. */
+/**
+ * How long a claim stands (the default of `leaseMs`). Longer than any attempt can take, so a claim
+ * older than this belongs to a node that died, and another node may send the delivery again.
+ */
 const LEASE_MS = DELIVERY_TIMEOUT_MS + 15_000;
 /** A hook whose attempts have all failed for this long is disabled. */
 export const FAILING_DISABLE_MS = 5 * 24 * 3600 * 1000;
@@ -70,6 +73,12 @@ export interface WebhookWorkerDeps {
   readonly warn: (error: unknown, message: string) => void;
   /** Deliveries no longer pending are kept this many days (HISTORY_DAYS), with their attempts. */
   readonly keepDays: number;
+  /**
+   * How far ahead a claim moves a delivery (LEASE_MS unless given; tests shorten it). It must stay
+   * longer than the guard lets an attempt take: a shorter lease lets a second node send a delivery
+   * whose first attempt is still under way.
+   */
+  readonly leaseMs?: number;
 }
 
 /** How often a node removes the deliveries older than keepDays: on every node, and one that finds none removes none. */
@@ -118,11 +127,7 @@ export class WebhookWorker {
     await this.flush();
     if (Date.now() >= this.nextPrune) {
       this.nextPrune = Date.now() + PRUNE_EVERY_MS;
-      await this.deps.db
-        .deleteFrom('webhook_deliveries')
-        .where(sql<boolean>`state != 'pending'`)
-        .where('created_at', '<', timestampBefore(new Date(), this.deps.keepDays * 24 * 3600 * 1000))
-        .execute();
+      await this.prune();
     }
     const free = this.deps.config.concurrency - this.inFlight;
     if (free <= 0 || this.stopping.signal.aborted) return;
@@ -144,6 +149,20 @@ export class WebhookWorker {
       else if ((this.perHook.get(hook.id) ?? 0) >= this.deps.config.concurrencyPerHook) this.finished.push({ kind: 'release', delivery });
       else this.send(delivery, hook);
     }
+  }
+
+  /**
+   * Removes the deliveries no longer pending that were created more than keepDays ago, and their
+   * attempts with them (the foreign key cascades); a pending one stays however old. poll() calls it
+   * hourly. Resolves to how many deliveries went.
+   */
+  async prune(): Promise<number> {
+    const removed = await this.deps.db
+      .deleteFrom('webhook_deliveries')
+      .where(sql<boolean>`state != 'pending'`)
+      .where('created_at', '<', timestampBefore(new Date(), this.deps.keepDays * 24 * 3600 * 1000))
+      .executeTakeFirst();
+    return Number(removed.numDeletedRows);
   }
 
   private next(delay: number): void {
@@ -189,7 +208,7 @@ export class WebhookWorker {
     if (dialectOf(db) === 'postgres') due = due.forUpdate().skipLocked();
     return db
       .updateTable('webhook_deliveries')
-      .set({ due_ms: nowMs + LEASE_MS, claimed_by: this.node })
+      .set({ due_ms: nowMs + (this.deps.leaseMs ?? LEASE_MS), claimed_by: this.node })
       .where('id', 'in', due)
       .returning(['id', 'webhook_id', 'message_id', 'payload', 'step', 'attempts'])
       .execute();
@@ -257,9 +276,12 @@ export class WebhookWorker {
 
   private async record(db: DbHandle, outcome: Outcome): Promise<void> {
     const { delivery } = outcome;
-    const row = db.updateTable('webhook_deliveries').where('id', '=', delivery.id);
+    // Only while this node's claim stands: a node whose result comes after its lease ended (a long
+    // pause) must not release the claim of the node that took over, which would have the delivery
+    // sent again beside that node's attempt. Its attempt is recorded all the same.
+    const row = db.updateTable('webhook_deliveries').where('id', '=', delivery.id).where('claimed_by', '=', this.node);
     if (outcome.kind === 'release') {
-      await row.where('claimed_by', '=', this.node).set({ due_ms: Date.now(), claimed_by: null }).execute();
+      await row.set({ due_ms: Date.now(), claimed_by: null }).execute();
       return;
     }
     if (outcome.kind === 'cancel') {

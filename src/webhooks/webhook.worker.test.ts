@@ -1,0 +1,366 @@
+/**
+ * Rules of the delivery worker that need no app: workers run against the test database directly,
+ * so each test decides which node claims what and when, and no app's own worker competes.
+ *
+ * - Lease takeover: a delivery claimed by a node that then died is sent by another node once the
+ *   lease has ended, once, with the same webhook-id; a claim whose lease has not ended is left alone.
+ *   A node that was only paused past its lease and writes its result late leaves the delivery to the
+ *   node that took it over.
+ * - Retention: deliveries no longer pending go after keepDays (HISTORY_DAYS) with their attempts;
+ *   pending ones stay however old.
+ */
+import assert from 'node:assert/strict';
+import { mock, type TestContext, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { addTestSite, createTestDatabase } from '../../test/helpers.js';
+import { webhookReceiver } from '../../test/webhook-receiver.js';
+import { testConfig, type WebhookConfig } from '../config.js';
+import type { Db } from '../db/database.js';
+import { formatTimestamp } from '../db/time.js';
+import type { OutboundGuard } from '../http/outbound.js';
+import { enqueueDeliveries, payloadOf } from './webhook.events.js';
+import { createWebhook } from './webhook.service.js';
+import { deliveryGuard, WebhookWorker } from './webhook.worker.js';
+
+const DAY_MS = 24 * 3600 * 1000;
+
+const config: WebhookConfig = { ...testConfig().webhooks, allowPrivateTargets: true, pollMs: 20, retrySchedule: [0.3] };
+
+/** A worker on the test's database; stopped at the test's end if the test has not stopped it. Its warnings go to `warnings`. */
+function workerOn(
+  t: TestContext,
+  db: Db,
+  warnings: string[],
+  options: { guard?: OutboundGuard; leaseMs?: number; keepDays?: number } = {},
+): WebhookWorker {
+  const worker = new WebhookWorker({
+    db: db.kysely,
+    config,
+    guard: options.guard ?? deliveryGuard(config),
+    warn: (error, message) => warnings.push(`${message}: ${String(error)}`),
+    keepDays: options.keepDays ?? 90,
+    ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
+  });
+  t.after(() => worker.stop());
+  return worker;
+}
+
+/**
+ * The outbound guard of a node that claims, starts its attempt and dies before the request leaves:
+ * the fetch never answers and nothing is sent. It ends only when the worker is stopped (the abort).
+ */
+function deadNodeGuard(): { guard: OutboundGuard; calls: () => number } {
+  let calls = 0;
+  const guard: OutboundGuard = {
+    check: async () => {},
+    fetch: (_url, init) => {
+      calls++;
+      return new Promise((_resolve, reject) => init?.signal?.addEventListener('abort', () => reject(new Error('aborted'))));
+    },
+  };
+  return { guard, calls: () => calls };
+}
+
+async function deliveryRow(db: Db, id: number) {
+  const row = await db.kysely
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'message_id', 'state', 'due_ms', 'claimed_by', 'attempts'])
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
+  // bigint: a string from PostgreSQL.
+  return { ...row, due_ms: Number(row.due_ms) };
+}
+
+async function attemptsOf(db: Db, id: number) {
+  return db.kysely
+    .selectFrom('webhook_attempts')
+    .select(['attempt', 'status_code', 'error'])
+    .where('delivery_id', '=', id)
+    .orderBy('attempt')
+    .execute();
+}
+
+/** Resolves once `check` holds; fails after `ms`. */
+async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`${what} within ${ms} ms`);
+    await sleep(20);
+  }
+}
+
+async function newestDeliveryId(db: Db): Promise<number> {
+  const row = await db.kysely.selectFrom('webhook_deliveries').select('id').orderBy('id', 'desc').executeTakeFirstOrThrow();
+  return row.id;
+}
+
+test('a delivery claimed by a node that died is sent by another once its lease has ended, once, with the same webhook-id; a lease not ended is left alone', async (t) => {
+  const db = await createTestDatabase(t);
+  const site = await addTestSite(db);
+  const receiver = await webhookReceiver(t);
+  const arrivals: number[] = [];
+  receiver.answerWith((_request, response) => {
+    arrivals.push(Date.now());
+    response.writeHead(200).end();
+  });
+  const hook = await createWebhook(db.kysely, deliveryGuard(config), site.siteId, { url: receiver.url, events: ['*'] });
+  assert.ok(hook.secret);
+  receiver.trust(hook.secret);
+  const warnings: string[] = [];
+
+  // Node A claims the delivery through the worker's own claim, with a short lease, starts its
+  // attempt and dies: its claim stands, it never writes a result.
+  await enqueueDeliveries(db.kysely, site.siteId, [hook.id], 'page.created', payloadOf('page.created', { type: 'page', id: 1 }));
+  const taken = await newestDeliveryId(db);
+  const leaseMs = 2500;
+  const dead = deadNodeGuard();
+  const a = workerOn(t, db, warnings, { guard: dead.guard, leaseMs });
+  const claimedFrom = Date.now();
+  await a.poll();
+  const claimedTo = Date.now();
+  const claimed = await deliveryRow(db, taken);
+  assert.equal(claimed.claimed_by, a.node, 'node A claimed it');
+  assert.ok(
+    claimed.due_ms >= claimedFrom + leaseMs && claimed.due_ms <= claimedTo + leaseMs,
+    `the claim moved it a lease ahead: due ${claimed.due_ms - claimedFrom} ms after the poll began`,
+  );
+  assert.equal(dead.calls(), 1, 'node A started its attempt');
+
+  // Another delivery, claimed as a node would a moment ago: its lease ends long after this test.
+  await enqueueDeliveries(db.kysely, site.siteId, [hook.id], 'page.updated', payloadOf('page.updated', { type: 'page', id: 1 }));
+  const held = await newestDeliveryId(db);
+  const heldUntil = Date.now() + 10 * 60 * 1000;
+  await db.kysely.updateTable('webhook_deliveries').set({ due_ms: heldUntil, claimed_by: 'node-c0ffee' }).where('id', '=', held).execute();
+
+  // Two live nodes look for due deliveries every 20 ms throughout.
+  const b = workerOn(t, db, warnings);
+  const c = workerOn(t, db, warnings);
+  b.start();
+  c.start();
+
+  // Checked well inside the lease, so that a slow machine still checks before it ends.
+  await sleep(claimed.due_ms - 1500 - Date.now());
+  assert.equal(receiver.received.length, 0, 'nothing is sent while the leases stand');
+  const during = await deliveryRow(db, taken);
+  assert.deepEqual([during.claimed_by, during.state, during.due_ms], [a.node, 'pending', claimed.due_ms], 'still node A’s claim');
+  const checkedAt = Date.now();
+  assert.ok(checkedAt < claimed.due_ms, `checked ${checkedAt - claimed.due_ms} ms after the lease ended: the machine stalled`);
+
+  const [one] = await receiver.waitFor(1, 10_000);
+  assert.ok(arrivals[0]! >= claimed.due_ms, `sent ${claimed.due_ms - arrivals[0]!} ms before node A's lease ended`);
+  assert.ok(one!.verified, 'verified with standardwebhooks');
+  assert.equal(one!.id, claimed.message_id, 'the same webhook-id as the delivery node A claimed');
+  assert.equal(one!.verified!.type, 'page.created');
+
+  await until('the delivery recorded', async () => (await deliveryRow(db, taken)).state === 'delivered');
+  // Both live nodes go on polling: nobody sends it again.
+  await sleep(600);
+  await Promise.all([b.stop(), c.stop()]);
+  assert.equal(receiver.received.length, 1, 'sent exactly once');
+  const done = await deliveryRow(db, taken);
+  assert.deepEqual([done.state, done.attempts, done.claimed_by], ['delivered', 1, null]);
+  assert.deepEqual(await attemptsOf(db, taken), [{ attempt: 1, status_code: 200, error: null }]);
+
+  // The claim whose lease has not ended was not taken by either node.
+  const still = await deliveryRow(db, held);
+  assert.deepEqual([still.state, still.claimed_by, still.due_ms, still.attempts], ['pending', 'node-c0ffee', heldUntil, 0]);
+  assert.deepEqual(await attemptsOf(db, held), []);
+
+  // Node A coming back (stopped here: its attempt is cut short and released) does not undo the delivery.
+  await a.stop();
+  const after = await deliveryRow(db, taken);
+  assert.deepEqual([after.state, after.attempts, after.claimed_by], ['delivered', 1, null]);
+  assert.deepEqual(warnings, []);
+});
+
+/**
+ * The database as a node sees it that stalls (a long pause, a starved pool) between an attempt and
+ * writing its result: its claims go through, its transactions (the results) wait until `resume`.
+ */
+function stalledWrites(db: Db): { handle: Db['kysely']; resume: () => void } {
+  let resume = () => {};
+  const resumed = new Promise<void>((resolve) => {
+    resume = resolve;
+  });
+  const handle = new Proxy(db.kysely, {
+    get(target, property) {
+      if (property === 'transaction') {
+        return () => {
+          const builder = target.transaction();
+          return {
+            execute: async (...args: Parameters<typeof builder.execute>) => {
+              await resumed;
+              return builder.execute(...args);
+            },
+          };
+        };
+      }
+      const value = Reflect.get(target, property);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { handle, resume };
+}
+
+test('a node that writes its result after its lease ended does not undo the claim of the node that took over: no third send', async (t) => {
+  const db = await createTestDatabase(t);
+  const site = await addTestSite(db);
+  const receiver = await webhookReceiver(t);
+  const held: Array<() => void> = [];
+  // Node A's attempt fails at once; node B's is answered when the test says.
+  receiver.answerWith((_request, response) => {
+    if (receiver.received.length === 1) response.writeHead(500).end();
+    else held.push(() => response.writeHead(200).end());
+  });
+  const hook = await createWebhook(db.kysely, deliveryGuard(config), site.siteId, { url: receiver.url, events: ['*'] });
+  assert.ok(hook.secret);
+  receiver.trust(hook.secret);
+  const warnings: string[] = [];
+  await enqueueDeliveries(db.kysely, site.siteId, [hook.id], 'page.created', payloadOf('page.created', { type: 'page', id: 1 }));
+  const id = await newestDeliveryId(db);
+
+  // Node A claims, is answered 500, and stalls before writing that: its lease ends meanwhile.
+  const stalled = stalledWrites(db);
+  const a = new WebhookWorker({
+    db: stalled.handle,
+    config: { ...config, retrySchedule: [0.05] },
+    guard: deliveryGuard(config),
+    warn: (error, message) => warnings.push(`${message}: ${String(error)}`),
+    keepDays: 90,
+    leaseMs: 400,
+  });
+  t.after(async () => {
+    stalled.resume();
+    await a.stop();
+  });
+  await a.poll();
+  await receiver.waitFor(1);
+
+  // Node B takes the delivery over once A's lease has ended; its attempt is under way.
+  const b = workerOn(t, db, warnings);
+  b.start();
+  await receiver.waitFor(2, 10_000);
+  assert.equal((await deliveryRow(db, id)).claimed_by, b.node);
+
+  // A's result lands now. It must not release B's claim: with the row due again (after 50 ms) and
+  // unclaimed, B (or any node) would send it a third time while B's attempt is still under way.
+  stalled.resume();
+  await a.stop();
+  await sleep(500);
+  assert.equal(receiver.received.length, 2, 'not sent again while node B’s claim stands');
+  assert.equal((await deliveryRow(db, id)).claimed_by, b.node, 'still node B’s claim');
+
+  for (const answer of held.splice(0)) answer();
+  await until('node B’s attempt recorded', async () => (await deliveryRow(db, id)).state === 'delivered');
+  await b.stop();
+  const done = await deliveryRow(db, id);
+  assert.deepEqual([done.state, done.claimed_by], ['delivered', null]);
+  assert.equal(receiver.received.length, 2);
+  assert.deepEqual(new Set(receiver.received.map((r) => r.id)), new Set([done.message_id]));
+  // Both attempts happened, and both are in the delivery's record.
+  assert.deepEqual((await attemptsOf(db, id)).map((attempt) => attempt.status_code).sort(), [200, 500]);
+  assert.deepEqual(warnings, []);
+});
+
+/** A delivery written as the worker leaves it, `ageMs` old, with `attempts` attempts recorded. */
+async function storedDelivery(
+  db: Db,
+  webhookId: number,
+  siteId: number,
+  state: 'pending' | 'delivered' | 'failed',
+  ageMs: number,
+  attempts: number,
+) {
+  const row = await db.kysely
+    .insertInto('webhook_deliveries')
+    .values({
+      webhook_id: webhookId,
+      site_id: siteId,
+      message_id: `msg_${state}_${ageMs}`,
+      event: 'page.updated',
+      payload: payloadOf('page.updated', { type: 'page', id: 1 }),
+      state,
+      // A pending one has a retry to come: not due while the test runs.
+      due_ms: Date.now() + DAY_MS,
+      attempts,
+      claimed_by: null,
+      created_at: formatTimestamp(new Date(Date.now() - ageMs)),
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    await db.kysely
+      .insertInto('webhook_attempts')
+      .values({ delivery_id: row.id, attempt, status_code: 500, error: null, duration_ms: 3, at: formatTimestamp(new Date()) })
+      .execute();
+  }
+  return row.id;
+}
+
+async function stored(db: Db) {
+  return {
+    deliveries: (await db.kysely.selectFrom('webhook_deliveries').select('id').orderBy('id').execute()).map((r) => r.id),
+    attempts: (await db.kysely.selectFrom('webhook_attempts').select('delivery_id').orderBy('delivery_id').execute()).map(
+      (r) => r.delivery_id,
+    ),
+  };
+}
+
+async function retentionSetUp(t: TestContext, keepDays: number) {
+  const db = await createTestDatabase(t);
+  const site = await addTestSite(db);
+  // Never sent to: nothing here is due.
+  const hook = await createWebhook(db.kysely, deliveryGuard(config), site.siteId, { url: 'http://127.0.0.1:9/hook', events: ['*'] });
+  const warnings: string[] = [];
+  const worker = workerOn(t, db, warnings, { keepDays });
+  return {
+    db,
+    warnings,
+    worker,
+    delivery: (...args: [state: 'pending' | 'delivered' | 'failed', ageMs: number, attempts: number]) =>
+      storedDelivery(db, hook.id, site.siteId, ...args),
+  };
+}
+
+test('a prune removes the deliveries no longer pending created more than keepDays ago, with their attempts; pending and recent ones stay', async (t) => {
+  const keepDays = 30;
+  const { db, warnings, worker, delivery } = await retentionSetUp(t, keepDays);
+  const oldDelivered = await delivery('delivered', (keepDays + 1) * DAY_MS, 2);
+  const oldFailed = await delivery('failed', (keepDays + 5) * DAY_MS, 3);
+  const oldPending = await delivery('pending', (keepDays + 60) * DAY_MS, 1);
+  const recentDelivered = await delivery('delivered', DAY_MS, 1);
+  const justInside = await delivery('failed', keepDays * DAY_MS - 3600 * 1000, 2);
+  assert.equal((await stored(db)).attempts.length, 9);
+
+  assert.equal(await worker.prune(), 2, 'two deliveries removed');
+  const left = await stored(db);
+  assert.deepEqual(left.deliveries, [oldPending, recentDelivered, justInside]);
+  assert.deepEqual(
+    left.attempts,
+    [oldPending, recentDelivered, justInside, justInside],
+    `the attempts of ${oldDelivered} and ${oldFailed} went with them`,
+  );
+
+  assert.equal(await worker.prune(), 0, 'a prune that finds nothing older removes nothing');
+  assert.deepEqual(await stored(db), left);
+  assert.deepEqual(warnings, []);
+});
+
+test('the worker prunes an hour after it starts, from its poll, and not before', async (t) => {
+  const keepDays = 7;
+  const { db, warnings, worker, delivery } = await retentionSetUp(t, keepDays);
+  await delivery('delivered', (keepDays + 1) * DAY_MS, 1);
+  const pending = await delivery('pending', (keepDays + 1) * DAY_MS, 1);
+
+  await worker.poll();
+  assert.equal((await stored(db)).deliveries.length, 2, 'the poll at the start removes nothing');
+  // An hour on, by the clock alone: nothing waits an hour.
+  mock.timers.enable({ apis: ['Date'], now: Date.now() + 3600 * 1000 + 1000 });
+  try {
+    await worker.poll();
+  } finally {
+    mock.timers.reset();
+  }
+  assert.deepEqual(await stored(db), { deliveries: [pending], attempts: [pending] }, 'the poll an hour later pruned');
+  assert.deepEqual(warnings, []);
+});

@@ -30,6 +30,7 @@ import { configuredStorage } from './storage/configured-storage.js';
 import { registerImageFiles, variantRateLimit } from './storage/image.routes.js';
 import { ImageProcessor } from './storage/image-processor.js';
 import type { ImageStorage } from './storage/image-storage.js';
+import { firstUpkeepDelayMs, UPKEEP_EVERY_MS } from './upkeep.js';
 import { registerWebhooks } from './webhooks/webhook.routes.js';
 import { deliveryGuard, WebhookWorker } from './webhooks/webhook.worker.js';
 
@@ -187,9 +188,7 @@ async function configuredImages(config: Config, db: Db, app: FastifyInstance): P
   return storage;
 }
 
-/** Retention runs hourly, on every node: a run that finds nothing older removes nothing. */
-const RETENTION_EVERY_MS = 60 * 60 * 1000;
-
+/** Retention runs on every node, as its upkeep (upkeep.ts). */
 function scheduleRetention(app: FastifyInstance, run: () => Promise<{ changes: number; images: number }>): void {
   const once = () =>
     run().then(
@@ -198,7 +197,11 @@ function scheduleRetention(app: FastifyInstance, run: () => Promise<{ changes: n
       },
       (err) => app.log.warn({ err }, 'removing old change history failed'),
     );
-  const timer = setInterval(once, RETENTION_EVERY_MS);
+  let timer = setTimeout(() => {
+    void once();
+    timer = setInterval(once, UPKEEP_EVERY_MS);
+    timer.unref();
+  }, firstUpkeepDelayMs());
   timer.unref();
-  app.addHook('onClose', async () => clearInterval(timer));
+  app.addHook('onClose', async () => clearTimeout(timer));
 }

@@ -346,21 +346,32 @@ test('a prune removes the deliveries no longer pending created more than keepDay
   assert.deepEqual(warnings, []);
 });
 
-test('the worker prunes an hour after it starts, from its poll, and not before', async (t) => {
+test('the worker prunes within five minutes of its start, from its poll, not at once, then hourly', async (t) => {
   const keepDays = 7;
   const { db, warnings, worker, delivery } = await retentionSetUp(t, keepDays);
   await delivery('delivered', (keepDays + 1) * DAY_MS, 1);
   const pending = await delivery('pending', (keepDays + 1) * DAY_MS, 1);
+  const started = Date.now();
+  /** A poll with the clock `ms` after the start: nothing waits that long. */
+  const pollAt = async (ms: number) => {
+    mock.timers.enable({ apis: ['Date'], now: started + ms });
+    try {
+      await worker.poll();
+    } finally {
+      mock.timers.reset();
+    }
+  };
 
   await worker.poll();
   assert.equal((await stored(db)).deliveries.length, 2, 'the poll at the start removes nothing');
-  // An hour on, by the clock alone: nothing waits an hour.
-  mock.timers.enable({ apis: ['Date'], now: Date.now() + 3600 * 1000 + 1000 });
-  try {
-    await worker.poll();
-  } finally {
-    mock.timers.reset();
-  }
-  assert.deepEqual(await stored(db), { deliveries: [pending], attempts: [pending] }, 'the poll an hour later pruned');
+  // A node restarted more often than hourly must still prune.
+  await pollAt(5 * 60 * 1000 + 1000);
+  assert.deepEqual(await stored(db), { deliveries: [pending], attempts: [pending] }, 'the poll five minutes on pruned');
+
+  await delivery('failed', (keepDays + 1) * DAY_MS, 1);
+  await pollAt(10 * 60 * 1000);
+  assert.equal((await stored(db)).deliveries.length, 2, 'not again within the hour');
+  await pollAt(5 * 60 * 1000 + 3600 * 1000 + 2000);
+  assert.deepEqual(await stored(db), { deliveries: [pending], attempts: [pending] }, 'again an hour after the first');
   assert.deepEqual(warnings, []);
 });

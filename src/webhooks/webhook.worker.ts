@@ -17,6 +17,7 @@ import { dialectOf } from '../db/database.js';
 import type { DbHandle } from '../db/schema.js';
 import { now, timestampBefore } from '../db/time.js';
 import { type OutboundGuard, outboundGuard } from '../http/outbound.js';
+import { firstUpkeepDelayMs, UPKEEP_EVERY_MS } from '../upkeep.js';
 import { signedHeaders } from './webhook.signing.js';
 
 /** A receiver has this long to answer, headers and body, for an attempt to count as delivered. */
@@ -81,9 +82,6 @@ export interface WebhookWorkerDeps {
   readonly leaseMs?: number;
 }
 
-/** How often a node removes the deliveries older than keepDays: on every node, and one that finds none removes none. */
-const PRUNE_EVERY_MS = 60 * 60 * 1000;
-
 /** Seconds of a Retry-After header, as a number or an HTTP date; undefined when absent or unreadable. */
 export function retryAfterSeconds(value: string | null): number | undefined {
   if (!value) return undefined;
@@ -105,7 +103,7 @@ export class WebhookWorker {
   /** Set when a slot came free during a poll: the next poll follows at once. */
   private again = false;
   /** An hour after start, then hourly, as the change history's retention. */
-  private nextPrune = Date.now() + PRUNE_EVERY_MS;
+  private nextPrune = Date.now() + firstUpkeepDelayMs();
 
   constructor(private readonly deps: WebhookWorkerDeps) {}
 
@@ -126,7 +124,7 @@ export class WebhookWorker {
   async poll(): Promise<void> {
     await this.flush();
     if (Date.now() >= this.nextPrune) {
-      this.nextPrune = Date.now() + PRUNE_EVERY_MS;
+      this.nextPrune = Date.now() + UPKEEP_EVERY_MS;
       await this.prune();
     }
     const free = this.deps.config.concurrency - this.inFlight;

@@ -13,6 +13,18 @@ export async function inTransaction<T>(db: DbHandle, work: (trx: DbHandle) => Pr
 }
 
 /**
+ * Runs reads that must agree with each other (rows and the rows that belong to them) on one
+ * snapshot of the database: on PostgreSQL a read-only REPEATABLE READ transaction, since under the
+ * default READ COMMITTED each statement sees the commits made before it began, so a second read
+ * could see a commit the first did not. A SQLite transaction reads one snapshot already. Inside
+ * a caller's transaction, that one's.
+ */
+export async function inSnapshot<T>(db: DbHandle, work: (trx: DbHandle) => Promise<T>): Promise<T> {
+  if (db.isTransaction) return work(db);
+  return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(work);
+}
+
+/**
  * PostgreSQL's advisory lock (class, key), held until the transaction `db` is in ends: transactions
  * on any node that take the same one run what follows one at a time. A string key is hashed
  * (hashtext). `shared` holders run beside each other and only exclude an exclusive holder (many

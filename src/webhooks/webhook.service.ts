@@ -6,6 +6,7 @@
 import type { Selectable } from 'kysely';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, now } from '../db/time.js';
+import { inSnapshot } from '../db/transaction.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { OutboundError, type OutboundGuard } from '../http/outbound.js';
 import { EVENTS, enqueueDeliveries, eventsOf, payloadOf, TEST_EVENT } from './webhook.events.js';
@@ -188,8 +189,15 @@ export interface DeliveryView {
   attempts: AttemptView[];
 }
 
-/** The hook's latest deliveries, newest first, each with its attempts. */
-export async function listDeliveries(db: DbHandle, siteId: number, id: number, limit: number, only?: number): Promise<DeliveryView[]> {
+/**
+ * The hook's latest deliveries, newest first, each with its attempts: read on one snapshot, so a
+ * delivery's state and its attempts agree (the worker commits them together).
+ */
+export function listDeliveries(db: DbHandle, siteId: number, id: number, limit: number, only?: number): Promise<DeliveryView[]> {
+  return inSnapshot(db, (snapshot) => readDeliveries(snapshot, siteId, id, limit, only));
+}
+
+async function readDeliveries(db: DbHandle, siteId: number, id: number, limit: number, only?: number): Promise<DeliveryView[]> {
   await hookRow(db, siteId, id);
   let query = db.selectFrom('webhook_deliveries').select(['id', 'message_id', 'event', 'state', 'created_at']).where('webhook_id', '=', id);
   if (only !== undefined) query = query.where('id', '=', only);

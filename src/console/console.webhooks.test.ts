@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Browser, consoleLogin, csrfOf, startOAuthApp } from '../../test/oauth.helpers.js';
+import { until } from '../../test/until.js';
 import { webhookReceiver } from '../../test/webhook-receiver.js';
 import { testConfig } from '../config.js';
 import { formatTimestamp } from '../db/time.js';
@@ -24,16 +25,6 @@ async function html(browser: Browser, path: string, status = 200): Promise<strin
   const response = await browser.request(path);
   assert.equal(response.status, status, path);
   return response.text();
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) assert.fail(`${what} within ${ms} ms`);
-    await sleep(25);
-  }
 }
 
 /** Adds a hook through the tab's form; its id and the secret the next page shows. */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildTestApp, json, type TestApp } from '../../test/helpers.js';
+import { until } from '../../test/until.js';
 import { webhookReceiver } from '../../test/webhook-receiver.js';
 import { type Config, testConfig, type WebhookConfig } from '../config.js';
 import { formatTimestamp } from '../db/time.js';
@@ -38,16 +39,6 @@ async function deliveries({ app, site }: TestApp, id: number) {
 
 async function hookOf({ app, site }: TestApp, id: number) {
   return json(await app.inject({ url: `/api/webhooks/${id}`, headers: site.headers })).data[0];
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) assert.fail(`${what} within ${ms} ms`);
-    await sleep(25);
-  }
 }
 
 test('a change is delivered signed as Standard Webhooks says, with the small body, only for the events asked', async (t) => {

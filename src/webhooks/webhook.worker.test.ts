@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 import { mock, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { addTestSite, createTestDatabase } from '../../test/helpers.js';
+import { until } from '../../test/until.js';
 import { webhookReceiver } from '../../test/webhook-receiver.js';
 import { testConfig, type WebhookConfig } from '../config.js';
 import type { Db } from '../db/database.js';
@@ -78,15 +79,6 @@ async function attemptsOf(db: Db, id: number) {
     .where('delivery_id', '=', id)
     .orderBy('attempt')
     .execute();
-}
-
-/** Resolves once `check` holds; fails after `ms`. */
-async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`${what} within ${ms} ms`);
-    await sleep(20);
-  }
 }
 
 async function newestDeliveryId(db: Db): Promise<number> {

@@ -119,6 +119,98 @@ test('console webhooks: a refused hook shows the form again (400) with the reaso
   assert.deepEqual(await listWebhooks(s.a.db.kysely, s.a.site.siteId), []);
 });
 
+/** The hook as GET /api/webhooks/<id> gives it, and its stored secret. */
+async function apiHook(s: Awaited<ReturnType<typeof setUp>>, id: number) {
+  const response = await s.a.app.inject({ url: `/api/webhooks/${id}`, headers: s.a.site.headers });
+  assert.equal(response.statusCode, 200, response.body);
+  const [hook] = (response.json() as { data: Array<{ url: string; events: string[]; description: string; status: string }> }).data;
+  const { secret } = await s.a.db.kysely.selectFrom('webhooks').select('secret').where('id', '=', id).executeTakeFirstOrThrow();
+  return { url: hook!.url, events: hook!.events, description: hook!.description, status: hook!.status, secret };
+}
+
+test('console webhooks: Edit changes the URL, events and description; the secret stays, is not shown, and still signs', async (t) => {
+  const s = await setUp(t);
+  const { id, secret } = await addHook(s, ['page.created', 'blog.deleted'], 'Old note');
+  const hookPath = `${s.tab}/${id}`;
+  assert.match(await html(s.browser, hookPath), new RegExp(`<a class="button secondary small" href="${hookPath}/edit">Edit</a>`));
+
+  const form = await html(s.browser, `${hookPath}/edit`);
+  assert.match(form, new RegExp(`<form method="post" action="${hookPath}/edit">`));
+  assert.match(form, new RegExp(`name="url" type="url" required maxlength="2000" value="${s.receiver.url}"`), 'prefilled');
+  assert.match(form, /value="page\.created" checked>/);
+  assert.match(form, /value="blog\.deleted" checked>/);
+  assert.doesNotMatch(form, /value="page\.updated" checked>/);
+  assert.match(form, /name="description" type="text" maxlength="500" value="Old note"/);
+  assert.match(form, /<button type="submit">Save<\/button>/);
+  assert.match(form, new RegExp(`<a class="button secondary" href="${hookPath}">Cancel</a>`));
+  assert.doesNotMatch(form, SECRET, 'the secret is never shown');
+
+  const url = `http://127.0.0.1:${s.receiver.port}/hook/edited`;
+  const saved = await s.browser.request(`${hookPath}/edit`, {
+    form: { csrf: s.csrf, url: ` ${url} `, events: ['page.updated', 'blog.restored'], description: ' New note ' },
+  });
+  assert.equal(saved.status, 303);
+  assert.equal(saved.headers.get('location'), hookPath);
+  const page = await html(s.browser, hookPath);
+  assert.match(page, /<p class="notice" role="status">The hook is saved\.<\/p>/);
+  assert.match(page, /<dt>Events<\/dt><dd>page\.updated, blog\.restored<\/dd>/);
+  assert.match(page, /<dt>Description<\/dt><dd>New note<\/dd>/);
+  assert.doesNotMatch(page, SECRET);
+  assert.deepEqual(await apiHook(s, id), {
+    url,
+    events: ['page.updated', 'blog.restored'],
+    description: 'New note',
+    status: 'active',
+    secret,
+  });
+
+  // The old secret still signs, at the new URL.
+  s.receiver.trust(secret);
+  assert.equal((await s.browser.request(`${hookPath}/test`, { form: { csrf: s.csrf } })).status, 303);
+  const [received] = await s.receiver.waitFor(1);
+  assert.equal(received!.verified?.type, 'webhook.test');
+
+  // A disabled hook stays disabled through an edit; an empty description clears it.
+  assert.equal((await s.browser.request(`${hookPath}/disable`, { form: { csrf: s.csrf } })).status, 303);
+  const again = await s.browser.request(`${hookPath}/edit`, { form: { csrf: s.csrf, url, events: '*', description: '' } });
+  assert.equal(again.status, 303);
+  assert.deepEqual(await apiHook(s, id), { url, events: ['*'], description: '', status: 'disabled', secret });
+});
+
+test('console webhooks: a refused edit shows the edit form again (400) with the reason and what was typed, and changes nothing', async (t) => {
+  const s = await setUp(t);
+  const { id } = await addHook(s, ['page.created'], 'Kept');
+  const before = await apiHook(s, id);
+  const path = `${s.tab}/${id}/edit`;
+  const refused = async (form: Record<string, string | string[]>, reason: RegExp) => {
+    const response = await s.browser.request(path, { form: { csrf: s.csrf, ...form } });
+    assert.equal(response.status, 400, JSON.stringify(form));
+    const text = await response.text();
+    assert.match(text, reason);
+    assert.match(text, new RegExp(`<form method="post" action="${path}">`), 'the edit form, not the add form');
+    assert.doesNotMatch(text, SECRET);
+    assert.deepEqual(await apiHook(s, id), before, 'unchanged');
+    return text;
+  };
+  const typed = 'http://127.0.0.1:1/typed';
+  const none = await refused({ url: typed, description: 'typed note' }, /Choose at least one event\./);
+  assert.match(none, new RegExp(`name="url" type="url" required maxlength="2000" value="${typed}"`), 'the URL typed stays');
+  assert.match(none, /name="description" type="text" maxlength="500" value="typed note"/);
+  assert.doesNotMatch(none, /checked>/, 'no event ticked, as sent (not the hook’s own)');
+  const unknown = await refused({ url: typed, events: ['blog.updated', 'page.exploded'] }, /Events: page\.exploded is not an event/);
+  assert.match(unknown, /value="blog\.updated" checked>/, 'the events ticked stay ticked');
+  await refused({ url: '', events: '*' }, /Give the URL that receives the deliveries\./);
+  await refused({ url: 'ftp://127.0.0.1/hook', events: '*', description: 'typed' }, /The URL ftp: is not fetched/);
+  await refused(
+    { url: 'https://169.254.169.254/latest', events: '*' },
+    /The URL 169\.254\.169\.254 resolves to 169\.254\.169\.254, which is not a public address/,
+  );
+  await refused(
+    { url: typed, events: '*', description: 'x'.repeat(501) },
+    /The description is 501 characters long; it may have 500 at most\./,
+  );
+});
+
 test('console webhooks: disable and enable; a disabled hook says why (owner, 410 Gone, failing for 5 days), a failing one says since when', async (t) => {
   const s = await setUp(t);
   const { id, secret } = await addHook(s);
@@ -233,6 +325,9 @@ test("console webhooks: another website's tab, or its hook under this website's 
     `${theirs}/${foreign.id}/delete`,
     `${s.tab}/${foreign.id}`,
     `${s.tab}/${foreign.id}/rotate`,
+    `${s.tab}/${foreign.id}/edit`,
+    `${theirs}/${foreign.id}/edit`,
+    `${s.tab}/01/edit`,
     `${s.tab}/01`,
     `${s.tab}/99999999999`,
   ]) {
@@ -244,12 +339,16 @@ test("console webhooks: another website's tab, or its hook under this website's 
     [`${s.tab}/${foreign.id}/disable`, {}],
     [`${s.tab}/${foreign.id}/test`, {}],
     [`${s.tab}/${foreign.id}/rotate`, {}],
+    [`${s.tab}/${foreign.id}/edit`, { url: s.receiver.url, events: '*', description: 'taken' }],
+    [`${s.tab}/${foreign.id}/edit`, {}],
+    [`${theirs}/${foreign.id}/edit`, { url: s.receiver.url, events: '*', description: 'taken' }],
     [`${s.tab}/${foreign.id}/deliveries/1/retry`, {}],
   ] as const) {
     assert.equal((await s.browser.request(path, { method: 'POST', form: { csrf: s.csrf, ...form } })).status, 404, path);
   }
   const [still] = await listWebhooks(s.a.db.kysely, s.a.site2.siteId);
   assert.equal(still?.status, 'active', 'untouched');
+  assert.equal(still?.description, '', 'not edited');
   const { secret } = await s.a.db.kysely.selectFrom('webhooks').select('secret').where('id', '=', foreign.id).executeTakeFirstOrThrow();
   assert.equal(secret, foreign.secret, 'not rotated');
 
@@ -260,6 +359,12 @@ test("console webhooks: another website's tab, or its hook under this website's 
   const { id } = await addHook(s);
   assert.equal((await s.browser.request(`${s.tab}/${id}/delete`, { method: 'POST', form: {} })).status, 403);
   assert.equal((await s.browser.request(`${s.tab}/${id}/disable`, { form: { csrf: 'forged' } })).status, 403);
+  for (const csrf of [undefined, 'forged']) {
+    const form = { url: `${s.receiver.url}/forged`, events: 'page.deleted', description: 'forged', ...(csrf ? { csrf } : {}) };
+    assert.equal((await s.browser.request(`${s.tab}/${id}/edit`, { form })).status, 403);
+  }
+  const [kept] = await listWebhooks(s.a.db.kysely, s.a.site.siteId);
+  assert.deepEqual([kept?.url, kept?.events, kept?.description], [s.receiver.url, ['*'], ''], 'not edited without the token');
   assert.deepEqual(
     (await listWebhooks(s.a.db.kysely, s.a.site.siteId)).map((h) => h.status),
     ['active'],

@@ -74,6 +74,7 @@ function hookCard(siteId: number, hook: hooks.WebhookView) {
     disablePath: at('/disable'),
     testPath: at('/test'),
     rotatePath: at('/rotate'),
+    editPath: at('/edit'),
     deletePath: at('/delete'),
   };
 }
@@ -81,6 +82,39 @@ function hookCard(siteId: number, hook: hooks.WebhookView) {
 /** A service's refusal of a form value, worded for the form (the API's words name JSON fields). */
 function readable(error: ValidationError): BadRequestError {
   return new BadRequestError(error.errors.map((e) => `${FIELD_TITLES[e.field] ?? e.field} ${e.message}.`).join(' '));
+}
+
+/** A hook's fields in a form: typed, or the hook's own. */
+type HookFields = { url: string; events: string[]; description: string };
+
+/** The form's fields as typed: the add form's and the edit form's (console-webhook-fields.eta). */
+function typedFields(form: ConsoleContext['form']): HookFields {
+  return {
+    url: formValue(form, 'url').trim(),
+    events: formValues(form, 'events'),
+    description: formValue(form, 'description').trim(),
+  };
+}
+
+/** What console-webhook-fields.eta shows: `form` as typed, or as the hook has it. */
+const fieldsData = (form: HookFields) => ({
+  form,
+  events: EVENTS.map((event) => ({ value: event, title: event === '*' ? 'Every event (*)' : event })),
+  descriptionMax: DESCRIPTION_MAX,
+});
+
+/**
+ * Saves a hook's fields (`save`: create or update) once checked as the API's schema checks them;
+ * a refusal, here or by the service, is a BadRequestError worded for the form.
+ */
+async function saveFields<T>(fields: HookFields, save: (hook: hooks.NewWebhook) => Promise<T>): Promise<T> {
+  try {
+    return await save(newHook(fields.url, fields.events, fields.description));
+  } catch (error) {
+    if (error instanceof ValidationError) throw readable(error);
+    if (error instanceof ConflictError) throw new BadRequestError(error.message);
+    throw error;
+  }
 }
 
 /** The new hook's fields, checked as the API's schema checks them; the service checks the rest. */
@@ -112,9 +146,7 @@ export async function registerWebhookPages(app: FastifyInstance, deps: ConsoleDe
       site,
       tab: 'webhooks',
       hooks: list.map((hook) => hookCard(siteId, hook)),
-      events: EVENTS.map((event) => ({ value: event, title: event === '*' ? 'Every event (*)' : event })),
-      form: { url: '', events: [], description: '' },
-      descriptionMax: DESCRIPTION_MAX,
+      ...fieldsData({ url: '', events: [], description: '' }),
       failingDays: FAILING_DAYS,
       full: list.length >= hooks.MAX_HOOKS_PER_SITE,
       ...data,
@@ -154,22 +186,10 @@ export async function registerWebhookPages(app: FastifyInstance, deps: ConsoleDe
     { schema: { hide: true, params: SiteParams } },
     consoleHandler<SiteRoute>(deps, 'POST', async (ctx) => {
       const { siteId } = await userSite(ctx);
-      const form = {
-        url: formValue(ctx.form, 'url').trim(),
-        events: formValues(ctx.form, 'events'),
-        description: formValue(ctx.form, 'description').trim(),
-      };
+      const form = typedFields(ctx.form);
       const created = await changeOrFormAgain(
         (error) => listPage(ctx, 400, { form, error }),
-        async () => {
-          try {
-            return await hooks.createWebhook(db, guard, siteId, newHook(form.url, form.events, form.description));
-          } catch (error) {
-            if (error instanceof ValidationError) throw readable(error);
-            if (error instanceof ConflictError) throw new BadRequestError(error.message);
-            throw error;
-          }
-        },
+        () => saveFields(form, (hook) => hooks.createWebhook(db, guard, siteId, hook)),
       );
       if (!created) return ctx.reply;
       const { id, secret = '' } = created.result;
@@ -197,6 +217,46 @@ export async function registerWebhookPages(app: FastifyInstance, deps: ConsoleDe
           canRetry: d.state === 'failed' && hook.status === 'active',
         })),
       });
+    }),
+  );
+
+  /** The edit form: `form` is the hook's fields, or what was typed when a save was refused. */
+  const editPage = async (ctx: ConsoleContext<WebhookRoute>, status: number, form?: HookFields, error?: string) => {
+    const { siteId, site } = await userSite(ctx);
+    const hook = await hooks.getWebhook(db, siteId, idOf(ctx.params.hookId));
+    return ctx.page(status, 'console-webhook-edit', 'sites', {
+      site,
+      tab: 'webhooks',
+      hookId: hook.id,
+      listPath: webhooksPath(siteId),
+      hookPath: webhooksPath(siteId, hook.id),
+      editPath: webhooksPath(siteId, hook.id, '/edit'),
+      ...fieldsData(form ?? { url: hook.url, events: hook.events, description: hook.description }),
+      ...(error ? { error } : {}),
+    });
+  };
+
+  scope.get(
+    `${base}/:hookId/edit`,
+    { schema: { hide: true, params: WebhookParams } },
+    consoleHandler<WebhookRoute>(deps, 'GET', (ctx) => editPage(ctx, 200)),
+  );
+
+  // The URL, events and description; the secret and the state stay (enable, disable and rotate are their own buttons).
+  scope.post(
+    `${base}/:hookId/edit`,
+    { schema: { hide: true, params: WebhookParams } },
+    consoleHandler<WebhookRoute>(deps, 'POST', async (ctx) => {
+      const { siteId } = await userSite(ctx);
+      const hookId = idOf(ctx.params.hookId);
+      await hooks.getWebhook(db, siteId, hookId); // another website's hook: the 404 before any refusal of the form
+      const form = typedFields(ctx.form);
+      const saved = await changeOrFormAgain(
+        (error) => editPage(ctx, 400, form, error),
+        () => saveFields(form, (hook) => hooks.updateWebhook(db, guard, siteId, hookId, hook)),
+      );
+      if (!saved) return ctx.reply;
+      return ctx.seeOther(webhooksPath(siteId, hookId), { notice: 'The hook is saved.' });
     }),
   );
 

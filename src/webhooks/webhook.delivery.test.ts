@@ -195,6 +195,35 @@ test('a 410 disables the hook, and so does failing without a break for 5 days; t
   assert.equal(given.event, 'page.created');
 });
 
+test('an attempt under way when its hook is disabled, then answered 2xx, leaves its delivery delivered: the receiver has it', async (t) => {
+  const ctx = await setUp(t);
+  const { app, site, receiver, hook } = ctx;
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  receiver.answerWith((_request, response) => void held.then(() => response.writeHead(200).end()));
+  await writePage(ctx);
+  await receiver.waitFor(1);
+  const disabled = await app.inject({
+    method: 'PATCH',
+    url: `/api/webhooks/${hook.id}`,
+    headers: site.headers,
+    payload: { status: 'disabled' },
+  });
+  assert.equal(json(disabled).data[0].status, 'disabled');
+  assert.equal((await deliveries(ctx, hook.id))[0].state, 'failed', 'disabling gives up what is pending');
+  release();
+  const [delivered] = await until('the 200 is recorded', async () => {
+    const list = await deliveries(ctx, hook.id);
+    return list[0]?.attempts.length === 1 && list;
+  });
+  assert.equal(delivered.state, 'delivered');
+  assert.equal(delivered.attempts[0].statusCode, 200);
+  assert.equal((await hookOf(ctx, hook.id)).status, 'disabled', 'the hook stays disabled');
+  assert.equal(receiver.received.length, 1);
+});
+
 test('after a rotation the old and the new secret both sign; a receiver with either verifies', async (t) => {
   const ctx = await setUp(t);
   const { app, site, receiver, hook } = ctx;

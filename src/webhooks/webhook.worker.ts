@@ -301,7 +301,15 @@ export class WebhookWorker {
     const { statusCode } = outcome;
     const hook = db.updateTable('webhooks').where('id', '=', delivery.webhook_id);
     if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
-      await row.set({ state: 'delivered', attempts: attempt, claimed_by: null }).execute();
+      // The receiver has it: delivered, also when the delivery was given up while this attempt ran
+      // (its hook disabled, or another node's attempts ran out after a takeover). Never over a
+      // claim another node holds, nor over a delivery already delivered.
+      await db
+        .updateTable('webhook_deliveries')
+        .where('id', '=', delivery.id)
+        .where((eb) => eb.or([eb('claimed_by', '=', this.node), eb.and([eb('claimed_by', 'is', null), eb('state', '=', 'failed')])]))
+        .set({ state: 'delivered', attempts: attempt, claimed_by: null })
+        .execute();
       await hook.where('failing_since', 'is not', null).set({ failing_since: null }).execute();
       return;
     }

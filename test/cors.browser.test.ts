@@ -4,7 +4,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { createClient } from '../src/oauth/clients/client.service.js';
 import { launchChromium, SCREENSHOTS } from './browser.js';
-import { freePort, startOAuthApp } from './oauth.helpers.js';
+import { startOAuthApp } from './oauth.helpers.js';
+import { freePort } from './server-process.js';
 
 /**
  * A single-page app as a developer would write one, with no library: PKCE in the browser, the

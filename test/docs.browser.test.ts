@@ -6,7 +6,7 @@ import { seedDemo } from '../src/demo/seed.js';
 import { DEMO_CLIENT_ID, DOCS_REDIRECT_PATH } from '../src/oauth/clients/client.service.js';
 import { launchChromium, SCREENSHOTS } from './browser.js';
 import { buildTestApp, createTestDatabase, tempDir } from './helpers.js';
-import { freePort } from './oauth.helpers.js';
+import { freePort } from './server-process.js';
 
 test('in Chromium: /docs renders every page and blog operation from the OpenAPI document', async (t) => {
   const browser = await launchChromium(t);

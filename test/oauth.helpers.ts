@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
@@ -13,7 +12,7 @@ import type { Config } from '../src/config.js';
 import { createDatabase, type Db } from '../src/db/database.js';
 import { createClient } from '../src/oauth/clients/client.service.js';
 import { addTestSite, buildTestApp, createEmptyPostgresDatabase, TEST_DATABASE_URL, type TestApp, type TestSite } from './helpers.js';
-import { listening, type Started, start } from './server-process.js';
+import { freePort, listening, type Started, start } from './server-process.js';
 
 export const REDIRECT_URI = 'https://app.example/callback';
 export const PASSWORD = 'correct horse battery';
@@ -34,17 +33,6 @@ export interface OAuthServer {
 }
 
 export interface OAuthTestApp extends TestApp, OAuthServer {}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
 
 /**
  * A listening server on 127.0.0.1 with a random port (openid-client needs a real URL), an owner

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -9,12 +8,28 @@ import type { DemoCredentials } from '../src/demo/credentials.js';
 /** What `npm start` runs after the build. */
 const SERVER = fileURLToPath(new URL('../src/server.js', import.meta.url));
 
+/** Where freePort draws from: below Linux's ephemeral ports (32768–60999). */
+const PORTS = { from: 20_000, count: 12_000 } as const;
+
+/**
+ * A port on 127.0.0.1 that nothing listens on now, for a server that must know its address before
+ * it listens (its PUBLIC_URL). Drawn at random below the ephemeral range: a port the kernel handed
+ * out there (to a listen(0) or an outgoing connection of a test running beside this one) could be
+ * taken again between this check and the listen, which made a test fail with EADDRINUSE.
+ */
 export async function freePort(): Promise<number> {
-  const probe = createServer().listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address() as { port: number };
-  probe.close();
-  return port;
+  for (;;) {
+    const port = PORTS.from + Math.floor(Math.random() * PORTS.count);
+    const probe = createServer();
+    const free = await new Promise<boolean>((resolve) => {
+      probe.once('error', () => resolve(false));
+      probe.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (free) {
+      await new Promise((resolve) => probe.close(resolve));
+      return port;
+    }
+  }
 }
 
 export interface Started {

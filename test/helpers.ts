@@ -79,7 +79,11 @@ export async function createTestDatabase(t: TestContext, options: Pick<DatabaseO
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await admin.connect();
-  const db = createDatabase(TEST_DATABASE_URL, { ...options, schema, poolSize: 4 });
+  // Room for the tests that send several writes at once (six concurrent inserts, four feed
+  // writers): with fewer connections than requests, the ones waiting for a connection got a 503
+  // after the pool's 5 s wait on a loaded CI machine, which is the service's backpressure, not
+  // what those tests check.
+  const db = createDatabase(TEST_DATABASE_URL, { ...options, schema, poolSize: 8 });
   const drop = async () => {
     await db.close();
     await underSchemaLock(admin, () => admin.query(`drop schema if exists ${schema} cascade`));

@@ -249,9 +249,54 @@ test('a node that writes its result after its lease ended does not undo the clai
   assert.deepEqual([done.state, done.claimed_by], ['delivered', null]);
   assert.equal(receiver.received.length, 2);
   assert.deepEqual(new Set(receiver.received.map((r) => r.id)), new Set([done.message_id]));
-  // Both attempts happened, and both are in the delivery's record.
-  assert.deepEqual((await attemptsOf(db, id)).map((attempt) => attempt.status_code).sort(), [200, 500]);
+  // Both attempts happened, and both are in the delivery's record, numbered one after the other
+  // whichever node's result was written first.
+  const attempts = await attemptsOf(db, id);
+  assert.deepEqual(attempts.map((attempt) => attempt.status_code).sort(), [200, 500]);
+  assert.deepEqual(
+    attempts.map((attempt) => attempt.attempt),
+    [1, 2],
+  );
+  assert.equal(done.attempts, 2);
   assert.deepEqual(warnings, []);
+});
+
+test('a hook deleted while an attempt to it is under way: that result is dropped, and the results written with it are kept', async (t) => {
+  const db = await createTestDatabase(t);
+  const site = await addTestSite(db);
+  const receiver = await webhookReceiver(t);
+  const held: Array<() => void> = [];
+  receiver.answerWith((_request, response) => {
+    held.push(() => response.writeHead(200).end());
+  });
+  const kept = await createWebhook(db.kysely, deliveryGuard(config), site.siteId, { url: receiver.url, events: ['*'] });
+  const deleted = await createWebhook(db.kysely, deliveryGuard(config), site.siteId, { url: `${receiver.url}?gone`, events: ['*'] });
+  await enqueueDeliveries(
+    db.kysely,
+    site.siteId,
+    [kept.id, deleted.id],
+    'page.created',
+    payloadOf('page.created', { type: 'page', id: 1 }),
+  );
+  const deliveryOf = async (webhookId: number) =>
+    (await db.kysely.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', webhookId).executeTakeFirstOrThrow()).id;
+  const keptDelivery = await deliveryOf(kept.id);
+  const deletedDelivery = await deliveryOf(deleted.id);
+  const warnings: string[] = [];
+  const worker = workerOn(t, db, warnings);
+  await worker.poll();
+  await receiver.waitFor(2);
+
+  // Deleted while both attempts wait for their answers: its deliveries go with it.
+  await db.kysely.deleteFrom('webhooks').where('id', '=', deleted.id).execute();
+  for (const answer of held.splice(0)) answer();
+  await until('the other delivery recorded', async () => (await deliveryRow(db, keptDelivery)).state === 'delivered');
+  await worker.stop();
+
+  assert.deepEqual(warnings, [], 'no result failed to be written');
+  assert.deepEqual(await attemptsOf(db, keptDelivery), [{ attempt: 1, status_code: 200, error: null }]);
+  assert.deepEqual(await attemptsOf(db, deletedDelivery), []);
+  assert.equal(receiver.received.length, 2, 'neither was sent again');
 });
 
 /** A delivery written as the worker leaves it, `ageMs` old, with `attempts` attempts recorded. */

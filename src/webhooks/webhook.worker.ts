@@ -40,7 +40,6 @@ interface Claimed {
   message_id: string;
   payload: string;
   step: number;
-  attempts: number;
 }
 
 interface Hook {
@@ -208,7 +207,7 @@ export class WebhookWorker {
       .updateTable('webhook_deliveries')
       .set({ due_ms: nowMs + (this.deps.leaseMs ?? LEASE_MS), claimed_by: this.node })
       .where('id', 'in', due)
-      .returning(['id', 'webhook_id', 'message_id', 'payload', 'step', 'attempts'])
+      .returning(['id', 'webhook_id', 'message_id', 'payload', 'step'])
       .execute();
   }
 
@@ -286,7 +285,18 @@ export class WebhookWorker {
       await row.set({ state: 'failed', claimed_by: null }).execute();
       return;
     }
-    const attempt = delivery.attempts + 1;
+    // The attempt's number is taken by counting it on the delivery, in one statement that locks the
+    // row on both databases: unique however many nodes attempted the delivery (a late result beside
+    // the attempt of the node that took over). No row: the delivery went with its hook, deleted
+    // while this attempt ran, and there is nothing left to record it on.
+    const counted = await db
+      .updateTable('webhook_deliveries')
+      .where('id', '=', delivery.id)
+      .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
+      .returning('attempts')
+      .executeTakeFirst();
+    if (!counted) return;
+    const attempt = counted.attempts;
     await db
       .insertInto('webhook_attempts')
       .values({
@@ -308,14 +318,14 @@ export class WebhookWorker {
         .updateTable('webhook_deliveries')
         .where('id', '=', delivery.id)
         .where((eb) => eb.or([eb('claimed_by', '=', this.node), eb.and([eb('claimed_by', 'is', null), eb('state', '=', 'failed')])]))
-        .set({ state: 'delivered', attempts: attempt, claimed_by: null })
+        .set({ state: 'delivered', claimed_by: null })
         .execute();
       await hook.where('failing_since', 'is not', null).set({ failing_since: null }).execute();
       return;
     }
     if (statusCode === 410) {
       // The receiver says the endpoint is gone for good (Standard Webhooks): stop sending to it.
-      await row.set({ state: 'failed', attempts: attempt, claimed_by: null }).execute();
+      await row.set({ state: 'failed', claimed_by: null }).execute();
       await disableHook(db, delivery.webhook_id, 'gone');
       return;
     }
@@ -325,8 +335,8 @@ export class WebhookWorker {
     await row
       .set(
         last
-          ? { state: 'failed', attempts: attempt, claimed_by: null }
-          : { due_ms: Date.now() + Math.round(delayS * 1000), step: delivery.step + 1, attempts: attempt, claimed_by: null },
+          ? { state: 'failed', claimed_by: null }
+          : { due_ms: Date.now() + Math.round(delayS * 1000), step: delivery.step + 1, claimed_by: null },
       )
       .execute();
     await hook.where('failing_since', 'is', null).set({ failing_since: outcome.at }).execute();

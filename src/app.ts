@@ -30,9 +30,9 @@ import { configuredStorage } from './storage/configured-storage.js';
 import { registerImageFiles, variantRateLimit } from './storage/image.routes.js';
 import { ImageProcessor } from './storage/image-processor.js';
 import type { ImageStorage } from './storage/image-storage.js';
-import { firstUpkeepDelayMs, UPKEEP_EVERY_MS } from './upkeep.js';
+import { Upkeep } from './upkeep.js';
 import { registerWebhooks } from './webhooks/webhook.routes.js';
-import { deliveryGuard, WebhookWorker } from './webhooks/webhook.worker.js';
+import { deliveryGuard, removeOldDeliveries, WebhookWorker } from './webhooks/webhook.worker.js';
 
 interface AppDeps {
   readonly config: Config;
@@ -160,11 +160,26 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     config: config.webhooks,
     guard: webhookGuard,
     warn: (err, message) => app.log.warn({ err }, message),
-    keepDays: config.historyDays,
   });
   deliveries.start();
   app.addHook('onClose', () => deliveries.stop());
-  scheduleRetention(app, () => applyRetention(db.kysely, imageStorage, config.historyDays, config.images.cleanupGraceMs));
+  const upkeep = new Upkeep(
+    [
+      oauth.upkeep,
+      {
+        name: 'removing change history older than HISTORY_DAYS',
+        run: () => applyRetention(db.kysely, imageStorage, config.historyDays, config.images.cleanupGraceMs),
+      },
+      {
+        name: 'removing webhook deliveries older than HISTORY_DAYS',
+        run: async () => ({ deliveries: await removeOldDeliveries(db.kysely, config.historyDays) }),
+      },
+    ],
+    app.log,
+  );
+  app.decorate('upkeep', upkeep);
+  upkeep.start();
+  app.addHook('onClose', () => upkeep.stop());
   // After the content routes: its tools are built from their schemas.
   await registerMcp(app, {
     deps: { db: db.kysely, images: imageStorage, warn: (message, error) => app.log.warn({ err: error }, message) },
@@ -186,22 +201,4 @@ async function configuredImages(config: Config, db: Db, app: FastifyInstance): P
     app.log.info({ ...removed, storage: config.images.storage }, 'removed staged uploads and unreferenced images left by an earlier crash');
   }
   return storage;
-}
-
-/** Retention runs on every node, as its upkeep (upkeep.ts). */
-function scheduleRetention(app: FastifyInstance, run: () => Promise<{ changes: number; images: number }>): void {
-  const once = () =>
-    run().then(
-      (removed) => {
-        if (removed.changes > 0) app.log.info({ removed }, 'removed change history older than HISTORY_DAYS');
-      },
-      (err) => app.log.warn({ err }, 'removing old change history failed'),
-    );
-  let timer = setTimeout(() => {
-    void once();
-    timer = setInterval(once, UPKEEP_EVERY_MS);
-    timer.unref();
-  }, firstUpkeepDelayMs());
-  timer.unref();
-  app.addHook('onClose', async () => clearTimeout(timer));
 }

@@ -428,6 +428,7 @@ export function rateLimitStores(db: DbHandle, config: Pick<Config, 'redisUrl' | 
 }
 
 /** Deletes windows that have ended (database store: without Redis, or counted while Redis was away). */
-export async function purgeRateLimits(db: DbHandle): Promise<void> {
-  await db.deleteFrom('rate_limits').where('reset_at', '<=', formatTimestamp(new Date())).execute();
+export async function purgeRateLimits(db: DbHandle): Promise<number> {
+  const result = await db.deleteFrom('rate_limits').where('reset_at', '<=', formatTimestamp(new Date())).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

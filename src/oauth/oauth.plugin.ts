@@ -6,6 +6,7 @@ import { protectedResources, type ResourceName } from '../auth/resources.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { purgeRateLimits, type RateLimitStores } from '../http/rate-limit.js';
+import type { UpkeepTask } from '../upkeep.js';
 import { registrationRequest } from './clients/registration.body.js';
 import { dropUnfinishedConnections, expireLapsedConnections } from './connections/connection.service.js';
 import { registerInteractions } from './interactions/interaction.routes.js';
@@ -14,14 +15,14 @@ import { protectedResourceMetadata } from './provider/metadata.js';
 import { purgeExpiredPayloads } from './provider/oauth.adapter.js';
 import { AUTH_PATH, CODE_TTL_SECONDS, createProvider, INTERACTION_TTL_SECONDS, issuerOf } from './provider/provider.js';
 
-const PURGE_EVERY_MS = 60 * 60 * 1000;
-
 export interface OAuthServer {
   readonly provider: Provider;
   /** The Bearer AuthMethod of each protected resource: a token is accepted only by its own. */
   readonly bearer: Readonly<Record<ResourceName, AuthMethod>>;
   /** Registers the provider's endpoints, the interaction pages and the metadata documents. */
   register(app: FastifyInstance): Promise<void>;
+  /** Its part of each node's upkeep: what has expired. */
+  readonly upkeep: UpkeepTask;
 }
 
 /** Headers for every answer of the provider (its error page, its redirects). */
@@ -126,32 +127,27 @@ export function createOAuthServer({
         reply.header('cache-control', 'public, max-age=300').send(metadata),
       );
     }
-
-    // Expired codes, tokens and sessions, connections past their 90 days, and authorizations
-    // whose code was never exchanged, are cleared hourly. An authorization's code is issued at
-    // most an interaction's lifetime after it began and expires a code's lifetime later: a
-    // connection pending past both can no longer become active.
-    const purge = async () => {
-      try {
-        await expireLapsedConnections(db);
-        await dropUnfinishedConnections(db, INTERACTION_TTL_SECONDS + CODE_TTL_SECONDS);
-        await purgeExpiredPayloads(db);
-        // With Redis too: the database counts sign-ins and registrations while Redis is away.
-        await purgeRateLimits(db);
-      } catch (err) {
-        log.warn({ err }, 'OAuth clean-up failed');
-      }
-    };
-    const timer = setInterval(purge, PURGE_EVERY_MS);
-    timer.unref();
-    app.addHook('onClose', async () => {
-      clearInterval(timer);
-    });
   }
 
   const bearer = {
     api: bearerAuth(db, resources.api.url, principals),
     mcp: bearerAuth(db, resources.mcp.url, principals),
   };
-  return { provider, bearer, register };
+  /**
+   * The authorization server's part of each node's upkeep (upkeep.ts): expired codes, tokens and
+   * sessions, connections past their 90 days, and authorizations whose code was never exchanged.
+   * An authorization's code is issued at most an interaction's lifetime after it began and expires
+   * a code's lifetime later: a connection pending past both can no longer become active.
+   */
+  const upkeep: UpkeepTask = {
+    name: 'removing expired OAuth codes, tokens, sessions and connections',
+    run: async () => ({
+      expiredConnections: await expireLapsedConnections(db),
+      unfinishedConnections: await dropUnfinishedConnections(db, INTERACTION_TTL_SECONDS + CODE_TTL_SECONDS),
+      payloads: await purgeExpiredPayloads(db),
+      // With Redis too: the database counts sign-ins and registrations while Redis is away.
+      rateLimitCounts: await purgeRateLimits(db),
+    }),
+  };
+  return { provider, bearer, register, upkeep };
 }

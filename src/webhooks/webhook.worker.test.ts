@@ -6,11 +6,11 @@
  *   lease has ended, once, with the same webhook-id; a claim whose lease has not ended is left alone.
  *   A node that was only paused past its lease and writes its result late leaves the delivery to the
  *   node that took it over.
- * - Retention: deliveries no longer pending go after keepDays (HISTORY_DAYS) with their attempts;
- *   pending ones stay however old.
+ * - Retention (removeOldDeliveries, part of the upkeep): deliveries no longer pending go after
+ *   keepDays (HISTORY_DAYS) with their attempts; pending ones stay however old.
  */
 import assert from 'node:assert/strict';
-import { mock, type TestContext, test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { addTestSite, createTestDatabase } from '../../test/helpers.js';
 import { until } from '../../test/until.js';
@@ -21,25 +21,19 @@ import { formatTimestamp } from '../db/time.js';
 import type { OutboundGuard } from '../http/outbound.js';
 import { enqueueDeliveries, payloadOf } from './webhook.events.js';
 import { createWebhook } from './webhook.service.js';
-import { deliveryGuard, WebhookWorker } from './webhook.worker.js';
+import { deliveryGuard, removeOldDeliveries, WebhookWorker } from './webhook.worker.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 
 const config: WebhookConfig = { ...testConfig().webhooks, allowPrivateTargets: true, pollMs: 20, retrySchedule: [0.3] };
 
 /** A worker on the test's database; stopped at the test's end if the test has not stopped it. Its warnings go to `warnings`. */
-function workerOn(
-  t: TestContext,
-  db: Db,
-  warnings: string[],
-  options: { guard?: OutboundGuard; leaseMs?: number; keepDays?: number } = {},
-): WebhookWorker {
+function workerOn(t: TestContext, db: Db, warnings: string[], options: { guard?: OutboundGuard; leaseMs?: number } = {}): WebhookWorker {
   const worker = new WebhookWorker({
     db: db.kysely,
     config,
     guard: options.guard ?? deliveryGuard(config),
     warn: (error, message) => warnings.push(`${message}: ${String(error)}`),
-    keepDays: options.keepDays ?? 90,
     ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
   });
   t.after(() => worker.stop());
@@ -218,7 +212,6 @@ test('a node that writes its result after its lease ended does not undo the clai
     config: { ...config, retrySchedule: [0.05] },
     guard: deliveryGuard(config),
     warn: (error, message) => warnings.push(`${message}: ${String(error)}`),
-    keepDays: 90,
     leaseMs: 400,
   });
   t.after(async () => {
@@ -343,25 +336,21 @@ async function stored(db: Db) {
   };
 }
 
-async function retentionSetUp(t: TestContext, keepDays: number) {
+async function retentionSetUp(t: TestContext) {
   const db = await createTestDatabase(t);
   const site = await addTestSite(db);
   // Never sent to: nothing here is due.
   const hook = await createWebhook(db.kysely, deliveryGuard(config), site.siteId, { url: 'http://127.0.0.1:9/hook', events: ['*'] });
-  const warnings: string[] = [];
-  const worker = workerOn(t, db, warnings, { keepDays });
   return {
     db,
-    warnings,
-    worker,
     delivery: (...args: [state: 'pending' | 'delivered' | 'failed', ageMs: number, attempts: number]) =>
       storedDelivery(db, hook.id, site.siteId, ...args),
   };
 }
 
-test('a prune removes the deliveries no longer pending created more than keepDays ago, with their attempts; pending and recent ones stay', async (t) => {
+test('removeOldDeliveries removes the deliveries no longer pending created more than keepDays ago, with their attempts; pending and recent ones stay', async (t) => {
   const keepDays = 30;
-  const { db, warnings, worker, delivery } = await retentionSetUp(t, keepDays);
+  const { db, delivery } = await retentionSetUp(t);
   const oldDelivered = await delivery('delivered', (keepDays + 1) * DAY_MS, 2);
   const oldFailed = await delivery('failed', (keepDays + 5) * DAY_MS, 3);
   const oldPending = await delivery('pending', (keepDays + 60) * DAY_MS, 1);
@@ -369,7 +358,7 @@ test('a prune removes the deliveries no longer pending created more than keepDay
   const justInside = await delivery('failed', keepDays * DAY_MS - 3600 * 1000, 2);
   assert.equal((await stored(db)).attempts.length, 9);
 
-  assert.equal(await worker.prune(), 2, 'two deliveries removed');
+  assert.equal(await removeOldDeliveries(db.kysely, keepDays), 2, 'two deliveries removed');
   const left = await stored(db);
   assert.deepEqual(left.deliveries, [oldPending, recentDelivered, justInside]);
   assert.deepEqual(
@@ -378,37 +367,6 @@ test('a prune removes the deliveries no longer pending created more than keepDay
     `the attempts of ${oldDelivered} and ${oldFailed} went with them`,
   );
 
-  assert.equal(await worker.prune(), 0, 'a prune that finds nothing older removes nothing');
+  assert.equal(await removeOldDeliveries(db.kysely, keepDays), 0, 'a run that finds nothing older removes nothing');
   assert.deepEqual(await stored(db), left);
-  assert.deepEqual(warnings, []);
-});
-
-test('the worker prunes within five minutes of its start, from its poll, not at once, then hourly', async (t) => {
-  const keepDays = 7;
-  const { db, warnings, worker, delivery } = await retentionSetUp(t, keepDays);
-  await delivery('delivered', (keepDays + 1) * DAY_MS, 1);
-  const pending = await delivery('pending', (keepDays + 1) * DAY_MS, 1);
-  const started = Date.now();
-  /** A poll with the clock `ms` after the start: nothing waits that long. */
-  const pollAt = async (ms: number) => {
-    mock.timers.enable({ apis: ['Date'], now: started + ms });
-    try {
-      await worker.poll();
-    } finally {
-      mock.timers.reset();
-    }
-  };
-
-  await worker.poll();
-  assert.equal((await stored(db)).deliveries.length, 2, 'the poll at the start removes nothing');
-  // A node restarted more often than hourly must still prune.
-  await pollAt(5 * 60 * 1000 + 1000);
-  assert.deepEqual(await stored(db), { deliveries: [pending], attempts: [pending] }, 'the poll five minutes on pruned');
-
-  await delivery('failed', (keepDays + 1) * DAY_MS, 1);
-  await pollAt(10 * 60 * 1000);
-  assert.equal((await stored(db)).deliveries.length, 2, 'not again within the hour');
-  await pollAt(5 * 60 * 1000 + 3600 * 1000 + 2000);
-  assert.deepEqual(await stored(db), { deliveries: [pending], attempts: [pending] }, 'again an hour after the first');
-  assert.deepEqual(warnings, []);
 });

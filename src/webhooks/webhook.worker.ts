@@ -17,7 +17,6 @@ import { dialectOf } from '../db/database.js';
 import type { DbHandle } from '../db/schema.js';
 import { now, timestampBefore } from '../db/time.js';
 import { type OutboundGuard, outboundGuard } from '../http/outbound.js';
-import { firstUpkeepDelayMs, UPKEEP_EVERY_MS } from '../upkeep.js';
 import { signedHeaders } from './webhook.signing.js';
 
 /** A receiver has this long to answer, headers and body, for an attempt to count as delivered. */
@@ -71,8 +70,6 @@ export interface WebhookWorkerDeps {
   readonly config: WebhookConfig;
   readonly guard: OutboundGuard;
   readonly warn: (error: unknown, message: string) => void;
-  /** Deliveries no longer pending are kept this many days (HISTORY_DAYS), with their attempts. */
-  readonly keepDays: number;
   /**
    * How far ahead a claim moves a delivery (LEASE_MS unless given; tests shorten it). It must stay
    * longer than the guard lets an attempt take: a shorter lease lets a second node send a delivery
@@ -101,8 +98,6 @@ export class WebhookWorker {
   private polling: Promise<void> | undefined;
   /** Set when a slot came free during a poll: the next poll follows at once. */
   private again = false;
-  /** An hour after start, then hourly, as the change history's retention. */
-  private nextPrune = Date.now() + firstUpkeepDelayMs();
 
   constructor(private readonly deps: WebhookWorkerDeps) {}
 
@@ -122,10 +117,6 @@ export class WebhookWorker {
   /** One poll: the results so far written, then as many due deliveries claimed as there are free slots. Resolves when both are done. */
   async poll(): Promise<void> {
     await this.flush();
-    if (Date.now() >= this.nextPrune) {
-      this.nextPrune = Date.now() + UPKEEP_EVERY_MS;
-      await this.prune();
-    }
     const free = this.deps.config.concurrency - this.inFlight;
     if (free <= 0 || this.stopping.signal.aborted) return;
     const claimed = await this.claim(free);
@@ -146,20 +137,6 @@ export class WebhookWorker {
       else if ((this.perHook.get(hook.id) ?? 0) >= this.deps.config.concurrencyPerHook) this.finished.push({ kind: 'release', delivery });
       else this.send(delivery, hook);
     }
-  }
-
-  /**
-   * Removes the deliveries no longer pending that were created more than keepDays ago, and their
-   * attempts with them (the foreign key cascades); a pending one stays however old. poll() calls it
-   * hourly. Resolves to how many deliveries went.
-   */
-  async prune(): Promise<number> {
-    const removed = await this.deps.db
-      .deleteFrom('webhook_deliveries')
-      .where(sql<boolean>`state != 'pending'`)
-      .where('created_at', '<', timestampBefore(new Date(), this.deps.keepDays * 24 * 3600 * 1000))
-      .executeTakeFirst();
-    return Number(removed.numDeletedRows);
   }
 
   private next(delay: number): void {
@@ -349,6 +326,20 @@ export class WebhookWorker {
       .executeTakeFirst();
     if (Number(longFailing.numUpdatedRows) > 0) await failPending(db, delivery.webhook_id);
   }
+}
+
+/**
+ * The deliveries no longer pending that were created more than `keepDays` (HISTORY_DAYS) ago go,
+ * and their attempts with them (the foreign key cascades); a pending one stays however old. Part
+ * of each node's upkeep (upkeep.ts). Resolves to how many deliveries went.
+ */
+export async function removeOldDeliveries(db: DbHandle, keepDays: number, now = new Date()): Promise<number> {
+  const removed = await db
+    .deleteFrom('webhook_deliveries')
+    .where(sql<boolean>`state != 'pending'`)
+    .where('created_at', '<', timestampBefore(now, keepDays * 24 * 3600 * 1000))
+    .executeTakeFirst();
+  return Number(removed.numDeletedRows);
 }
 
 /** Disables a hook for `reason` and gives up its pending deliveries (a retry sends one again once it is active). */

@@ -10,6 +10,7 @@ import { DEMO_CLIENT_ID } from '../src/oauth/clients/client.service.js';
 import { Browser } from './oauth.helpers.js';
 import { startRedisProcess } from './redis-server.js';
 import { basic, freePort, listening, type Started, start } from './server-process.js';
+import { until } from './until.js';
 
 /** Every answer while Redis is away comes within this: no request waits for Redis to come back. */
 const FAST_MS = 1500;
@@ -53,16 +54,6 @@ function client(server: Started, authorization: string) {
       return send('sign-in', () => browser.request('/console/login', { form: { csrf, email, password } }));
     },
   };
-}
-
-async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) assert.fail(`waited 10 s for ${what}; last: ${JSON.stringify(value)}`);
-    await sleep(50);
-  }
 }
 
 function logLines(server: Started, message: RegExp): Array<Record<string, unknown>> {
@@ -117,11 +108,10 @@ test('Redis killed under load: fast answers, no 500, limits that still hold, /re
   })();
   await sleep(200);
   await redis.kill();
-  const readiness = await until(
-    'readyz to report Redis away',
-    () => http.readiness(),
-    (r) => r.body.redis === 'unavailable',
-  );
+  const readiness = await until('readyz to report Redis away', async () => {
+    const answer = await http.readiness();
+    return answer.body.redis === 'unavailable' && answer;
+  });
   assert.deepEqual(readiness, { status: 200, body: { status: 'ok', database: 'ok', redis: 'unavailable' } }, 'degraded, still ready');
   await sleep(300);
   loading = false;
@@ -158,11 +148,10 @@ test('Redis killed under load: fast answers, no 500, limits that still hold, /re
 
   await redis.restart();
   assert.deepEqual(
-    await until(
-      'readyz to report Redis back',
-      () => http.readiness(),
-      (r) => r.body.redis === 'ok',
-    ),
+    await until('readyz to report Redis back', async () => {
+      const answer = await http.readiness();
+      return answer.body.redis === 'ok' && answer;
+    }),
     { status: 200, body: { status: 'ok', database: 'ok', redis: 'ok' } },
   );
   assert.equal((await http.api()).status, 200, 'the count of the new, empty Redis');

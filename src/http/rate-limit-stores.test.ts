@@ -6,6 +6,7 @@ import { createTestDatabase, testRedis } from '../../test/helpers.js';
 import { authorizeUrl, Browser, formOf, pkcePair, startOAuthApp } from '../../test/oauth.helpers.js';
 import { startRedis, startRedisProcess } from '../../test/redis-server.js';
 import { freePort } from '../../test/server-process.js';
+import { until } from '../../test/until.js';
 import { sha256 } from '../accounts/secrets.js';
 import {
   databaseRateLimits,
@@ -135,14 +136,6 @@ test('an error reply from Redis: answered by the fallback, reported once, and th
   assert.deepEqual(events.slice(1), ['recovered']);
 });
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`waited 10 s for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 test('Redis killed, then started again: counted in the database and the process meanwhile, in Redis again once it is back', async (t) => {
   const server = await startRedisProcess(t);
   if (!server) {
@@ -171,11 +164,11 @@ test('Redis killed, then started again: counted in the database and the process 
   const perRequest = stores.perRequest.hit('api', 60, 100);
   assert.equal((await perRequest).count, 1, 'the per-request count starts again, in this process');
   assert.equal(await stores.redis!.answers(), false);
-  await until(() => events.length > 0, 'the outage to be reported');
+  await until('the outage to be reported', async () => events.length > 0);
   assert.ok(!(stores.perRequest.hit('api', 60, 100) instanceof Promise), 'once the outage is known, counted here without a promise');
 
   await server.restart();
-  await until(() => events.includes('recovered'), 'the reconnection');
+  await until('the reconnection', async () => events.includes('recovered'));
   assert.deepEqual(events, ['outage', 'recovered'], 'one line when it went, one when it came back');
   assert.equal(await stores.redis!.answers(), true);
   assert.equal((await stores.shared.hit('login', 900)).count, 1, 'counted in the new, empty Redis');

@@ -197,7 +197,16 @@ test('/webapps/api/… serves the page and blog endpoints and their Markdown ref
     const reference = await app.inject({ url: endpoint, headers: { accept: 'text/markdown' } });
     assert.equal(reference.statusCode, 200, endpoint);
     assert.match(reference.body, /^# \/api\/(page|blog)/);
+    assert.match(reference.body, /Also served, identically, at \/webapps\/api\/(page|blog)/);
   }
+  // An endpoint with no alias does not claim one, in Markdown or JSON.
+  const markdown = await app.inject({ url: '/api/webhooks', headers: { accept: 'text/markdown' } });
+  assert.equal(markdown.statusCode, 200);
+  assert.doesNotMatch(markdown.body, /webapps/);
+  const unauthorized = json(await app.inject({ url: '/api/webhooks', headers: { accept: 'application/json' } }));
+  assert.equal(unauthorized.status, 401);
+  assert.equal(unauthorized.reference.endpoint, '/api/webhooks');
+  assert.equal(unauthorized.reference.alias, undefined);
 });
 
 test('the OAuth endpoints are described, registration only when it is on', async (t) => {

@@ -17,6 +17,8 @@ function endpointOf(url: string): string {
 /** Routes by endpoint, collected as they are registered; references are built on first use. */
 class ReferenceRegistry {
   readonly routes = new Map<string, RouteInfo[]>();
+  /** Endpoints also served under the /webapps alias. */
+  readonly aliased = new Set<string>();
   private readonly built = new Map<string, EndpointReference>();
 
   get(endpoint: string): EndpointReference | undefined {
@@ -24,7 +26,7 @@ class ReferenceRegistry {
     if (cached) return cached;
     const routes = this.routes.get(endpoint);
     if (!routes) return undefined;
-    const reference = buildReference(endpoint, routes);
+    const reference = buildReference(endpoint, routes, this.aliased.has(endpoint));
     this.built.set(endpoint, reference);
     return reference;
   }
@@ -81,6 +83,7 @@ export async function registerReference(app: FastifyInstance, config: Config): P
     if (!schema?.summary || !route.url.includes('/api/')) return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const endpoint = endpointOf(route.url);
+    if (endpoint !== route.url) registry.aliased.add(endpoint);
     const list = routes.get(endpoint) ?? [];
     for (const method of methods) {
       if (method === 'HEAD' || list.some((r) => r.method === method && r.url === endpoint)) continue;

@@ -54,7 +54,8 @@ interface MethodReference {
 
 export interface EndpointReference {
   endpoint: string;
-  alias: string;
+  /** The same endpoint under /webapps/api, when it is served there too. */
+  alias?: string;
   methods: MethodReference[];
 }
 
@@ -87,10 +88,10 @@ function recordFieldsOf(response: Record<string, JsonSchemaLike> | undefined): P
   return parametersOf(record);
 }
 
-export function buildReference(endpoint: string, routes: readonly RouteInfo[]): EndpointReference {
+export function buildReference(endpoint: string, routes: readonly RouteInfo[], aliased: boolean): EndpointReference {
   return {
     endpoint,
-    alias: endpoint.replace(/^\/api\//, '/webapps/api/'),
+    ...(aliased ? { alias: endpoint.replace(/^\/api\//, '/webapps/api/') } : {}),
     methods: routes.map((r) => ({
       method: r.method,
       path: r.url,
@@ -126,7 +127,7 @@ export function renderMarkdown(reference: EndpointReference, baseUrl: string): s
   const out = [
     `# ${reference.endpoint}`,
     '',
-    `Base URL: ${baseUrl}. Also served, identically, at ${reference.alias}.`,
+    reference.alias ? `Base URL: ${baseUrl}. Also served, identically, at ${reference.alias}.` : `Base URL: ${baseUrl}.`,
     '',
     'Authentication: `Authorization: Bearer <access token>` (OAuth 2.0), or legacy API credentials as HTTP Basic `API_ID:API_KEY` or the headers `X-Api-Id` and `X-Api-Key`. Errors are `application/problem+json` (RFC 9457).',
     '',

@@ -48,7 +48,13 @@ for (const driver of DRIVERS) {
     assert.equal(deleted.statusCode, 204);
     await forgetHistory(app);
     assert.deepEqual(await storedImages(app), { committed: [], staged: 0 }, 'the blog’s images went with it, once its history did');
-    assert.equal((await app.app.inject({ url: blog.info_img })).statusCode, 404);
+    const removed = await app.app.inject({ url: blog.info_img });
+    assert.equal(removed.statusCode, 404);
+    assert.match(
+      json(removed).detail,
+      /^There is no image [0-9a-f]{32}\.\w+: it was never stored, or was removed/,
+      'says the image is gone',
+    );
     const gone = await app.app.inject({ url: blog.info_img, headers: { 'if-none-match': served.headers.etag as string } });
     assert.equal(gone.statusCode, 404, 'a cached tag does not revive a deleted image');
   });
@@ -82,6 +88,8 @@ for (const driver of DRIVERS) {
       const response = await app.app.inject({ url });
       assert.equal(response.statusCode, 404, url);
       assert.match(String(response.headers['content-type']), /problem\+json/, url);
+      // A name that is not an image's is no route at all; a generated name that was never stored is said to be absent.
+      assert.match(json(response).detail, url.endsWith('a.jpg') ? /^There is no image / : /^No route for /, url);
     }
   });
 }

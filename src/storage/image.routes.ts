@@ -140,9 +140,8 @@ export function registerImageFiles(app: FastifyInstance, storage: ImageStorage, 
       if (noneMatchHas(request.headers['if-none-match'], etag) && (await storage.exists(name))) {
         return reply.code(304).header('etag', etag).header('cache-control', IMMUTABLE).send();
       }
-      // open() refuses anything but a generated name, so every other path is a plain 404.
       const image = await storage.open(name);
-      if (!image) return reply.callNotFound();
+      if (!image) return absent(reply, name);
       return reply
         .type(mimeOf(name) ?? 'application/octet-stream')
         .header('content-length', image.bytes)
@@ -153,6 +152,17 @@ export function registerImageFiles(app: FastifyInstance, storage: ImageStorage, 
         .send(image.stream);
     },
   );
+}
+
+/** A generated image name that names no stored image: the image was never stored, or has been removed. */
+function noSuchImage(name: string): NotFoundError {
+  return new NotFoundError(`There is no image ${name}: it was never stored, or was removed with the last record that showed it.`);
+}
+
+/** The 404 of a name under /images: one that could be an image's says so; any other path is a plain 404. */
+function absent(reply: FastifyReply, name: string) {
+  if (!isImageName(name)) return reply.callNotFound();
+  throw noSuchImage(name);
 }
 
 async function sendVariant(
@@ -174,12 +184,12 @@ async function sendVariant(
   }
   let data = await storage.readVariant(name, key);
   if (!data) {
-    if (!(await storage.exists(name))) return reply.callNotFound();
+    if (!(await storage.exists(name))) return absent(reply, name);
     await options.newVariants?.(request, reply);
     const made = await options.processor.variant(async () => {
       const image = await storage.open(name);
       // Removed since it was found (its record was deleted meanwhile): as absent as if never there.
-      if (!image) throw new NotFoundError(`No route for GET /images/${name}.`);
+      if (!image) throw noSuchImage(name);
       return buffer(image.stream);
     }, wanted);
     await storage.writeVariant(name, key, made.data, options.variantsPerImage);

@@ -145,6 +145,23 @@ test('GET /api/changes refuses a since that is no feed cursor, and pageSize or w
   assert.equal((await app.app.inject({ method: 'GET', url: '/api/changes' })).statusCode, 401, 'the feed needs credentials');
 });
 
+test('a cursor ahead of the feed (the database lost changes the client saw) is a 410, never an empty answer that skips what comes next', async (t) => {
+  const app = await feedApp(t);
+  const api = apiOf(app);
+  await createPage(api, 'One');
+  await createPage(api, 'Two');
+  const { nextCursor: atTheEnd } = await feed(api, '');
+  // What a cursor handed out before a restore from an earlier copy looks like: past the last change.
+  const ahead = Buffer.from(JSON.stringify(['c', app.site.siteId, 99_999])).toString('base64url');
+  const answer = await app.app.inject({ method: 'GET', url: `/api/changes?since=${ahead}`, headers: app.site.headers });
+  assert.equal(answer.statusCode, 410, answer.body);
+  assert.equal(json(answer).type, '/problems/cursor-expired');
+  assert.match(json(answer).detail, /ahead of the change feed: it follows change 99999, and the website's last change is 2\./);
+  const waited = await app.app.inject({ method: 'GET', url: `/api/changes?since=${ahead}&wait=1`, headers: app.site.headers });
+  assert.equal(waited.statusCode, 410, 'a long poll is refused at once too');
+  assert.deepEqual(await feed(api, `since=${atTheEnd}`), { data: [], nextCursor: atTheEnd }, 'a caught-up cursor goes on');
+});
+
 test('after pruning, an older cursor is a 410; a caught-up one, and one from a request without since, go on', async (t) => {
   const app = await feedApp(t);
   const api = apiOf(app);

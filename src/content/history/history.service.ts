@@ -104,6 +104,20 @@ async function counterOf(db: DbHandle, siteId: number): Promise<{ last: number; 
   return { last: row?.last_seq ?? 0, pruned: row?.pruned_seq ?? 0 };
 }
 
+/**
+ * A 410 for a cursor ahead of the website's last change. The feed never hands one out, so the
+ * database has lost changes the client saw (restored from an earlier copy, or a failover to a
+ * replica that had not received them): following it would silently skip the changes made since,
+ * under numbers the client has passed.
+ */
+function expireAhead(since: number | null, last: number): void {
+  if (since !== null && since > last) {
+    throw new CursorExpiredError(
+      `This cursor is ahead of the change feed: it follows change ${since}, and the website's last change is ${last}. The database no longer has changes this cursor saw (restored from an earlier copy, or failed over): read the records again in full, then follow the feed from a cursor of GET /api/changes without since.`,
+    );
+  }
+}
+
 /** A 410 for a cursor below the highest change retention removed: following it would miss changes. */
 function expireBelow(since: number | null, pruned: number): void {
   if (since !== null && since < pruned) {
@@ -122,6 +136,7 @@ function expireBelow(since: number | null, pruned: number): void {
 async function feedPage(db: DbHandle, siteId: number, query: FeedQuery): Promise<{ entries: ChangeEntry[]; next: number; last: number }> {
   const { last, pruned } = await counterOf(db, siteId);
   expireBelow(query.since, pruned);
+  expireAhead(query.since, last);
   const from = query.since ?? pruned;
   let select = db
     .selectFrom('content_changes')

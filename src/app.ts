@@ -73,7 +73,7 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
       connectionsCheckingInterval: 1000,
     },
     clientErrorHandler: clientErrorAnswer,
-    frameworkErrors: frameworkErrorAnswer,
+    frameworkErrors: frameworkErrorAnswer(config.corsOrigins),
   });
   // First, so that every route added after it is checked.
   requireDeclaredAccess(app);

@@ -227,6 +227,7 @@ test('a request the HTTP parser refuses, or HTTP/1.1 without Host, gets a proble
     const [head = '', body = ''] = answer.split('\r\n\r\n');
     assert.match(head, new RegExp(`^HTTP/1.1 ${status} `));
     assert.match(head, /content-type: application\/problem\+json/i);
+    assert.match(head, /cache-control: no-store/i);
     assert.equal(JSON.parse(body).type, type);
   };
   check(await raw('GET /api/page?keywords=crème HTTP/1.1\r\nHost: x\r\n\r\n'), 400, '/problems/bad-request');

@@ -110,11 +110,20 @@ export function installCors(app: FastifyInstance, origins: CorsOrigins): void {
       reply.code(204).send();
       return;
     }
-    // The route's pattern when there is one: a path that reaches the provider's /api/auth/* pages
-    // by another spelling is still one of its pages.
-    if (answersOtherOrigins(request.routeOptions.url ?? pathOf(request.url))) {
-      if (allowOrigin(reply, origins, request.headers.origin)) reply.header('access-control-expose-headers', EXPOSED_HEADERS);
-    }
+    exposeToOtherOrigins(request, reply, origins);
     done();
   });
+}
+
+/**
+ * An answer's CORS headers (Allow-Origin, Expose-Headers) when its path answers other origins:
+ * set by installCors's hook, and by the answers to requests the router refuses before any hook
+ * runs (problem.ts, frameworkErrorAnswer).
+ */
+export function exposeToOtherOrigins(request: FastifyRequest, reply: FastifyReply, origins: CorsOrigins): void {
+  // The route's pattern when there is one: a path that reaches the provider's /api/auth/* pages
+  // by another spelling is still one of its pages.
+  if (answersOtherOrigins(request.routeOptions.url ?? pathOf(request.url))) {
+    if (allowOrigin(reply, origins, request.headers.origin)) reply.header('access-control-expose-headers', EXPOSED_HEADERS);
+  }
 }

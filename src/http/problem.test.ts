@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { buildTestApp, json } from '../../test/helpers.js';
 
 // Found by the fuzz suite: the router refused these paths with a JSON body of its own, not a problem.
-test('a path the router cannot decode is a 400 problem, a path parameter over its length a 414 problem', async (t) => {
+test('a path the router cannot decode is a 400 problem, a path parameter over its length a 414 problem, each with the headers every answer carries', async (t) => {
   const { app, site } = await buildTestApp(t);
   const cases: Array<[string, number, string]> = [
     ['/api/page/%', 400, '/problems/bad-request'],
@@ -16,6 +16,10 @@ test('a path the router cannot decode is a 400 problem, a path parameter over it
     assert.equal(response.statusCode, status, url);
     assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8', url);
     assert.equal(response.headers['cache-control'], 'no-store', url);
+    // What every other answer carries, though no hook ran: the request's id, and CORS on the API's paths.
+    assert.match(String(response.headers['x-request-id']), /\S/, url);
+    assert.equal(response.headers['access-control-allow-origin'], url.startsWith('/images/') ? undefined : '*', url);
+    if (!url.startsWith('/images/')) assert.match(String(response.headers['access-control-expose-headers']), /RateLimit/, url);
     const problem = json(response);
     assert.equal(problem.type, type, url);
     assert.equal(problem.status, status, url);

@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { CorsOrigins } from '../config.js';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, isUnstorableText } from '../db/errors.js';
 import {
   AppError,
@@ -10,6 +11,7 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../errors.js';
+import { exposeToOtherOrigins } from './cors.js';
 import { pathOf, RouteMethods } from './route-methods.js';
 import { fieldErrors } from './validation.js';
 
@@ -95,7 +97,7 @@ export function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Duplex):
   });
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nCache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();
@@ -127,8 +129,14 @@ function fromFastifyError(error: FastifyError, request?: FastifyRequest): AppErr
  * chosen (a broken percent-encoding such as `/api/page/%zz`: 400; a path parameter longer than
  * the router's maxParamLength: 414) and would otherwise answer with JSON of its own.
  */
-export function frameworkErrorAnswer(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return sendProblem(reply, fromFastifyError(error) ?? new AppError(400, 'Bad request', error.message));
+export function frameworkErrorAnswer(origins: CorsOrigins) {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    // The router refused the request before any hook ran, so the hooks that give every other
+    // answer these headers did not: they are set here.
+    reply.header('x-request-id', request.id);
+    exposeToOtherOrigins(request, reply, origins);
+    return sendProblem(reply, fromFastifyError(error) ?? new AppError(400, 'Bad request', error.message));
+  };
 }
 
 export function installProblemHandler(app: FastifyInstance, options: ProblemOptions): void {

@@ -6,7 +6,7 @@ export const UPKEEP_EVERY_MS = 60 * 60 * 1000;
  * Not at once, so that a fleet restarted together does not run it together while it warms up;
  * not after the first interval, so that a node restarted more often than hourly still runs it.
  */
-export function firstUpkeepDelayMs(): number {
+function firstUpkeepDelayMs(): number {
   return 60_000 + Math.random() * 4 * 60_000;
 }
 

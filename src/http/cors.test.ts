@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
+import { buildBlogApp, image, postForm } from '../../test/blog-fixtures.js';
 import { buildTestApp, json } from '../../test/helpers.js';
 import { authorizeCode, REDIRECT_URI, startOAuthApp } from '../../test/oauth.helpers.js';
 import { ConfigError, loadConfig } from '../config.js';
@@ -160,6 +161,38 @@ test('with a CORS_ORIGINS list, the token endpoint refuses a page of another ori
   assert.equal(listedOrigin.status, 200, 'the refused request did not spend the code');
   assert.equal(listedOrigin.headers.get('access-control-allow-origin'), APP);
   assert.deepEqual(listed(listedOrigin.headers.get('access-control-expose-headers') ?? undefined).sort(), [...EXPOSED].sort());
+});
+
+test('uploaded images answer other origins: their bytes, 304s and 404s, a preflight for a conditional GET, and Vary: Origin beside Accept', async (t) => {
+  const a = await buildBlogApp(t, { corsOrigins: [APP] });
+  const posted = await postForm(a, [
+    ['data', JSON.stringify({ page: a.pageId, info_title: 'Shared' })],
+    ['primaryImage', { file: await image('png', 40, 20), filename: 'shared.png' }],
+  ]);
+  assert.equal(posted.statusCode, 201, posted.body);
+  const path = json(posted).data[0].info_img as string;
+  const served = await a.app.inject({ url: path, headers: { origin: APP } });
+  assert.equal(served.statusCode, 200);
+  assert.equal(served.headers['access-control-allow-origin'], APP);
+  assert.deepEqual(listed(String(served.headers['access-control-expose-headers'])).sort(), [...EXPOSED].sort());
+  const again = await a.app.inject({ url: path, headers: { origin: APP, 'if-none-match': String(served.headers.etag) } });
+  assert.equal(again.statusCode, 304);
+  assert.equal(again.headers['access-control-allow-origin'], APP);
+  const missing = await a.app.inject({ url: `/images/${'0'.repeat(32)}.png`, headers: { origin: APP } });
+  assert.equal(missing.statusCode, 404);
+  assert.equal(missing.headers['access-control-allow-origin'], APP);
+  assert.deepEqual(corsOf(await a.app.inject({ url: path, headers: { origin: OTHER } })), {});
+
+  // If-None-Match is not a CORS-safelisted header: a browser asks first.
+  const asked = await a.app.inject(preflight(path, 'GET', 'if-none-match'));
+  assert.equal(asked.statusCode, 204);
+  assert.equal(asked.headers['access-control-allow-origin'], APP);
+  assert.deepEqual(listed(asked.headers['access-control-allow-methods'] as string).sort(), ['get', 'head']);
+
+  // A format chosen by Accept varies on both: neither Vary may replace the other.
+  const negotiated = await a.app.inject({ url: `${path}?format=auto&width=20`, headers: { origin: APP, accept: 'image/webp' } });
+  assert.equal(negotiated.statusCode, 200, negotiated.body);
+  assert.deepEqual(listed(String(negotiated.headers.vary)).sort(), ['accept', 'origin']);
 });
 
 test('CORS_ORIGINS is * by default, or a list of origins; anything else stops the start with one line', () => {

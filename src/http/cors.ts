@@ -40,11 +40,13 @@ const AUTH_ENDPOINTS = new Set([
 ]);
 
 const CROSS_ORIGIN =
-  /^\/(?:(?:webapps\/)?api(?:\/|$)|mcp$|\.well-known\/oauth-protected-resource(?:\/mcp)?$|\.well-known\/oauth-authorization-server\/api\/auth$)/;
+  /^\/(?:(?:webapps\/)?api(?:\/|$)|images\/|mcp$|\.well-known\/oauth-protected-resource(?:\/mcp)?$|\.well-known\/oauth-authorization-server\/api\/auth$)/;
 
 /**
  * Whether a path (or a route's pattern) answers browser apps on other origins: both API prefixes,
- * the MCP server, the token, revocation and registration endpoints and the metadata documents.
+ * the MCP server, the token, revocation and registration endpoints, the metadata documents, and
+ * the uploaded images (an `<img>` needs no CORS, but an app that fetches an image's bytes, or
+ * draws it on a canvas it then reads, does).
  * The HTML pages (the console, /api/auth/authorize and its interaction pages, /, /try, /docs) do
  * not: a page read cross-origin would hand its CSRF token and the signed-in owner's data to any
  * site, and none of them is an API.

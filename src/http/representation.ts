@@ -84,7 +84,7 @@ function isStream(payload: unknown): boolean {
 }
 
 /** Adds `field` to Vary unless it is there already (in any case); the plugin looks for it in lower case. */
-function addVary(reply: { getHeader(name: string): unknown; header(name: string, value: string): unknown }, field: string): void {
+export function addVary(reply: { getHeader(name: string): unknown; header(name: string, value: string): unknown }, field: string): void {
   const current = reply.getHeader('vary');
   const listed =
     current === undefined

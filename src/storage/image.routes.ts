@@ -6,7 +6,7 @@ import { NotFoundError } from '../errors.js';
 import { mediaRanges } from '../http/accept.js';
 import type { RateLimitStore } from '../http/rate-limit.js';
 import { enforce, RATE_WINDOW_SECONDS } from '../http/rate-limit.js';
-import { noneMatchHas } from '../http/representation.js';
+import { addVary, noneMatchHas } from '../http/representation.js';
 import {
   DEFAULT_QUALITY,
   FORMAT_OF_MIME,
@@ -176,7 +176,7 @@ async function sendVariant(
   const original = mimeOf(name);
   if (!isImageName(name) || !original) return reply.callNotFound();
   const format = query.format === 'auto' ? negotiated(request.headers.accept, original) : (query.format ?? FORMAT_OF_MIME[original]);
-  if (query.format === 'auto') reply.header('vary', 'accept');
+  if (query.format === 'auto') addVary(reply, 'accept');
   const { request: wanted, key } = variantOf(query, format);
   const etag = `"${name}~${key}"`;
   if (noneMatchHas(request.headers['if-none-match'], etag) && (await storage.exists(name))) {

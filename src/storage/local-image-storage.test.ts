@@ -38,6 +38,25 @@ test('removeAbandoned goes by the staged file’s last write, and copes with no 
   assert.deepEqual(await asArray(new LocalImageStorage(path.join(dir, 'nowhere')).committedBefore(Date.now())), []);
 });
 
+test('writing a variant removes the parts a crash left beside that image’s variants, and its own part when the write fails', async (t) => {
+  const root = path.join(await dataDir(t), 'images');
+  const storage = new LocalImageStorage(root);
+  const name = `${'a'.repeat(32)}.jpg`;
+  const variants = path.join(root, '.variants', name);
+  await mkdir(variants, { recursive: true });
+  await writeFile(path.join(variants, '.0123456789abcdef.part'), 'left by a crash');
+  await writeFile(path.join(variants, '.fedcba9876543210.part'), 'another node is writing this');
+  const old = new Date(Date.now() - HOUR);
+  await utimes(path.join(variants, '.0123456789abcdef.part'), old, old);
+  await storage.writeVariant(name, 'w10-h0-inside-q85.jpg', Buffer.from('bytes'), 20);
+  assert.deepEqual((await readdir(variants)).sort(), ['.fedcba9876543210.part', 'w10-h0-inside-q85.jpg']);
+
+  // The rename cannot replace a folder that is not empty: the write fails, and leaves no part.
+  await mkdir(path.join(variants, 'w20-h0-inside-q85.jpg', 'in-the-way'), { recursive: true });
+  await assert.rejects(storage.writeVariant(name, 'w20-h0-inside-q85.jpg', Buffer.from('bytes'), 20));
+  assert.deepEqual((await readdir(variants)).sort(), ['.fedcba9876543210.part', 'w10-h0-inside-q85.jpg', 'w20-h0-inside-q85.jpg']);
+});
+
 test('an app starting on a data folder removes the staged files a crash left there, past the grace period', async (t) => {
   const { dataDir: dir, staging } = await dataDirWithStaged(t);
   await buildTestApp(t, { config: { dataDir: dir, images: { storage: 'local', cleanupGraceMs: HOUR } } });

@@ -22,6 +22,29 @@ async function filesIn(dir: string, keep: (name: string) => boolean): Promise<st
   }
 }
 
+function isPart(name: string): boolean {
+  return name.endsWith('.part');
+}
+
+/** A variant is written in well under a second: a part file older than this was left by a process that died writing it. */
+const ABANDONED_PART_MS = 10 * 60 * 1000;
+
+/** Removes the files last written before `before` (ms since the epoch); how many it removed. */
+async function removeOlder(files: readonly string[], before: number): Promise<number> {
+  let removed = 0;
+  for (const file of files) {
+    try {
+      if ((await stat(file)).mtimeMs >= before) continue;
+      await unlink(file);
+      removed++;
+    } catch (error) {
+      // Another node may have removed it first.
+      if (!isMissing(error)) throw error;
+    }
+  }
+  return removed;
+}
+
 /**
  * Images in a local folder (DATA_DIR/images by default). Staged files go to `.staging/` inside the
  * same folder, so a commit is an atomic rename on one file system and a half-written file never has
@@ -72,18 +95,7 @@ export class LocalImageStorage implements ImageStorage {
    * sharing the folder.
    */
   async removeAbandoned(before: number): Promise<number> {
-    let removed = 0;
-    for (const file of await filesIn(this.staging, (name) => name.endsWith('.part'))) {
-      try {
-        if ((await stat(file)).mtimeMs >= before) continue;
-        await unlink(file);
-        removed++;
-      } catch (error) {
-        // Another node starting at the same time may have removed it first.
-        if (!isMissing(error)) throw error;
-      }
-    }
-    return removed;
+    return removeOlder(await filesIn(this.staging, isPart), before);
   }
 
   /** A rename keeps the mtime, so a committed file's age is its upload's. */
@@ -146,9 +158,18 @@ export class LocalImageStorage implements ImageStorage {
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     // Written aside and renamed, so a reader on another node never sees half a variant.
     const part = path.join(dir, `.${randomBytes(8).toString('hex')}.part`);
-    await writeFile(part, data, { mode: PRIVATE_FILE_MODE });
-    await rename(part, path.join(dir, key));
-    const kept = await filesIn(dir, isVariantKey);
+    try {
+      await writeFile(part, data, { mode: PRIVATE_FILE_MODE });
+      await rename(part, path.join(dir, key));
+    } catch (error) {
+      await unlink(part).catch(() => {});
+      throw error;
+    }
+    const names = await filesIn(dir, () => true);
+    // A process killed mid-write leaves its part behind; one this old is no write in progress.
+    const parts = names.filter((file) => isPart(path.basename(file)));
+    await removeOlder(parts, Date.now() - ABANDONED_PART_MS);
+    const kept = names.filter((file) => isVariantKey(path.basename(file)));
     if (kept.length <= keep) return;
     const used = await Promise.all(
       kept.map(async (file) => ({

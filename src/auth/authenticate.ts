@@ -15,6 +15,12 @@ declare module 'fastify' {
      * apiID and apiKey fields before it reads anything else of the form.
      */
     authenticateForm: ((fields: LegacyCredentials) => MaybePromise<void>) | undefined;
+    /**
+     * Proves the request's credentials again, now, as the hook did when the request came in: a 401
+     * (or 403) when they have since been revoked, expired or lost the scope. For an answer that is
+     * held (a long-poll): what changed after its credentials ended is not theirs to see.
+     */
+    authenticateAgain(): MaybePromise<void>;
   }
   interface FastifyContextConfig {
     /** The scope a route needs: the route authenticates, and refuses callers without the scope. */
@@ -112,6 +118,16 @@ export function installAuthentication(
   app.decorateRequest('principal', undefined);
   app.decorateRequest('authenticateForm', undefined);
   app.decorateRequest('legacyCredentials', undefined);
+  app.decorateRequest('authenticateAgain', function (this: FastifyRequest): MaybePromise<void> {
+    const needed = this.routeOptions.config.scope;
+    if (!needed) throw new Error(`route ${this.routeOptions.url} has no config.scope`);
+    const resource = resourceOf(this);
+    // The credentials as the request sent them (a form's were kept in legacyCredentials): the same
+    // method reads them, through the principal cache, which a revocation has emptied.
+    return andThen(principalFrom(methods[resource], this), (principal) => {
+      this.principal = authorised(this, principal, needed, resource);
+    });
+  });
   app.addHook('onRequest', (request, reply, done) => {
     const needed = request.routeOptions.config.scope;
     if (!needed) return done();

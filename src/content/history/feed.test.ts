@@ -11,6 +11,7 @@ import {
   runWriter,
 } from '../../../test/feed-writers.js';
 import { buildTestApp, json, type TestApp, type TestSite } from '../../../test/helpers.js';
+import { createCredential, revokeCredential } from '../../accounts/account.service.js';
 import type { DbHandle } from '../../db/schema.js';
 import { CursorExpiredError } from '../../errors.js';
 import { pruneHistory, readFeed, sinceOf } from './history.service.js';
@@ -99,6 +100,23 @@ test('a long-poll is answered within a second of a write; an empty one after its
   assert.deepEqual(skipped.data, []);
   assert.notEqual(skipped.nextCursor, answer.nextCursor);
   assert.deepEqual((await feed(api, `since=${skipped.nextCursor}`)).data, [], 'the page it passed over is not shown again');
+});
+
+test('a long-poll held while its credential is revoked answers 401, not the changes made after the revocation', async (t) => {
+  const app = await feedApp(t);
+  const writer = apiOf(app);
+  const key = await createCredential(app.db.kysely, app.site.siteId, 'feed reader');
+  const follower = apiOf(app, { ...app.site, apiId: key.apiId, apiKey: key.apiKey, headers: { apiID: key.apiId, apiKey: key.apiKey } });
+  const { nextCursor } = await feed(follower, '');
+
+  const held = follower('GET', `/api/changes?since=${nextCursor}&wait=10`);
+  await sleep(300);
+  await revokeCredential(app.db.kysely, key.apiId);
+  await createPage(writer, 'Written after the revocation');
+  const answer = await held;
+  assert.equal(answer.status, 401, JSON.stringify(answer.body));
+  assert.equal(answer.body.data, undefined, 'no change is in the answer');
+  assert.equal((await follower('GET', `/api/changes?since=${nextCursor}`)).status, 401);
 });
 
 test('GET /api/changes refuses a since that is no feed cursor, and pageSize or wait out of range', async (t) => {

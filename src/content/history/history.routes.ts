@@ -142,6 +142,9 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
       const query = { since: sinceOf(since, siteId), type, id, pageSize };
       const gone = () => closing || request.raw.destroyed || reply.raw.destroyed;
       const feed = await readFeed(deps.db, siteId, query, wait, gone, watch);
+      // A held answer may bring changes made after its credentials were revoked (or expired)
+      // while it waited: they are proved again before it is sent, and a 401 it is then.
+      if (wait > 0) await request.authenticateAgain();
       return { data: feed.entries, meta: { pageSize, nextCursor: feed.nextCursor } };
     },
   );

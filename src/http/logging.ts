@@ -4,14 +4,47 @@ import { type FastifyRequest, LogController } from 'fastify';
 import pino from 'pino';
 import type { LogLevel } from '../config.js';
 
-/** Query parameters that can carry secrets; they are logged as [redacted]. */
-const SECRET_PARAMS = /([?&](?:access_token|refresh_token|code|code_verifier|token|password|api_key|apiKey|apiID)=)[^&]*/gi;
+/** Query parameters that can carry secrets, by name in lower case; their values are logged as [redacted]. */
+const SECRET_PARAMS = new Set([
+  'access_token',
+  'refresh_token',
+  'code',
+  'code_verifier',
+  'token',
+  'password',
+  'api_key',
+  'apikey',
+  'apiid',
+]);
 
 /** Headers that carry credentials, as pino redact path segments. */
 const SECRET_HEADERS = ['.authorization', '.cookie', '["x-api-key"]', '.apikey', '["set-cookie"]', '["proxy-authorization"]'];
 
+/**
+ * The URL with the value of every secret parameter redacted. A name is judged as the query parser
+ * reads it, percent-decoded and `+` as a space: `api%4Bey` is apiKey to the API-key method, so it
+ * is apiKey here too, or a client could have its key logged by encoding one letter of the name.
+ */
 function redactUrl(url: string): string {
-  return url.replace(SECRET_PARAMS, '$1[redacted]');
+  const start = url.indexOf('?');
+  if (start === -1) return url;
+  const pairs = url
+    .slice(start + 1)
+    .split('&')
+    .map((pair) => {
+      const equals = pair.indexOf('=');
+      return equals !== -1 && SECRET_PARAMS.has(decodedName(pair.slice(0, equals))) ? `${pair.slice(0, equals)}=[redacted]` : pair;
+    });
+  return `${url.slice(0, start + 1)}${pairs.join('&')}`;
+}
+
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name.replaceAll('+', ' ')).toLowerCase();
+  } catch {
+    // Not valid percent-encoding: the parser keeps such a name as it is.
+    return name.toLowerCase();
+  }
 }
 
 /** `stream`: where lines go; pino's default (stdout, written synchronously) when absent. */

@@ -10,6 +10,7 @@ import { type Listed, listMeta } from '../content/shared/envelope.js';
 import { DEFAULT_PAGE_SIZE } from '../content/shared/schemas.js';
 import { parsedRecords, type StoredItem } from '../content/shared/stored.js';
 import type { DbHandle } from '../db/schema.js';
+import { ValidationError } from '../errors.js';
 import { validatorFor } from '../http/validation.js';
 import type { RouteInfo } from '../reference/reference.js';
 import type { ImageStorage } from '../storage/image-storage.js';
@@ -300,6 +301,23 @@ function resultOf(routes: readonly RouteInfo[]): Record<string, unknown> {
   return others.every((other) => JSON.stringify(other) === JSON.stringify(first)) ? first! : { type: 'object', anyOf: [first, ...others] };
 }
 
+/**
+ * How deep arguments may nest. A tool's arguments are an object of values and lists of values (two
+ * levels); anything much deeper is no tool's, and a copy of it, by structuredClone or JSON, would
+ * overflow the stack and answer a 500 where the caller sent a bad argument.
+ */
+const MAX_ARGUMENT_DEPTH = 32;
+
+/** A copy of parsed JSON arguments, for the validator to change; a 400 naming the argument that nests too deep. */
+function copyOf(value: unknown, depth = 0, field = 'arguments'): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= MAX_ARGUMENT_DEPTH) {
+    throw new ValidationError([{ field, message: `nests more than ${MAX_ARGUMENT_DEPTH} levels deep` }]);
+  }
+  if (Array.isArray(value)) return value.map((item) => copyOf(item, depth + 1, field));
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, copyOf(item, depth + 1, depth === 0 ? key : field)]));
+}
+
 /** Builds the tools from the routes registered so far; call it after the content and history routes. */
 export function contentTools(app: FastifyInstance): ContentTool[] {
   return OPERATIONS.map((op) => {
@@ -330,7 +348,7 @@ export function contentTools(app: FastifyInstance): ContentTool[] {
       },
       validate(args) {
         // The validator coerces and fills defaults in place, as it does for a request.
-        return check(structuredClone(args && typeof args === 'object' ? args : {}));
+        return check(copyOf(args && typeof args === 'object' ? args : {}));
       },
       run: op.run,
     };

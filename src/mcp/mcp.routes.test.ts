@@ -56,6 +56,15 @@ test('tools/call with params its schema refuses is -32602 invalid params with a 
   const refused = await post(call({ name: 'get_page', arguments: { id: 'abc' } }));
   assert.equal(refused.body.result.isError, true);
   assert.equal(JSON.parse(refused.body.result.content[0].text).errors[0].field, 'id');
+
+  // Arguments nested past any tool's schema are a 400 naming the argument, not a 500 from copying them.
+  const deep = `${'['.repeat(5000)}${']'.repeat(5000)}`;
+  const nested = await post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"list_pages","arguments":{"title":${deep}}}}`);
+  assert.equal(nested.status, 200);
+  assert.equal(nested.body.result.isError, true);
+  const problem = JSON.parse(nested.body.result.content[0].text);
+  assert.equal(problem.status, 400, JSON.stringify(problem));
+  assert.deepEqual(problem.errors, [{ field: 'title', message: 'nests more than 32 levels deep' }]);
 });
 
 test('a body that is not JSON is -32700 parse error and an empty batch -32600 invalid request, both HTTP 400; credentials come first', async (t) => {

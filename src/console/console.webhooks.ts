@@ -50,6 +50,11 @@ export function statusNote(hook: hooks.WebhookView): { text: string; danger: boo
         text: 'Disabled automatically: its receiver answered 410 Gone, which says this hook is no longer wanted. Enable it once the receiver takes deliveries again.',
         danger: true,
       };
+    case 'revoked':
+      return {
+        text: 'Disabled automatically: the API credential or connected application that created it (or last enabled it) was revoked, or its connection ended. Enable it here to send under the website’s own authority.',
+        danger: true,
+      };
     case 'failing':
       return {
         text: `Disabled automatically: every delivery attempt failed for ${FAILING_DAYS} days${hook.failingSince ? ` (failing since ${hook.failingSince} UTC)` : ''}. Enable it once the receiver works again.`,

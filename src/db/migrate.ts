@@ -17,6 +17,7 @@ import * as m0015 from './migrations/0015_image_rules.js';
 import * as m0016 from './migrations/0016_change_log.js';
 import * as m0017 from './migrations/0017_connection_resource.js';
 import * as m0018 from './migrations/0018_webhooks.js';
+import * as m0019 from './migrations/0019_webhook_credentials.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -41,6 +42,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0016_change_log': m0016,
   '0017_connection_resource': m0017,
   '0018_webhooks': m0018,
+  '0019_webhook_credentials': m0019,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildTestApp, json, type TestApp } from '../../test/helpers.js';
+import { connect, revokeInConsole, startOAuthApp } from '../../test/oauth.helpers.js';
 import { until } from '../../test/until.js';
 import { webhookReceiver } from '../../test/webhook-receiver.js';
+import { createCredential, revokeCredential } from '../accounts/account.service.js';
 import { type Config, testConfig, type WebhookConfig } from '../config.js';
 import { formatTimestamp } from '../db/time.js';
 
@@ -193,6 +195,69 @@ test('a 410 disables the hook, and so does failing without a break for 5 days; t
   const [given] = await deliveries(ctx, hook.id);
   await until('its pending delivery is given up', async () => (await deliveries(ctx, hook.id))[0]?.state === 'failed');
   assert.equal(given.event, 'page.created');
+});
+
+test('a hook sends under the credential that created it: once that API key is revoked, or that OAuth connection, it is disabled and sends nothing more', async (t) => {
+  const a = await startOAuthApp(t, { config: hookConfig() });
+  const receiver = await webhookReceiver(t);
+  const api = (headers: Record<string, string>, method: string, url: string, payload?: object) =>
+    fetch(`${a.base}${url}`, {
+      method,
+      headers: { ...headers, ...(payload ? { 'content-type': 'application/json' } : {}) },
+      ...(payload ? { body: JSON.stringify(payload) } : {}),
+    }).then(async (response) => ({ status: response.status, body: json({ body: (await response.text()) || 'null' }) }));
+  const owner = a.site.headers;
+  const status = async (id: number) => (await api(owner, 'GET', `/api/webhooks/${id}`)).body.data[0];
+  const write = async (title: string) => assert.equal((await api(owner, 'POST', '/api/page', { page_usertitle: title })).status, 201);
+
+  // An API key's hook: delivered while the key is live; the key revoked, the next change disables it unsent.
+  const key = await createCredential(a.db.kysely, a.site.siteId, 'integration');
+  const keyHeaders = { apiID: key.apiId, apiKey: key.apiKey };
+  const byKey = await api(keyHeaders, 'POST', '/api/webhooks', { url: receiver.url, events: ['*'] });
+  assert.equal(byKey.status, 201, JSON.stringify(byKey.body));
+  await write('Before the revocation');
+  await receiver.waitFor(1);
+  await revokeCredential(a.db.kysely, key.apiId);
+  await write('After the revocation');
+  const revoked = await until('the key’s hook disabled', async () => {
+    const hook = await status(byKey.body.data[0].id);
+    return hook.status === 'disabled' && hook;
+  });
+  assert.equal(revoked.disabledReason, 'revoked');
+  assert.equal(receiver.received.length, 1, 'nothing was sent after the key was revoked');
+
+  // Enabled again with another credential, it sends under that one.
+  const enabled = await api(owner, 'PATCH', `/api/webhooks/${byKey.body.data[0].id}`, { status: 'active' });
+  assert.equal(enabled.body.data[0].status, 'active');
+  await write('Enabled by the owner’s key');
+  await receiver.waitFor(2);
+
+  // An OAuth application's hook: revoking the application in the console ends it too.
+  const { tokens } = await connect(a, { scope: 'everything:write' });
+  const bearer = { authorization: `Bearer ${tokens.access_token}` };
+  const byApp = await api(bearer, 'POST', '/api/webhooks', { url: receiver.url, events: ['page.created'] });
+  assert.equal(byApp.status, 201, JSON.stringify(byApp.body));
+  await write('Seen by both');
+  await receiver.waitFor(4);
+  await revokeInConsole(a, a.site.siteId, a.clientId);
+  await write('Not for the application');
+  await receiver.waitFor(5);
+  const appHook = await until('the application’s hook disabled', async () => {
+    const hook = await status(byApp.body.data[0].id);
+    return hook.status === 'disabled' && hook;
+  });
+  assert.equal(appHook.disabledReason, 'revoked');
+  const sent = (await api(owner, 'GET', `/api/webhooks/${byApp.body.data[0].id}/deliveries`)).body.data;
+  assert.deepEqual(
+    sent.map((d: { state: string; attempts: unknown[] }) => [d.state, d.attempts.length]),
+    [
+      ['failed', 0],
+      ['delivered', 1],
+    ],
+    'the change after the revocation was never attempted',
+  );
+  await sleep(200);
+  assert.equal(receiver.received.length, 5, 'the hook the owner enabled went on');
 });
 
 test('an attempt under way when its hook is disabled, then answered 2xx, leaves its delivery delivered: the receiver has it', async (t) => {

@@ -2,6 +2,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { principalOf } from '../auth/authenticate.js';
+import type { Principal } from '../auth/principal.js';
 import { Deleted, NoQuery, operations } from '../content/shared/envelope.js';
 import { IdParams } from '../content/shared/schemas.js';
 import type { DbHandle } from '../db/schema.js';
@@ -28,9 +29,13 @@ const Webhook = Type.Object(
     events: Type.Array(Type.String()),
     description: Type.String(),
     status: Status,
-    disabledReason: Type.Union([Type.Literal('owner'), Type.Literal('gone'), Type.Literal('failing'), Type.Null()], {
-      description: 'Why it is disabled: owner (by PATCH), gone (its receiver answered 410), failing (every attempt failed for 5 days)',
-    }),
+    disabledReason: Type.Union(
+      [Type.Literal('owner'), Type.Literal('gone'), Type.Literal('failing'), Type.Literal('revoked'), Type.Null()],
+      {
+        description:
+          'Why it is disabled: owner (by PATCH), gone (its receiver answered 410), failing (every attempt failed for 5 days), revoked (the API credential or OAuth connection that created or last enabled it was revoked or ended)',
+      },
+    ),
     failingSince: Type.Union([Type.String(), Type.Null()], {
       description: 'When the failures still going on began (YYYY-MM-DD HH:MM:SS, UTC)',
     }),
@@ -86,17 +91,22 @@ const DeliveriesQuery = Type.Object(
 
 const DOCS = {
   create:
-    "Registers a receiver for the website's changes. Deliveries follow Standard Webhooks: signed with the secret returned here, which is shown only in this answer. An unknown event is a 400 that lists the known ones; a target that is not a public https address is a 400 that says why.",
+    "Registers a receiver for the website's changes. Deliveries follow Standard Webhooks: signed with the secret returned here, which is shown only in this answer. The hook sends under the caller's credential (API key or OAuth connection): once that is revoked or ends, the hook is disabled (disabledReason revoked). An unknown event is a 400 that lists the known ones; a target that is not a public https address is a 400 that says why.",
   list: "The website's webhooks; secrets are never shown again.",
   get: 'One webhook; its secret is never shown again.',
   update:
-    'Changes the URL, the events, the description or the status. Enabling a disabled hook clears its failures; disabling gives up its pending deliveries.',
+    'Changes the URL, the events, the description or the status. Enabling a disabled hook clears its failures and makes the caller’s credential the one it sends under; disabling gives up its pending deliveries.',
   delete: 'Removes the hook and its deliveries.',
   rotate: 'A new secret, shown in this answer only. For 24 hours the old and the new secret both sign each delivery.',
   deliveries: "The hook's latest deliveries, newest first, each with its attempts: status code or error, duration and time.",
   retry: 'Sends a delivery that is not pending once more, at once, with the same webhook-id. 409 while the hook is disabled.',
   test: 'Queues a webhook.test event to this hook alone, to check the receiver end to end.',
 };
+
+/** The credential a hook created or enabled by this caller sends under: its API key, or its OAuth connection. */
+function credentialOf(principal: Principal): hooks.HookCredential {
+  return { kind: principal.method === 'api-key' ? 'api-key' : 'oauth', id: principal.subject };
+}
 
 /** The webhook management API (docs/webhooks.md), mounted at /api. */
 export async function registerWebhooks(
@@ -111,7 +121,8 @@ export async function registerWebhooks(
     '/webhooks',
     write('Create a webhook', DOCS.create, { querystring: NoQuery, body: NewWebhook, response: { 201: Webhooks } }, [409]),
     async (request, reply) => {
-      const created = await hooks.createWebhook(db, guard, principalOf(request).siteId, request.body);
+      const principal = principalOf(request);
+      const created = await hooks.createWebhook(db, guard, principal.siteId, request.body, credentialOf(principal));
       reply.code(201).header('location', `/api/webhooks/${created.id}`);
       return { data: [created] };
     },
@@ -127,7 +138,10 @@ export async function registerWebhooks(
   routes.patch(
     '/webhooks/:id',
     write('Update a webhook', DOCS.update, { params: IdParams, querystring: NoQuery, body: WebhookPatch, response: { 200: Webhooks } }),
-    async (request) => ({ data: [await hooks.updateWebhook(db, guard, principalOf(request).siteId, request.params.id, request.body)] }),
+    async (request) => {
+      const principal = principalOf(request);
+      return { data: [await hooks.updateWebhook(db, guard, principal.siteId, request.params.id, request.body, credentialOf(principal))] };
+    },
   );
   routes.delete(
     '/webhooks/:id',

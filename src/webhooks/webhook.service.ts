@@ -11,7 +11,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { OutboundError, type OutboundGuard } from '../http/outbound.js';
 import { EVENTS, enqueueDeliveries, eventsOf, payloadOf, TEST_EVENT } from './webhook.events.js';
 import { newSecret } from './webhook.signing.js';
-import type { WebhooksTable } from './webhook.table.js';
+import type { DisabledReason, WebhooksTable } from './webhook.table.js';
 import { disableHook } from './webhook.worker.js';
 
 /** After a rotation the previous secret still signs this long, for receivers to switch over. */
@@ -27,8 +27,11 @@ export interface WebhookView {
   events: string[];
   description: string;
   status: 'active' | 'disabled';
-  /** Why it is disabled: owner, gone (its receiver answered 410), failing (every attempt failed for 5 days). */
-  disabledReason: 'owner' | 'gone' | 'failing' | null;
+  /**
+   * Why it is disabled: owner, gone (its receiver answered 410), failing (every attempt failed for
+   * 5 days), revoked (the credential it sends under was revoked or ended).
+   */
+  disabledReason: DisabledReason | null;
   /** When the failures still going on began. */
   failingSince: string | null;
   createdAt: string;
@@ -89,7 +92,29 @@ export interface NewWebhook {
   readonly description?: string | undefined;
 }
 
-export async function createWebhook(db: DbHandle, guard: OutboundGuard, siteId: number, input: NewWebhook): Promise<WebhookView> {
+/**
+ * The API credential or OAuth connection a hook sends under: the caller that creates or enables it
+ * through the API. A hook tells whoever its URL names of every change, so it is a use of that
+ * credential, and ends with it (the worker disables it: webhook.worker.ts). The console and the
+ * CLI act for the website itself and give none.
+ */
+export interface HookCredential {
+  readonly kind: 'api-key' | 'oauth';
+  readonly id: string;
+}
+
+const credentialColumns = (credential: HookCredential | undefined) => ({
+  credential_kind: credential?.kind ?? null,
+  credential_id: credential?.id ?? null,
+});
+
+export async function createWebhook(
+  db: DbHandle,
+  guard: OutboundGuard,
+  siteId: number,
+  input: NewWebhook,
+  credential?: HookCredential,
+): Promise<WebhookView> {
   const events = eventsText(input.events);
   const url = await checkedUrl(guard, input.url);
   const { count } = await db
@@ -108,6 +133,7 @@ export async function createWebhook(db: DbHandle, guard: OutboundGuard, siteId: 
       secret: newSecret(),
       disabled_reason: null,
       created_at: now(),
+      ...credentialColumns(credential),
     })
     .returning(COLUMNS)
     .executeTakeFirstOrThrow();
@@ -130,13 +156,17 @@ export interface WebhookPatch {
   readonly status?: 'active' | 'disabled' | undefined;
 }
 
-/** Changes what is given. Enabling starts afresh (no failures counted); disabling gives up the pending deliveries. */
+/**
+ * Changes what is given. Enabling starts afresh (no failures counted) and makes `credential` the
+ * one the hook sends under; disabling gives up the pending deliveries.
+ */
 export async function updateWebhook(
   db: DbHandle,
   guard: OutboundGuard,
   siteId: number,
   id: number,
   patch: WebhookPatch,
+  credential?: HookCredential,
 ): Promise<WebhookView> {
   const current = await hookRow(db, siteId, id);
   const changes = {
@@ -144,7 +174,7 @@ export async function updateWebhook(
     ...(patch.events !== undefined ? { events: eventsText(patch.events) } : {}),
     ...(patch.description !== undefined ? { description: patch.description } : {}),
     ...(patch.status === 'active' && current.status !== 'active'
-      ? { status: 'active' as const, disabled_reason: null, failing_since: null }
+      ? { status: 'active' as const, disabled_reason: null, failing_since: null, ...credentialColumns(credential) }
       : {}),
   };
   return db.transaction().execute(async (trx) => {

@@ -9,8 +9,11 @@ export interface WebhooksTable {
   events: string;
   description: Generated<string>;
   status: Generated<'active' | 'disabled'>;
-  /** Why it is disabled: `owner` (PATCH), `gone` (the receiver answered 410), `failing` (failed without a break for too long). */
-  disabled_reason: 'owner' | 'gone' | 'failing' | null;
+  /**
+   * Why it is disabled: `owner` (PATCH), `gone` (the receiver answered 410), `failing` (failed
+   * without a break for too long), `revoked` (the credential it sends under ended).
+   */
+  disabled_reason: DisabledReason | null;
   /** `whsec_` and the base64 key. */
   secret: string;
   /** The secret before the last rotation, still signing until `previous_secret_until`. */
@@ -19,7 +22,16 @@ export interface WebhooksTable {
   /** When the current unbroken run of failed attempts began; null after a success. */
   failing_since: string | null;
   created_at: string;
+  /**
+   * The credential it sends under (migration 0019): `api-key` (credential_id the API ID) or `oauth`
+   * (the connection's id), the one that created or last enabled it. Null for the console's and the
+   * CLI's hooks, which send for as long as the website has them.
+   */
+  credential_kind: 'api-key' | 'oauth' | null;
+  credential_id: string | null;
 }
+
+export type DisabledReason = 'owner' | 'gone' | 'failing' | 'revoked';
 
 /** One event for one hook: the outbox row, kept afterwards as the delivery's record (migration 0018). */
 export interface WebhookDeliveriesTable {

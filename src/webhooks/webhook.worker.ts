@@ -18,6 +18,7 @@ import type { DbHandle } from '../db/schema.js';
 import { now, timestampBefore } from '../db/time.js';
 import { type OutboundGuard, outboundGuard } from '../http/outbound.js';
 import { signedHeaders } from './webhook.signing.js';
+import type { DisabledReason } from './webhook.table.js';
 
 /** A receiver has this long to answer, headers and body, for an attempt to count as delivered. */
 export const DELIVERY_TIMEOUT_MS = 15_000;
@@ -55,6 +56,8 @@ type Outcome =
   | { kind: 'release'; delivery: Claimed }
   /** Its hook was disabled or deleted since it was queued. */
   | { kind: 'cancel'; delivery: Claimed }
+  /** The credential its hook sends under was revoked or has ended: the hook is disabled, nothing is sent. */
+  | { kind: 'revoked'; delivery: Claimed }
   | {
       kind: 'attempt';
       delivery: Claimed;
@@ -126,7 +129,7 @@ export class WebhookWorker {
       (
         await this.deps.db
           .selectFrom('webhooks')
-          .select(['id', 'url', 'status', 'secret', 'previous_secret', 'previous_secret_until'])
+          .select(['id', 'url', 'status', 'secret', 'previous_secret', 'previous_secret_until', credentialLive(now())])
           .where('id', 'in', [...new Set(claimed.map((c) => c.webhook_id))])
           .execute()
       ).map((hook) => [hook.id, hook]),
@@ -134,6 +137,7 @@ export class WebhookWorker {
     for (const delivery of claimed) {
       const hook = hooks.get(delivery.webhook_id);
       if (hook?.status !== 'active') this.finished.push({ kind: 'cancel', delivery });
+      else if (!Number(hook.credential_live)) this.finished.push({ kind: 'revoked', delivery });
       else if ((this.perHook.get(hook.id) ?? 0) >= this.deps.config.concurrencyPerHook) this.finished.push({ kind: 'release', delivery });
       else this.send(delivery, hook);
     }
@@ -262,6 +266,11 @@ export class WebhookWorker {
       await row.set({ state: 'failed', claimed_by: null }).execute();
       return;
     }
+    if (outcome.kind === 'revoked') {
+      await row.set({ state: 'failed', claimed_by: null }).execute();
+      await disableHook(db, delivery.webhook_id, 'revoked');
+      return;
+    }
     // The attempt's number is taken by counting it on the delivery, in one statement that locks the
     // row on both databases: unique however many nodes attempted the delivery (a late result beside
     // the attempt of the node that took over). No row: the delivery went with its hook, deleted
@@ -342,8 +351,23 @@ export async function removeOldDeliveries(db: DbHandle, keepDays: number, now = 
   return Number(removed.numDeletedRows);
 }
 
+/**
+ * 1 while the credential a hook sends under is live (an API key not revoked, an OAuth connection
+ * active and within its lifetime at `at`), or when it sends under none (the console's, the CLI's);
+ * 0 otherwise. Read at every attempt, just before it is made, so no delivery leaves after the
+ * credential ends, on any node, whichever way it ended.
+ */
+function credentialLive(at: string) {
+  return sql<number>`case
+    when webhooks.credential_kind = 'api-key' then (case when exists (select 1 from api_credentials c
+      where c.api_id = webhooks.credential_id and c.revoked_at is null) then 1 else 0 end)
+    when webhooks.credential_kind = 'oauth' then (case when exists (select 1 from oauth_connections c
+      where c.id = webhooks.credential_id and c.status = 'active' and c.expires_at > ${at}) then 1 else 0 end)
+    else 1 end`.as('credential_live');
+}
+
 /** Disables a hook for `reason` and gives up its pending deliveries (a retry sends one again once it is active). */
-export async function disableHook(db: DbHandle, webhookId: number, reason: 'owner' | 'gone' | 'failing'): Promise<void> {
+export async function disableHook(db: DbHandle, webhookId: number, reason: DisabledReason): Promise<void> {
   await db.updateTable('webhooks').where('id', '=', webhookId).set({ status: 'disabled', disabled_reason: reason }).execute();
   await failPending(db, webhookId);
 }

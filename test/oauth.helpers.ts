@@ -149,6 +149,11 @@ export class Browser {
     private readonly headers: Record<string, string> = {},
   ) {}
 
+  /** The value of a cookie this browser holds, on any path. */
+  cookie(name: string): string | undefined {
+    return [...this.cookies.values()].find((c) => c.name === name)?.value;
+  }
+
   private cookieHeader(url: URL): string {
     return [...this.cookies.values()]
       .filter((c) => url.pathname.startsWith(c.path))

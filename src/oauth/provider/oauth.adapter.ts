@@ -54,7 +54,7 @@ export class KyselyAdapter implements Adapter {
       return;
     }
     // The id is the token itself: the payload is stored without it, and find() puts it back.
-    const { jti: _jti, ...rest } = payload;
+    const { jti: _jti, ...rest } = withoutSessionId(this.model, payload);
     const row = {
       payload: JSON.stringify(rest),
       grant_id: payload.grantId ?? null,
@@ -156,6 +156,18 @@ export class KyselyAdapter implements Adapter {
     if (row.consumed_at) payload.consumed = Math.floor(parseTimestamp(row.consumed_at) / 1000);
     return payload;
   }
+}
+
+/**
+ * An Interaction names the session it began in by `uid` and also by `cookie`, the session's id:
+ * the `_session` cookie's value, which the Session row is stored under the hash of so that no
+ * database copy holds one. Nothing reads `cookie` back (oidc-provider matches sessions by uid), so
+ * it is not stored.
+ */
+function withoutSessionId(model: string, payload: AdapterPayload): AdapterPayload {
+  if (model !== 'Interaction' || !payload.session?.cookie) return payload;
+  const { cookie: _cookie, ...session } = payload.session;
+  return { ...payload, session };
 }
 
 /** Removes rows past their expiry; run now and then by every process (it is idempotent). */

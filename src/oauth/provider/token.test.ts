@@ -5,9 +5,11 @@ import { sql } from 'kysely';
 import { json, TEST_DATABASE_URL } from '../../../test/helpers.js';
 import {
   authorizeCode,
+  authorizeUrl,
   connect,
   exchangeCode,
   type OAuthTestApp,
+  pkcePair,
   REDIRECT_URI,
   startOAuthApp,
   tokenRequest,
@@ -59,9 +61,21 @@ test('code exchange answers exactly the spec fields, with no-store', async (t) =
   assert.equal(json(pages).meta.total, 0);
 });
 
-test('tokens are stored hashed: neither a token nor a code appears in the database', async (t) => {
+test('tokens are stored hashed: neither a token, a code nor a session id appears in the database', async (t) => {
   const a = await startOAuthApp(t);
-  const { code, verifier } = await authorizeCode(a);
+  const { code, verifier, browser } = await authorizeCode(a);
+  // A second authorization in the same browser begins in its session: the interaction names it.
+  const { challenge } = await pkcePair();
+  const consent = await browser.follow(authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge }));
+  assert.equal(consent.status, 200, 'the signed-in browser is at the next step');
+  const session = browser.cookie('_session');
+  assert.ok(session);
+  const interactions = await a.db.kysely.selectFrom('oauth_payloads').select('payload').where('model', '=', 'Interaction').execute();
+  assert.ok(
+    interactions.some((r) => r.payload.includes('"session"')),
+    'an interaction of the session is stored',
+  );
+  assert.ok(!JSON.stringify(interactions).includes(session), 'the session cookie’s value is not');
   const withCode = JSON.stringify(await a.db.kysely.selectFrom('oauth_payloads').selectAll().execute());
   assert.ok(!withCode.includes(code));
   const tokens = (await exchangeCode(a, code, verifier)).body;

@@ -26,4 +26,9 @@ test('a path the router cannot decode is a 400 problem, a path parameter over it
     assert.equal(problem.instance, url.split('?')[0], url);
     assert.ok(problem.detail.length > 0, url);
   }
+  // The detail names the path, never the query string, which may hold credentials.
+  const broken = await app.inject({ url: `/api/page/%zz?apiID=${site.apiId}&apiKey=${site.apiKey}` });
+  assert.equal(broken.statusCode, 400);
+  assert.ok(!broken.body.includes(site.apiKey), broken.body);
+  assert.match(json(broken).detail, /^The path \/api\/page\/%zz is not valid/);
 });

@@ -135,6 +135,16 @@ export function frameworkErrorAnswer(origins: CorsOrigins) {
     // answer these headers did not: they are set here.
     reply.header('x-request-id', request.id);
     exposeToOtherOrigins(request, reply, origins);
+    // The router's message quotes the whole URL, query string and all, and a query string may hold
+    // credentials (apiKey): the answer names the path only, as every problem's instance does.
+    if (error.code === 'FST_ERR_BAD_URL') {
+      return sendProblem(
+        reply,
+        new BadRequestError(
+          `The path ${pathOf(request.url)} is not valid: a % must begin a percent-encoded UTF-8 character (%20, %C3%A9).`,
+        ),
+      );
+    }
     return sendProblem(reply, fromFastifyError(error) ?? new AppError(400, 'Bad request', error.message));
   };
 }

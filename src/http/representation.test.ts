@@ -46,7 +46,7 @@ test('gzip and br answers decode to exactly the uncompressed body, for a page an
       assert.equal(decoded(packed), plain.body, `${url} in ${encoding} is the same body`);
       assert.ok(packed.rawPayload.length < plain.rawPayload.length / 3, `${url} in ${encoding} is much smaller`);
       assert.equal(packed.headers['content-type'], plain.headers['content-type']);
-      assert.equal(packed.headers.vary, 'accept-encoding');
+      assert.equal(packed.headers.vary, 'accept, accept-encoding');
       assert.equal(packed.headers.etag, plain.headers.etag, 'one ETag for every encoding');
     }
   }
@@ -74,7 +74,7 @@ test("the client's preference and q-values choose the encoding; identity when it
     assert.equal(answer.headers['content-encoding'], expected, `Accept-Encoding: ${accept}`);
     assert.equal(decoded(answer), plain.body, accept);
     // Sent as it is or not, the answer depends on Accept-Encoding, so caches must key on it.
-    assert.equal(answer.headers.vary, 'accept-encoding', accept);
+    assert.equal(answer.headers.vary, 'accept, accept-encoding', accept);
   }
 });
 
@@ -84,7 +84,7 @@ test('bodies under 1 KB are sent as they are: a 404 problem, an empty list', asy
   assert.equal(missing.statusCode, 404);
   assert.ok(missing.rawPayload.length < COMPRESSION_THRESHOLD);
   assert.equal(missing.headers['content-encoding'], undefined);
-  assert.equal(missing.headers.vary, undefined, 'nothing to vary on');
+  assert.equal(missing.headers.vary, 'accept', 'no encoding to vary on; Accept chooses JSON or Markdown');
   assert.equal(json(missing).status, 404);
 
   // An empty list: a 200 with its ETag, a few dozen bytes.
@@ -92,7 +92,7 @@ test('bodies under 1 KB are sent as they are: a 404 problem, an empty list', asy
   assert.equal(empty.statusCode, 200);
   assert.deepEqual(json(empty).data, []);
   assert.equal(empty.headers['content-encoding'], undefined);
-  assert.equal(empty.headers.vary, undefined);
+  assert.equal(empty.headers.vary, 'accept');
   assert.ok(empty.headers.etag);
 });
 
@@ -129,7 +129,7 @@ test('the ETag is the same in every encoding: If-None-Match and If-Match accept 
     assert.equal(cached.rawPayload.length, 0);
     assert.equal(cached.headers['content-encoding'], undefined, 'a 304 has no body to encode');
     assert.equal(cached.headers.etag, tag);
-    assert.equal(cached.headers.vary, 'accept-encoding', 'a 304 varies as its 200 does');
+    assert.equal(cached.headers.vary, 'accept, accept-encoding', 'a 304 varies as its 200 does');
   }
   const list = await app.inject({ url: '/api/page', headers: { ...site.headers, 'accept-encoding': 'gzip' } });
   const listTag = list.headers.etag as string;
@@ -172,7 +172,7 @@ test('HEAD answers as GET does, in identity: no body is compressed only to be th
     assert.equal(head.headers['content-encoding'], undefined);
     assert.equal(head.headers['content-length'], String(plain.rawPayload.length));
     assert.equal(head.headers.etag, packed.headers.etag);
-    assert.equal(head.headers.vary, 'accept-encoding');
+    assert.equal(head.headers.vary, 'accept, accept-encoding');
     const cached = await app.inject({
       method: 'HEAD',
       url,

@@ -83,7 +83,10 @@ function isStream(payload: unknown): boolean {
   return typeof (payload as { pipe?: unknown } | null)?.pipe === 'function';
 }
 
-/** Adds `field` to Vary unless it is there already (in any case); the plugin looks for it in lower case. */
+/**
+ * Adds `field` (lower case) to Vary unless it is there already (in any case), keeping the fields
+ * set before; the compression plugin looks for accept-encoding in lower case.
+ */
 export function addVary(reply: { getHeader(name: string): unknown; header(name: string, value: string): unknown }, field: string): void {
   const current = reply.getHeader('vary');
   const listed =

@@ -3,6 +3,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { Config } from '../config.js';
 import { mediaRanges } from '../http/accept.js';
+import { addVary } from '../http/representation.js';
 import { DEMO_CLIENT_ID } from '../oauth/clients/client.service.js';
 import { openapiOptions } from './openapi.document.js';
 import { buildReference, type EndpointReference, type RouteInfo, renderMarkdown } from './reference.js';
@@ -78,10 +79,13 @@ export async function registerReference(app: FastifyInstance, config: Config): P
   const registry = new ReferenceRegistry();
   app.decorate('references', registry);
   const routes = registry.routes;
+  // The routes, as registered (the /webapps alias included), whose GET and HEAD answer JSON or the Markdown reference.
+  const negotiated = new Set<string>();
   app.addHook('onRoute', (route: RouteOptions) => {
     const schema = route.schema as RouteInfo['schema'] | undefined;
     if (!schema?.summary || !route.url.includes('/api/')) return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (methods.includes('GET') || methods.includes('HEAD')) negotiated.add(route.url);
     const endpoint = endpointOf(route.url);
     if (endpoint !== route.url) registry.aliased.add(endpoint);
     const list = routes.get(endpoint) ?? [];
@@ -92,9 +96,15 @@ export async function registerReference(app: FastifyInstance, config: Config): P
     routes.set(endpoint, list);
   });
 
-  // Runs before authentication: the Markdown reference is public.
+  // Runs before authentication: the Markdown reference is public. Such a route chooses between JSON
+  // and Markdown by Accept, so every answer it gives (JSON, Markdown, 304, 401, 404…) carries
+  // Vary: Accept, merged with a Vary set before (CORS's Origin): a cache that keyed it on the URL
+  // alone would hand the Markdown to a JSON client, or the reverse.
   app.addHook('onRequest', (request, reply, done) => {
-    const reference = request.method === 'GET' && prefersMarkdown(request.headers.accept) ? referenceFor(request) : undefined;
+    const method = request.method;
+    if ((method !== 'GET' && method !== 'HEAD') || !negotiated.has(request.routeOptions.url ?? '')) return done();
+    addVary(reply, 'accept');
+    const reference = method === 'GET' && prefersMarkdown(request.headers.accept) ? referenceFor(request) : undefined;
     // Answering from the hook: done() is not called, so the route does not run.
     if (reference) reply.type('text/markdown; charset=utf-8').send(renderMarkdown(reference, config.publicUrl));
     else done();

@@ -64,3 +64,23 @@ test('every answer of a GET or HEAD that also answers Markdown carries Vary: Acc
   assert.equal(written.statusCode, 200);
   assert.ok(!varied(written).includes('accept'), 'a write answers JSON whatever Accept says');
 });
+
+test('HEAD with Accept: text/markdown answers the headers the GET of the Markdown reference would, without the body', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  for (const url of ['/api/page/1', '/webapps/api/blog', '/api/changes']) {
+    const get = await app.inject({ url, headers: MARKDOWN });
+    assert.equal(get.statusCode, 200);
+    assert.equal(get.headers['content-type'], 'text/markdown; charset=utf-8');
+    for (const headers of [MARKDOWN, { ...site.headers, ...MARKDOWN }]) {
+      const head = await app.inject({ method: 'HEAD', url, headers });
+      assert.equal(head.statusCode, 200, url);
+      assert.equal(head.headers['content-type'], get.headers['content-type'], url);
+      assert.equal(head.headers['content-length'], get.headers['content-length'], url);
+      assert.equal(head.headers.etag, get.headers.etag, url);
+      assert.equal(head.headers.vary, get.headers.vary, url);
+      assert.equal(head.rawPayload.length, 0);
+    }
+    const current = await app.inject({ method: 'HEAD', url, headers: { ...MARKDOWN, 'if-none-match': String(get.headers.etag) } });
+    assert.equal(current.statusCode, 304, `${url}: the Markdown's own ETag revalidates it`);
+  }
+});

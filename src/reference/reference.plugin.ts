@@ -99,12 +99,13 @@ export async function registerReference(app: FastifyInstance, config: Config): P
   // Runs before authentication: the Markdown reference is public. Such a route chooses between JSON
   // and Markdown by Accept, so every answer it gives (JSON, Markdown, 304, 401, 404…) carries
   // Vary: Accept, merged with a Vary set before (CORS's Origin): a cache that keyed it on the URL
-  // alone would hand the Markdown to a JSON client, or the reverse.
+  // alone would hand the Markdown to a JSON client, or the reverse. A HEAD is answered as its GET
+  // would be, Markdown included, without the body (Fastify drops it and keeps its length).
   app.addHook('onRequest', (request, reply, done) => {
     const method = request.method;
     if ((method !== 'GET' && method !== 'HEAD') || !negotiated.has(request.routeOptions.url ?? '')) return done();
     addVary(reply, 'accept');
-    const reference = method === 'GET' && prefersMarkdown(request.headers.accept) ? referenceFor(request) : undefined;
+    const reference = prefersMarkdown(request.headers.accept) ? referenceFor(request) : undefined;
     // Answering from the hook: done() is not called, so the route does not run.
     if (reference) reply.type('text/markdown; charset=utf-8').send(renderMarkdown(reference, config.publicUrl));
     else done();

@@ -84,3 +84,16 @@ test('HEAD with Accept: text/markdown answers the headers the GET of the Markdow
     assert.equal(current.statusCode, 304, `${url}: the Markdown's own ETag revalidates it`);
   }
 });
+
+test('Accept: text/markdown;q=0 refuses Markdown: the answer is the JSON one', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  for (const accept of ['text/markdown;q=0', 'text/markdown; q=0.0', 'application/json;q=0.1, text/markdown;q=0']) {
+    const answer = await app.inject({ url: '/api/page', headers: { ...site.headers, accept } });
+    assert.equal(answer.statusCode, 200, accept);
+    assert.equal(answer.headers['content-type'], 'application/json; charset=utf-8', accept);
+    const anonymous = await app.inject({ url: '/api/page', headers: { accept } });
+    assert.equal(anonymous.statusCode, 401, `${accept}: no Markdown, so credentials are needed`);
+  }
+  const preferred = await app.inject({ url: '/api/page', headers: { accept: 'application/json;q=0.1, text/markdown;q=0.2' } });
+  assert.equal(preferred.headers['content-type'], 'text/markdown; charset=utf-8', 'a low q-value still counts');
+});

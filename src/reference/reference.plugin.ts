@@ -45,11 +45,14 @@ export function referenceFor(request: FastifyRequest): EndpointReference | undef
   return url ? request.server.references?.get(endpointOf(url)) : undefined;
 }
 
-/** Whether the client asks for Markdown rather than JSON (by order of preference and q-values). */
+/**
+ * Whether the client asks for Markdown rather than JSON (by order of preference and q-values). A
+ * range with q=0 is one the client refuses (RFC 9110 §12.4.2), so it is never the best.
+ */
 function prefersMarkdown(accept: string | undefined): boolean {
   if (!accept?.includes('text/markdown')) return false;
   let best = '';
-  let bestQ = -1;
+  let bestQ = 0;
   for (const { type, q } of mediaRanges(accept)) {
     if (q > bestQ && ['text/markdown', 'application/json', '*/*', 'application/*'].includes(type)) {
       best = type;

@@ -221,3 +221,32 @@ test('a request body with a Content-Encoding is not decompressed', async (t) => 
   // Read as it is sent: the JSON is accepted, the header is not acted on.
   assert.equal(created.statusCode, 201, created.body);
 });
+
+test('a 304 carries the ETag and Vary of its 200, and neither Content-Length nor Content-Type of the body it does not have', async (t) => {
+  const { app, site, id } = await pages(t);
+  for (const [url, headers] of [
+    [`/api/page/${id}`, site.headers],
+    ['/api/page', site.headers],
+    ['/api/page', { accept: 'text/markdown' }],
+    ['/api/openapi.json', {}],
+  ] as const) {
+    const full = await app.inject({ url, headers: { ...headers, 'accept-encoding': 'gzip' } });
+    assert.equal(full.statusCode, 200, url);
+    const identity = await app.inject({ url, headers });
+    for (const method of ['GET', 'HEAD'] as const) {
+      const cached = await app.inject({
+        method,
+        url,
+        headers: { ...headers, 'accept-encoding': 'gzip', 'if-none-match': String(full.headers.etag) },
+      });
+      assert.equal(cached.statusCode, 304, `${method} ${url}`);
+      assert.equal(cached.rawPayload.length, 0);
+      assert.equal(cached.headers.etag, full.headers.etag);
+      assert.equal(cached.headers.vary, full.headers.vary, `${method} ${url}`);
+      // A HEAD's 200 states the identity length, and its 304 may too; a GET's 304 states none.
+      const length = method === 'HEAD' ? identity.headers['content-length'] : undefined;
+      assert.equal(cached.headers['content-length'], length, `${method} ${url}: the 200's length, or none`);
+      assert.equal(cached.headers['content-type'], undefined, `${method} ${url}`);
+    }
+  }
+});

@@ -155,7 +155,7 @@ export function ifMatchCheck(request: FastifyRequest): Precondition | undefined 
  *   plugin adds Vary only to the answers it compresses, and one sent as it is, because this client
  *   did not ask, would differ for one that does, so a cache must key it on Accept-Encoding too;
  * - on a successful GET, a strong ETag (unless its handler set one), and a 304 when the client's
- *   If-None-Match already names it. The 304 keeps the Vary set before it.
+ *   If-None-Match already names it. The 304 keeps the ETag and Vary set before it.
  *
  * The compression plugin's own hook runs after this one (it is every route's last), so the ETag is
  * the one of the uncompressed bytes, whatever the encoding. Callback style: an async hook costs a
@@ -173,8 +173,11 @@ export function installAnswerHeaders(app: FastifyInstance): void {
       reply.header('etag', tag);
     }
     if (noneMatchHas(request.headers['if-none-match'], tag)) {
-      reply.code(304);
-      return done(null, '');
+      // A 304 has no body. Its Content-Type would describe one (RFC 9110 §15.4.5), and a
+      // Content-Length must be the 200's or absent (§8.6): a GET's null payload gets none, and a
+      // HEAD's payload goes on to Fastify's HEAD handler, which states its length and sends nothing.
+      reply.code(304).removeHeader('content-type');
+      return done(null, request.method === 'HEAD' ? payload : null);
     }
     done(null, payload);
   });

@@ -97,6 +97,14 @@ interface ResourceMethods {
 const BEARER = /^bearer /i;
 
 /**
+ * An answer to credentials belongs to their website: no shared cache may keep it, and a client's
+ * own cache revalidates it (by its ETag, a 304) before each use. Authorization alone would keep it
+ * from shared caches (RFC 9111 §3.5), but X-Api-Key, apiKey and query credentials are not
+ * Authorization, and two websites' /api/page/1 are one URL. Errors replace it with no-store.
+ */
+const PRIVATE = 'private, no-cache';
+
+/**
  * `count`, when given, counts each authenticated request against its principal's rate limit, in
  * this same hook: a hook of its own cost more than the counting (bench:ratelimit).
  */
@@ -131,6 +139,7 @@ export function installAuthentication(
   app.addHook('onRequest', (request, reply, done) => {
     const needed = request.routeOptions.config.scope;
     if (!needed) return done();
+    reply.header('cache-control', PRIVATE);
     const resource = resourceOf(request);
     const finish = (found: MaybePromise<Principal | undefined>) =>
       andThen(found, (principal) => {

@@ -155,7 +155,7 @@ export function ifMatchCheck(request: FastifyRequest): Precondition | undefined 
  *   plugin adds Vary only to the answers it compresses, and one sent as it is, because this client
  *   did not ask, would differ for one that does, so a cache must key it on Accept-Encoding too;
  * - on a successful GET, a strong ETag (unless its handler set one), and a 304 when the client's
- *   If-None-Match already names it. The 304 keeps the ETag and Vary set before it.
+ *   If-None-Match already names it. The 304 keeps the ETag, Vary and Cache-Control set before it.
  *
  * The compression plugin's own hook runs after this one (it is every route's last), so the ETag is
  * the one of the uncompressed bytes, whatever the encoding. Callback style: an async hook costs a

@@ -97,3 +97,20 @@ test('Accept: text/markdown;q=0 refuses Markdown: the answer is the JSON one', a
   const preferred = await app.inject({ url: '/api/page', headers: { accept: 'application/json;q=0.1, text/markdown;q=0.2' } });
   assert.equal(preferred.headers['content-type'], 'text/markdown; charset=utf-8', 'a low q-value still counts');
 });
+
+test('the Markdown references and the OpenAPI document are public and revalidated before each use', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  for (const [url, headers] of [
+    ['/api/page/1', MARKDOWN],
+    ['/webapps/api/page', { ...site.headers, ...MARKDOWN }],
+    ['/api/openapi.json', {}],
+    ['/api/openapi.json', site.headers],
+  ] as const) {
+    const answer = await app.inject({ url, headers });
+    assert.equal(answer.statusCode, 200, url);
+    assert.equal(answer.headers['cache-control'], 'no-cache', url);
+    const again = await app.inject({ url, headers: { ...headers, 'if-none-match': String(answer.headers.etag) } });
+    assert.equal(again.statusCode, 304, url);
+    assert.equal(again.headers['cache-control'], 'no-cache', `${url}: the 304 says what its 200 said`);
+  }
+});

@@ -72,6 +72,13 @@ export function referenceForUnauthorized(request: FastifyRequest): EndpointRefer
   return asked ? referenceFor(request) : undefined;
 }
 
+/**
+ * The references (Markdown and OpenAPI) are public and change only with the service's version:
+ * any cache may keep them, and asks before each use (a 304 by their ETag), so an upgrade's
+ * reference is seen at once rather than after a heuristic freshness chosen by the cache.
+ */
+const REFERENCE_CACHING = 'no-cache';
+
 const NO_CLIENT_SECRET_CSS = '.auth-container .wrapper:has(> label[for^="client_secret_"]) { display: none; }\n';
 
 /**
@@ -110,8 +117,12 @@ export async function registerReference(app: FastifyInstance, config: Config): P
     addVary(reply, 'accept');
     const reference = prefersMarkdown(request.headers.accept) ? referenceFor(request) : undefined;
     // Answering from the hook: done() is not called, so the route does not run.
-    if (reference) reply.type('text/markdown; charset=utf-8').send(renderMarkdown(reference, config.publicUrl));
-    else done();
+    if (reference) {
+      reply
+        .type('text/markdown; charset=utf-8')
+        .header('cache-control', REFERENCE_CACHING)
+        .send(renderMarkdown(reference, config.publicUrl));
+    } else done();
   });
 
   await app.register(swagger, openapiOptions(config));
@@ -153,5 +164,8 @@ export async function registerReference(app: FastifyInstance, config: Config): P
       },
     },
   });
-  app.get('/api/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
+  app.get('/api/openapi.json', { schema: { hide: true }, config: { public: true } }, async (_request, reply) => {
+    reply.header('cache-control', REFERENCE_CACHING);
+    return app.swagger();
+  });
 }

@@ -260,3 +260,23 @@ test('a method a known path does not take is a 405 with Allow; an unknown path s
   assert.equal(unknown.statusCode, 404);
   assert.equal(unknown.headers.allow, undefined);
 });
+
+test('an OPTIONS that is not a preflight answers 204 with Allow, on a known path, without credentials', async (t) => {
+  const { app } = await buildTestApp(t);
+  for (const [url, methods] of [
+    ['/api/page/3', ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH']],
+    ['/webapps/api/page', ['GET', 'HEAD', 'OPTIONS', 'POST']],
+    ['/api/changes', ['GET', 'HEAD', 'OPTIONS']],
+  ] as const) {
+    const options = await app.inject({ method: 'OPTIONS', url });
+    assert.equal(options.statusCode, 204, url);
+    assert.deepEqual(String(options.headers.allow).split(', ').sort(), methods, url);
+    assert.equal(options.body, '');
+    const put = await app.inject({ method: 'PUT', url });
+    assert.equal(put.statusCode, 405);
+    assert.equal(put.headers.allow, options.headers.allow, `${url}: a 405 names the same methods`);
+  }
+  const unknown = await app.inject({ method: 'OPTIONS', url: '/api/nothing' });
+  assert.equal(unknown.statusCode, 404);
+  assert.equal(unknown.headers.allow, undefined);
+});

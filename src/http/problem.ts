@@ -178,8 +178,12 @@ export function installProblemHandler(app: FastifyInstance, options: ProblemOpti
     const methods = routes.of(path);
     // A route of this method that found nothing (callNotFound) is a 404 like any other.
     if (methods.length > 0 && !methods.includes(request.method)) {
-      const allowed = methods;
+      // Every known path answers OPTIONS (below), so Allow names it too.
+      const allowed = [...new Set([...methods, 'OPTIONS'])];
       reply.header('allow', allowed.join(', '));
+      // An OPTIONS that is not a CORS preflight (cors.ts answers those) asks which methods the path
+      // takes (RFC 9110 §9.3.7): Allow is the answer, with no body.
+      if (request.method === 'OPTIONS') return reply.code(204).send();
       return sendProblem(
         reply,
         new AppError(405, 'Method not allowed', `${path} does not take ${request.method}: use ${allowed.join(', ')}.`),

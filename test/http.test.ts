@@ -145,6 +145,47 @@ test('If-Match on an insert is 412 and inserts nothing: the client meant to upda
   assert.equal(json(await app.inject({ url: '/api/blog', headers: site.headers })).meta.total, 0);
 });
 
+test('If-None-Match on a write is evaluated: * or the current ETag is a 412 and writes nothing; on an insert, * holds', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const created = await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: 'Kept' } });
+  const id = json(created).data[0].page;
+  const etag = String(created.headers.etag);
+  const blog = await app.inject({ method: 'POST', url: '/api/blog', headers: site.headers, payload: { page: id, info_title: 'Kept' } });
+  const blogId = json(blog).data[0].info_id;
+  for (const ifNoneMatch of ['*', etag, `"other", W/${etag}`]) {
+    const headers = { ...site.headers, 'if-none-match': ifNoneMatch };
+    for (const [method, url, payload] of [
+      ['PATCH', `/api/page/${id}`, { page_usertitle: 'Changed' }],
+      ['POST', '/api/page', { id, page_usertitle: 'Changed' }],
+      ['DELETE', `/api/page/${id}`, undefined],
+    ] as const) {
+      const refused = await app.inject({ method, url, headers, ...(payload ? { payload } : {}) });
+      assert.equal(refused.statusCode, 412, `${method} ${url} If-None-Match: ${ifNoneMatch}`);
+      assert.equal(json(refused).type, '/problems/precondition-failed');
+    }
+    const blogHeaders = ifNoneMatch === '*' ? headers : { ...site.headers, 'if-none-match': String(blog.headers.etag) };
+    const blogRefused = await app.inject({ method: 'DELETE', url: `/api/blog/${blogId}`, headers: blogHeaders });
+    assert.equal(blogRefused.statusCode, 412, `DELETE blog If-None-Match: ${ifNoneMatch}`);
+  }
+  const current = await app.inject({ url: `/api/page/${id}`, headers: site.headers });
+  assert.equal(current.headers.etag, etag, 'nothing was written');
+
+  const elsewhere = await app.inject({
+    method: 'PATCH',
+    url: `/api/page/${id}`,
+    headers: { ...site.headers, 'if-none-match': '"some-other-version"' },
+    payload: { page_usertitle: 'Changed' },
+  });
+  assert.equal(elsewhere.statusCode, 200, 'a tag that is not the current one holds');
+  const inserted = await app.inject({
+    method: 'POST',
+    url: '/api/page',
+    headers: { ...site.headers, 'if-none-match': '*' },
+    payload: { page_usertitle: 'New' },
+  });
+  assert.equal(inserted.statusCode, 201, 'an insert has no current record, so * holds');
+});
+
 test('each endpoint answers its reference in Markdown, and in the JSON 401 body', async (t) => {
   const { app } = await buildTestApp(t);
   for (const url of ['/api/page', '/webapps/api/page']) {

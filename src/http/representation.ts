@@ -115,34 +115,48 @@ export function noneMatchHas(ifNoneMatch: string | undefined, tag: string): bool
 }
 
 /**
- * A write's If-Match, run by the service inside its transaction with the current record's stored
- * ETag, or with undefined when the write inserts a new record; throws to refuse the write.
+ * A write's preconditions (If-Match, If-None-Match), run by the service inside its transaction with
+ * the current record's stored ETag, or with undefined when the write inserts a new record; throws
+ * to refuse the write.
  */
 export type Precondition = (currentEtag: string | undefined) => void;
 
 /**
- * If-Match for a write. `*` matches any existing record; otherwise one of the listed tags must be
- * the record's current one. An insert has no current record, so any If-Match fails (RFC 9110
- * §13.1.1): a client that sent one meant to update a record, and must not get a new one instead.
+ * The preconditions of a write, in RFC 9110 §13.2.2's order; a 412 when one is false, and nothing
+ * is written. If-Match: `*` matches any existing record, otherwise one of the listed tags must be
+ * the record's current one, compared strongly (a weak tag never matches). An insert has no current
+ * record, so any If-Match fails (§13.1.1): a client that sent one meant to update a record, and
+ * must not get a new one instead. If-None-Match: `*` fails on an existing record, a list of tags
+ * when it names the current one (compared weakly, §13.1.2); an origin server must evaluate it on
+ * a write as on a read, where it answers 304 instead.
  */
-export function ifMatchCheck(request: FastifyRequest): Precondition | undefined {
-  const header = request.headers['if-match'];
-  if (!header) return undefined;
-  const any = header.trim() === '*';
-  // A weak tag never matches under If-Match (RFC 9110 §13.1.1 uses the strong comparison).
-  const tags = header
+export function writePreconditions(request: FastifyRequest): Precondition | undefined {
+  const ifMatch = request.headers['if-match'];
+  const ifNoneMatch = request.headers['if-none-match'];
+  if (!ifMatch && !ifNoneMatch) return undefined;
+  const any = ifMatch?.trim() === '*';
+  const tags = (ifMatch ?? '')
     .split(',')
     .map((t) => t.trim())
     .filter((t) => !t.startsWith('W/'));
   return (currentEtag) => {
-    if (currentEtag === undefined) {
-      throw new PreconditionFailedError(
-        'If-Match names a version of an existing record, but this request has no id: it would insert a new one. Send the id to update, or leave If-Match out to insert.',
-      );
+    if (ifMatch) {
+      if (currentEtag === undefined) {
+        throw new PreconditionFailedError(
+          'If-Match names a version of an existing record, but this request has no id: it would insert a new one. Send the id to update, or leave If-Match out to insert.',
+        );
+      }
+      if (!any && !tags.includes(currentEtag)) {
+        throw new PreconditionFailedError(
+          'The record has changed since you read it (If-Match does not match its ETag). Read it again and retry.',
+        );
+      }
     }
-    if (!any && !tags.includes(currentEtag)) {
+    if (ifNoneMatch && currentEtag !== undefined && noneMatchHas(ifNoneMatch, currentEtag)) {
       throw new PreconditionFailedError(
-        'The record has changed since you read it (If-Match does not match its ETag). Read it again and retry.',
+        ifNoneMatch.trim() === '*'
+          ? 'The record exists, and If-None-Match: * asks to write only where there is none.'
+          : 'The record is at a version If-None-Match names, so it is not written.',
       );
     }
   };

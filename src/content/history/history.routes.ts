@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { principalOf } from '../../auth/authenticate.js';
 import { BlogWritten } from '../blogs/blog.schemas.js';
 import { PageWritten } from '../pages/page.schemas.js';
-import { ifMatch, NoQuery, operations, sendSaved } from '../shared/envelope.js';
+import { NoQuery, operations, preconditions, sendSaved } from '../shared/envelope.js';
 import { IdParams } from '../shared/schemas.js';
 import { actorOf, type RecordType } from './change-log.js';
 import { FeedWatch } from './feed-watch.js';
@@ -191,7 +191,7 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
       async (request, reply) => {
         const principal = principalOf(request);
         const { id, revision } = request.params;
-        const saved = await restoreRevision(deps.db, principal.siteId, noun, id, revision, actorOf(principal), ifMatch(request));
+        const saved = await restoreRevision(deps.db, principal.siteId, noun, id, revision, actorOf(principal), preconditions(request));
         return sendSaved(reply, saved as never, () => `${prefix}/${type}/${id}`);
       },
     );

@@ -64,6 +64,45 @@ test('a hook is created with its secret shown once, listed, read, changed and de
   assert.equal((await app.inject({ url: `/api/webhooks/${hook.id}`, headers: site.headers })).statusCode, 404);
 });
 
+test('PATCH and DELETE of a hook honour If-Match with the ETag of its GET; a stale one is a 412 and changes nothing', async (t) => {
+  const { app, site } = await buildTestApp(t, { config: webhooks() });
+  const receiver = await webhookReceiver(t);
+  const created = await app.inject({
+    method: 'POST',
+    url: '/api/webhooks',
+    headers: site.headers,
+    payload: { url: receiver.url, events: ['page.created'] },
+  });
+  const url = `/api/webhooks/${json(created).data[0].id}`;
+  const read = await app.inject({ url, headers: site.headers });
+  const etag = String(read.headers.etag);
+  assert.match(etag, /^"[\w-]+"$/);
+  const again = await app.inject({ url, headers: { ...site.headers, 'if-none-match': etag } });
+  assert.equal(again.statusCode, 304);
+
+  const first = await app.inject({ method: 'PATCH', url, headers: { ...site.headers, 'if-match': etag }, payload: { description: 'one' } });
+  assert.equal(first.statusCode, 200, first.body);
+  const changed = String(first.headers.etag);
+  assert.notEqual(changed, etag);
+  assert.equal((await app.inject({ url, headers: site.headers })).headers.etag, changed, 'the PATCH answer carries the new ETag');
+
+  for (const [method, payload] of [
+    ['PATCH', { description: 'two' }],
+    ['DELETE', undefined],
+  ] as const) {
+    for (const ifMatch of [etag, `W/${changed}`]) {
+      const stale = await app.inject({ method, url, headers: { ...site.headers, 'if-match': ifMatch }, ...(payload ? { payload } : {}) });
+      assert.equal(stale.statusCode, 412, `${method} If-Match: ${ifMatch}`);
+      assert.equal(json(stale).type, '/problems/precondition-failed');
+    }
+  }
+  const kept = await app.inject({ url, headers: site.headers });
+  assert.equal(json(kept).data[0].description, 'one', 'nothing was written');
+  const deleted = await app.inject({ method: 'DELETE', url, headers: { ...site.headers, 'if-match': changed } });
+  assert.equal(deleted.statusCode, 204);
+  assert.equal((await app.inject({ url, headers: site.headers })).statusCode, 404);
+});
+
 test('an unknown event is a 400 that names the known ones; a bad URL is a 400 naming url', async (t) => {
   const { app, site } = await buildTestApp(t, { config: webhooks() });
   const unknown = await app.inject({

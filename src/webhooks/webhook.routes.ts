@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { principalOf } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
-import { Deleted, NoQuery, operations } from '../content/shared/envelope.js';
+import { Deleted, NoQuery, operations, preconditions } from '../content/shared/envelope.js';
 import { IdParams } from '../content/shared/schemas.js';
 import type { DbHandle } from '../db/schema.js';
 import type { OutboundGuard } from '../http/outbound.js';
@@ -93,10 +93,10 @@ const DOCS = {
   create:
     "Registers a receiver for the website's changes. Deliveries follow Standard Webhooks: signed with the secret returned here, which is shown only in this answer. The hook sends under the caller's credential (API key or OAuth connection): once that is revoked or ends, the hook is disabled (disabledReason revoked). An unknown event is a 400 that lists the known ones; a target that is not a public https address is a 400 that says why.",
   list: "The website's webhooks; secrets are never shown again.",
-  get: 'One webhook; its secret is never shown again.',
+  get: 'One webhook; its secret is never shown again. The ETag header can be sent back as If-Match on PATCH and DELETE.',
   update:
-    'Changes the URL, the events, the description or the status. Enabling a disabled hook clears its failures and makes the caller’s credential the one it sends under; disabling gives up its pending deliveries.',
-  delete: 'Removes the hook and its deliveries.',
+    'Changes the URL, the events, the description or the status. Enabling a disabled hook clears its failures and makes the caller’s credential the one it sends under; disabling gives up its pending deliveries. Send `If-Match: <ETag>` to change it only if nobody changed it since you read it (412 otherwise).',
+  delete: 'Removes the hook and its deliveries. Honours If-Match.',
   rotate: 'A new secret, shown in this answer only. For 24 hours the old and the new secret both sign each delivery.',
   deliveries: "The hook's latest deliveries, newest first, each with its attempts: status code or error, duration and time.",
   retry: 'Sends a delivery that is not pending once more, at once, with the same webhook-id. 409 while the hook is disabled.',
@@ -133,21 +133,36 @@ export async function registerWebhooks(
   routes.get(
     '/webhooks/:id',
     write('Get a webhook', DOCS.get, { params: IdParams, querystring: NoQuery, response: { 200: Webhooks } }),
-    async (request) => ({ data: [await hooks.getWebhook(db, principalOf(request).siteId, request.params.id)] }),
+    async (request, reply) => {
+      const hook = await hooks.getWebhook(db, principalOf(request).siteId, request.params.id);
+      // The tag If-Match on PATCH and DELETE is compared with, whatever the serializer writes.
+      reply.header('etag', hooks.webhookTag(hook));
+      return { data: [hook] };
+    },
   );
   routes.patch(
     '/webhooks/:id',
     write('Update a webhook', DOCS.update, { params: IdParams, querystring: NoQuery, body: WebhookPatch, response: { 200: Webhooks } }),
-    async (request) => {
+    async (request, reply) => {
       const principal = principalOf(request);
-      return { data: [await hooks.updateWebhook(db, guard, principal.siteId, request.params.id, request.body, credentialOf(principal))] };
+      const hook = await hooks.updateWebhook(
+        db,
+        guard,
+        principal.siteId,
+        request.params.id,
+        request.body,
+        credentialOf(principal),
+        preconditions(request),
+      );
+      reply.header('etag', hooks.webhookTag(hook));
+      return { data: [hook] };
     },
   );
   routes.delete(
     '/webhooks/:id',
     write('Delete a webhook', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }),
     async (request, reply) => {
-      await hooks.deleteWebhook(db, principalOf(request).siteId, request.params.id);
+      await hooks.deleteWebhook(db, principalOf(request).siteId, request.params.id, preconditions(request));
       return reply.code(204).send(null);
     },
   );

@@ -4,11 +4,13 @@
  */
 
 import type { Selectable } from 'kysely';
+import { dialectOf } from '../db/database.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, now } from '../db/time.js';
 import { inSnapshot } from '../db/transaction.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { OutboundError, type OutboundGuard } from '../http/outbound.js';
+import { entityTag, type Precondition } from '../http/representation.js';
 import { EVENTS, enqueueDeliveries, eventsOf, payloadOf, TEST_EVENT } from './webhook.events.js';
 import { newSecret } from './webhook.signing.js';
 import type { DisabledReason, WebhooksTable } from './webhook.table.js';
@@ -80,10 +82,20 @@ async function checkedUrl(guard: OutboundGuard, url: string): Promise<string> {
   return parsed.href;
 }
 
-async function hookRow(db: DbHandle, siteId: number, id: number): Promise<HookRow> {
-  const row = await db.selectFrom('webhooks').select(COLUMNS).where('site_id', '=', siteId).where('id', '=', id).executeTakeFirst();
+/** The hook's row, or a 404; `lock`: on PostgreSQL, held until the transaction ends, so a precondition checked on it still holds at the write. */
+async function hookRow(db: DbHandle, siteId: number, id: number, lock = false): Promise<HookRow> {
+  const query = db.selectFrom('webhooks').select(COLUMNS).where('site_id', '=', siteId).where('id', '=', id);
+  const row = await (lock && dialectOf(db) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
   if (!row) throw new NotFoundError(`webhook ${id} not found`);
   return row;
+}
+
+/**
+ * A hook's strong ETag: the hash of its view (never with the secret), as GET /api/webhooks/<id>
+ * and PATCH answer it, and what If-Match on a PATCH or DELETE is compared with.
+ */
+export function webhookTag(view: WebhookView): string {
+  return entityTag(JSON.stringify(view));
 }
 
 export interface NewWebhook {
@@ -167,6 +179,7 @@ export async function updateWebhook(
   id: number,
   patch: WebhookPatch,
   credential?: HookCredential,
+  precondition?: Precondition,
 ): Promise<WebhookView> {
   const current = await hookRow(db, siteId, id);
   const changes = {
@@ -178,15 +191,19 @@ export async function updateWebhook(
       : {}),
   };
   return db.transaction().execute(async (trx) => {
+    if (precondition) precondition(webhookTag(viewOf(await hookRow(trx, siteId, id, true))));
     if (Object.keys(changes).length > 0) await trx.updateTable('webhooks').where('id', '=', id).set(changes).execute();
     if (patch.status === 'disabled' && current.status !== 'disabled') await disableHook(trx, id, 'owner');
     return viewOf(await hookRow(trx, siteId, id));
   });
 }
 
-export async function deleteWebhook(db: DbHandle, siteId: number, id: number): Promise<void> {
-  const result = await db.deleteFrom('webhooks').where('site_id', '=', siteId).where('id', '=', id).executeTakeFirst();
-  if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`webhook ${id} not found`);
+export async function deleteWebhook(db: DbHandle, siteId: number, id: number, precondition?: Precondition): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    if (precondition) precondition(webhookTag(viewOf(await hookRow(trx, siteId, id, true))));
+    const result = await trx.deleteFrom('webhooks').where('site_id', '=', siteId).where('id', '=', id).executeTakeFirst();
+    if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`webhook ${id} not found`);
+  });
 }
 
 /** A new secret, shown once; the old one signs beside it for ROTATION_OVERLAP_MS. */

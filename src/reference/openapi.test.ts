@@ -108,6 +108,31 @@ test('each operation lists the problems it can answer, with the shared Problem s
   }
 });
 
+test('PATCH lists the problems it answers: a taken alias, a stale If-Match, a body too large or of another type', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const [first, second] = await Promise.all(
+    ['First', 'Second'].map(async (title) => {
+      const created = await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: title } });
+      return json(created).data[0];
+    }),
+  );
+  const url = `/api/page/${second.page}`;
+  const answered = [
+    await app.inject({ method: 'PATCH', url, headers: site.headers, payload: { page_alias: first.page_alias } }),
+    await app.inject({ method: 'PATCH', url, headers: { ...site.headers, 'if-match': '"stale"' }, payload: {} }),
+    await app.inject({
+      method: 'PATCH',
+      url,
+      headers: { ...site.headers, 'content-type': 'application/json' },
+      payload: JSON.stringify({ page_html_content: 'x'.repeat(6 * 1024 * 1024) }),
+    }),
+    await app.inject({ method: 'PATCH', url, headers: { ...site.headers, 'content-type': 'text/plain' }, payload: 'text' }),
+  ].map((response) => response.statusCode);
+  assert.deepEqual(answered, [409, 412, 413, 415]);
+  const listed = problemStatusesOf((await openapi(t)).paths['/api/page/{id}'].patch);
+  for (const status of answered) assert.ok(listed.includes(status), `PATCH /api/page/{id} lists ${status}: ${listed}`);
+});
+
 test('problems are documentation only: the route keeps its own response schemas, and config.problems adds statuses', () => {
   const schema = { params: IdParams, response: { 204: { type: 'null' } } };
   const route = {

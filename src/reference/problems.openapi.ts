@@ -68,7 +68,7 @@ export function problemStatuses(route: DocumentedRoute): number[] {
   // router refuses one over its maxParamLength (100 characters) before the route runs.
   if (/\/:\w/.test(route.url)) add(404, 414);
   // An update names an id that may not exist; conditional writes, body limits and media types apply.
-  if (methods.includes('POST')) add(404, 409, 412, 413, 415);
+  if (methods.includes('POST') || methods.includes('PATCH')) add(404, 409, 412, 413, 415);
   if (methods.includes('DELETE')) add(404, 412);
   return [...statuses].sort((a, b) => a - b);
 }

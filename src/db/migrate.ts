@@ -18,6 +18,7 @@ import * as m0016 from './migrations/0016_change_log.js';
 import * as m0017 from './migrations/0017_connection_resource.js';
 import * as m0018 from './migrations/0018_webhooks.js';
 import * as m0019 from './migrations/0019_webhook_credentials.js';
+import * as m0020 from './migrations/0020_image_owners.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0017_connection_resource': m0017,
   '0018_webhooks': m0018,
   '0019_webhook_credentials': m0019,
+  '0020_image_owners': m0020,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { ApiCredentialsTable, SitesTable, SiteUsersTable, UsersTable } from '../accounts/account.table.js';
-import type { BlogImagesTable, BlogsTable } from '../content/blogs/blog.table.js';
+import type { BlogImagesTable, BlogsTable, ImageOwnersTable } from '../content/blogs/blog.table.js';
 import type { ChangeCountersTable, ContentChangesTable } from '../content/history/history.table.js';
 import type { PagesTable } from '../content/pages/page.table.js';
 import type { ContentTotalsTable } from '../content/shared/content-totals.table.js';
@@ -20,6 +20,7 @@ export interface Database extends OAuthTables {
   images: ImagesTable;
   image_chunks: ImageChunksTable;
   image_variants: ImageVariantsTable;
+  image_owners: ImageOwnersTable;
   content_totals: ContentTotalsTable;
   change_counters: ChangeCountersTable;
   content_changes: ContentChangesTable;

@@ -53,3 +53,14 @@ export interface BlogImagesTable {
 
 /** An image row as read. */
 export type BlogImageRow = Selectable<BlogImagesTable>;
+
+/**
+ * The website that uploaded a stored image (migration 0020), under the image's own name (its
+ * thumbnail goes with it). Only that website's records keep the image stored; an image with no
+ * row (stored before owners were recorded, and no blog_images row then named it) is kept by any
+ * website's record.
+ */
+export interface ImageOwnersTable {
+  name: string;
+  site_id: number;
+}

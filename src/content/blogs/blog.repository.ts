@@ -122,18 +122,40 @@ export async function replaceBlogImages(db: DbHandle, siteId: number, id: number
   if (rows.length > 0) await db.insertInto('blog_images').values(rows).execute();
 }
 
+/** Records `siteId` as the website that uploaded the images `names`, in the transaction that commits them. */
+export async function insertImageOwners(db: DbHandle, siteId: number, names: readonly string[]): Promise<void> {
+  if (names.length === 0) return;
+  await db
+    .insertInto('image_owners')
+    .values(names.map((name) => ({ name, site_id: siteId })))
+    .execute();
+}
+
+/** The website that uploaded image `name`; undefined when it is not recorded (stored before owners were). */
+export async function imageOwner(db: DbHandle, name: string): Promise<number | undefined> {
+  const row = await db.selectFrom('image_owners').select('site_id').where('name', '=', name).executeTakeFirst();
+  return row?.site_id;
+}
+
+export async function deleteImageOwner(db: DbHandle, name: string): Promise<void> {
+  await db.deleteFrom('image_owners').where('name', '=', name).execute();
+}
+
 /**
- * Whether any record of any website still refers to an image path: an image field, a blog's list
- * of images, or HTML that embeds it, in a record or in a kept revision of one. Used before
- * removing a file, so sharing a path is safe.
+ * Whether a record still refers to an image path: an image field, a blog's list of images, or
+ * HTML that embeds it, in a record or in a kept revision of one. Only the records of website
+ * `siteId` count when it is given (the image's owner), so another website that shows the image
+ * cannot keep it stored; any website's when it is not (an image of no known owner), so sharing
+ * such a path stays safe. Used before removing a file.
  */
-export async function imagePathInUse(db: DbHandle, path: string): Promise<boolean> {
+export async function imagePathInUse(db: DbHandle, path: string, siteId?: number): Promise<boolean> {
   const quoted = `%${JSON.stringify(path).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   const inside = `%${path.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   const like = (column: string, pattern: string) => sql<SqlBool>`${sql.ref(column)} like ${pattern} escape '\\'`;
   const blog = await db
     .selectFrom('blogs')
     .select('info_id')
+    .$if(siteId !== undefined, (q) => q.where('site_id', '=', siteId as number))
     .where((eb) =>
       eb.or([
         eb('info_img', '=', path),
@@ -149,6 +171,7 @@ export async function imagePathInUse(db: DbHandle, path: string): Promise<boolea
   const page = await db
     .selectFrom('pages')
     .select('page')
+    .$if(siteId !== undefined, (q) => q.where('site_id', '=', siteId as number))
     .where((eb) =>
       eb.or([
         ...(['page_bg', 'page_banner', 'page_titleimg', 'page_menuimg', 'page_ogimage', 'page_submenu_img'] as const).map((c) =>
@@ -161,15 +184,41 @@ export async function imagePathInUse(db: DbHandle, path: string): Promise<boolea
     .executeTakeFirst();
   if (page) return true;
   // A kept revision may be restored: its images stay until retention removes the revision.
-  const revision = await db.selectFrom('content_changes').select('seq').where(like('record_json', inside)).limit(1).executeTakeFirst();
+  const revision = await db
+    .selectFrom('content_changes')
+    .select('seq')
+    .$if(siteId !== undefined, (q) => q.where('site_id', '=', siteId as number))
+    .where(like('record_json', inside))
+    .limit(1)
+    .executeTakeFirst();
   return revision !== undefined;
 }
 
-/** Which of `paths` a blog's image rows name (indexed: the cheap first check of the start-up sweep). */
-export async function pathsWithImageRows(db: DbHandle, paths: readonly string[]): Promise<Set<string>> {
-  if (paths.length === 0) return new Set();
-  const rows = await db.selectFrom('blog_images').select('path').distinct().where('path', 'in', paths).execute();
-  return new Set(rows.map((r) => r.path));
+/**
+ * Which of `images` (a path with its owner, undefined for none) a blog's image rows name: indexed,
+ * the cheap first check of the start-up sweep. A row counts only when it is of the image's owner,
+ * or the image has none (imagePathInUse's rule).
+ */
+export async function pathsWithImageRows(
+  db: DbHandle,
+  images: ReadonlyArray<{ path: string; owner: number | undefined }>,
+): Promise<Set<string>> {
+  if (images.length === 0) return new Set();
+  const owners = new Map(images.map((i) => [i.path, i.owner]));
+  const rows = await db
+    .selectFrom('blog_images')
+    .select(['path', 'site_id'])
+    .distinct()
+    .where('path', 'in', [...owners.keys()])
+    .execute();
+  return new Set(rows.filter((r) => (owners.get(r.path) ?? r.site_id) === r.site_id).map((r) => r.path));
+}
+
+/** The owners of those of `names` that have one (imageOwner for a batch). */
+export async function imageOwners(db: DbHandle, names: readonly string[]): Promise<Map<string, number>> {
+  if (names.length === 0) return new Map();
+  const rows = await db.selectFrom('image_owners').select(['name', 'site_id']).where('name', 'in', names).execute();
+  return new Map(rows.map((r) => [r.name, r.site_id]));
 }
 
 /** A page's image rule fields (spec §2.1); undefined when the website has no such page. */

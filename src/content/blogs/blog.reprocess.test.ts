@@ -63,6 +63,16 @@ for (const driver of DRIVERS) {
       { count: (await storedImages(app)).committed.length, staged: (await storedImages(app)).staged },
       { count: 8, staged: 0 },
     );
+    const shown: string[] = [];
+    for (const id of blogs) {
+      const blog = json(await app.app.inject({ url: `/api/blog/${id}`, headers: app.site.headers })).data[0];
+      shown.push(blog.info_img.slice('/images/'.length), blog.info_more_images[0].slice('/images/'.length));
+    }
+    assert.deepEqual(
+      await app.db.kysely.selectFrom('image_owners').selectAll().orderBy('name').execute(),
+      shown.sort().map((name) => ({ name, site_id: app.site.siteId })),
+      'a remade image is its website’s, as the one it replaced was, whose row went with it',
+    );
     assert.deepEqual(
       await reprocessImages(deps),
       { checked: 0, remade: 0, skipped: 0, interrupted: false },

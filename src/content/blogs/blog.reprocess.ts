@@ -174,6 +174,8 @@ async function reprocessOne(deps: ReprocessDeps, row: Row, rules: ImageRules): P
         rows.map((r) => (r.path === row.path ? newRow : r)),
       );
       await storeChanged(trx, BLOGS, row.site_id, row.info_id, 'update', cliActor('images reprocess'));
+      // The remade image is the website's own, as the one it replaces was.
+      await repo.insertImageOwners(trx, row.site_id, [made.name]);
       // Last step before COMMIT, as for an upload.
       await deps.images.commit(made.staged, made.name, trx);
       committed.push(made.name);

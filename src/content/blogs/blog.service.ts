@@ -154,6 +154,12 @@ export async function saveBlog(
         input.id === undefined
           ? await insert(trx, siteId, changes, imageRequest, actor, options.defaultPage)
           : await update(trx, siteId, input.id, changes, imageRequest, actor, options.precondition);
+      // Recorded with the record, so only this website's records keep its uploads stored.
+      await repo.insertImageOwners(
+        trx,
+        siteId,
+        result.plan.commit.map((upload) => upload.name),
+      );
       // Last step before COMMIT: the files get their public names (a database storage names
       // them in this transaction, so they become visible with the record).
       for (const upload of result.plan.commit) {

@@ -2,7 +2,7 @@ import type { DbHandle } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import { IMAGE_PATH_PREFIX, type ImageStorage, mainNameOf } from '../../storage/image-storage.js';
 import { lockImageReferences } from '../shared/image-references.js';
-import { imagePathInUse, pathsWithImageRows } from './blog.repository.js';
+import { deleteImageOwner, imageOwner, imageOwners, imagePathInUse, pathsWithImageRows } from './blog.repository.js';
 
 interface SweepResult {
   /** Staged uploads removed: a process died before committing or discarding them. */
@@ -12,19 +12,28 @@ interface SweepResult {
 }
 
 /**
- * Removes the stored image `name` if no record refers to it (imagePathInUse); returns whether it
- * did. The check holds the image-references lock exclusively, so no write can be adding a
- * reference meanwhile; a database storage removes in that transaction, a file goes after the
- * COMMIT (files are never removed before the decision to remove them is committed).
+ * Removes the stored image `name` if no record refers to it (imagePathInUse): no record of the
+ * website that uploaded it, or of any website when that is not recorded; returns whether it did.
+ * The check holds the image-references lock exclusively, so no write can be adding a reference
+ * meanwhile; a database storage removes in that transaction, a file goes after the COMMIT (files
+ * are never removed before the decision to remove them is committed). The owner's row goes with
+ * the image, and never before it: an image left without one would fall under the any-website rule.
  */
 export async function removeImageIfUnused(db: DbHandle, storage: ImageStorage, name: string): Promise<boolean> {
   const unused = await inTransaction(db, async (trx) => {
     await lockImageReferences(trx, 'exclusive');
-    if (await imagePathInUse(trx, `${IMAGE_PATH_PREFIX}${name}`)) return false;
-    if (storage.inDatabase) await storage.remove(name, trx);
+    const owner = await imageOwner(trx, mainNameOf(name));
+    if (await imagePathInUse(trx, `${IMAGE_PATH_PREFIX}${name}`, owner)) return false;
+    if (storage.inDatabase) {
+      await storage.remove(name, trx);
+      await deleteImageOwner(trx, name);
+    }
     return true;
   });
-  if (unused && !storage.inDatabase) await storage.remove(name);
+  if (unused && !storage.inDatabase) {
+    await storage.remove(name);
+    await deleteImageOwner(db, name);
+  }
   return unused;
 }
 
@@ -39,7 +48,9 @@ const BATCH = 500;
  * before the COMMIT). A single node may pass 0: at its start nothing of its own is in progress.
  *
  * "Refers to" is imagePathInUse's rule, the one used when a blog drops an image: any image field,
- * list or HTML of any blog or page. A legacy or foreign path is never a stored image, so never swept.
+ * list or HTML of a blog or page (or a kept revision) of the website that uploaded the image, or of
+ * any website when that is not recorded. A legacy or foreign path is never a stored image, so
+ * never swept.
  */
 export async function removeOrphanImages(db: DbHandle, storage: ImageStorage, graceMs: number, now = Date.now()): Promise<SweepResult> {
   const before = now - graceMs;
@@ -47,9 +58,10 @@ export async function removeOrphanImages(db: DbHandle, storage: ImageStorage, gr
   let unreferenced = 0;
   let batch: string[] = [];
   const sweep = async () => {
+    const owners = await imageOwners(db, batch);
     const shown = await pathsWithImageRows(
       db,
-      batch.map((name) => `${IMAGE_PATH_PREFIX}${name}`),
+      batch.map((name) => ({ path: `${IMAGE_PATH_PREFIX}${name}`, owner: owners.get(name) })),
     );
     for (const name of batch) {
       const path = `${IMAGE_PATH_PREFIX}${name}`;

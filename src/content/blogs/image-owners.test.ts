@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type BlogTestApp, buildBlogApp, DRIVERS, forgetHistory, image, postForm, storedImages } from '../../../test/blog-fixtures.js';
+import {
+  type BlogTestApp,
+  buildBlogApp,
+  DRIVERS,
+  forgetHistory,
+  image,
+  postForm,
+  storageOf,
+  storedImages,
+} from '../../../test/blog-fixtures.js';
 import { json, type TestSite } from '../../../test/helpers.js';
+import { removeOrphanImages } from './image-cleanup.js';
 
 /** A blog of website A showing an uploaded primary image: its id, path and stored name. */
 async function uploaded(app: BlogTestApp) {
@@ -99,6 +109,19 @@ for (const driver of DRIVERS) {
 
     assert.equal((await app.app.inject({ url: a.path })).statusCode, 200, 'A’s page still shows it');
     assert.deepEqual(await owners(app), [{ name: a.name, site_id: app.site.siteId }]);
+  });
+
+  test(`${driver}: a deleted website's images go at the next sweep, whatever other websites show`, async (t) => {
+    const app = await buildBlogApp(t, config);
+    const a = await uploaded(app);
+    const b = await embeddedBy(app, await app.addSite('B'), a.path);
+
+    await app.db.kysely.deleteFrom('sites').where('id', '=', app.site.siteId).execute();
+    await removeOrphanImages(app.db.kysely, storageOf(app), 0, Date.now() + 5_000);
+
+    assert.equal((await app.app.inject({ url: a.path })).statusCode, 404);
+    assert.deepEqual(await owners(app), []);
+    assert.equal((await b.read()).body, b.before.body);
   });
 
   test(`${driver}: an image of no recorded website stays while a record of any website embeds it`, async (t) => {

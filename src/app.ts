@@ -32,6 +32,7 @@ import { ImageProcessor } from './storage/image-processor.js';
 import type { ImageStorage } from './storage/image-storage.js';
 import { Upkeep } from './upkeep.js';
 import { registerWebhooks } from './webhooks/webhook.routes.js';
+import { forgetRotatedSecrets } from './webhooks/webhook.service.js';
 import { deliveryGuard, removeOldDeliveries, WebhookWorker } from './webhooks/webhook.worker.js';
 
 interface AppDeps {
@@ -171,8 +172,11 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
         run: () => applyRetention(db.kysely, imageStorage, config.historyDays, config.images.cleanupGraceMs),
       },
       {
-        name: 'removing webhook deliveries older than HISTORY_DAYS',
-        run: async () => ({ deliveries: await removeOldDeliveries(db.kysely, config.historyDays) }),
+        name: 'removing webhook deliveries older than HISTORY_DAYS, and secrets past their rotation overlap',
+        run: async () => ({
+          deliveries: await removeOldDeliveries(db.kysely, config.historyDays),
+          rotatedSecrets: await forgetRotatedSecrets(db.kysely),
+        }),
       },
     ],
     app.log,

@@ -5,7 +5,7 @@ import { buildTestApp, json } from '../test/helpers.js';
 import { formatTimestamp } from './db/time.js';
 import { UPKEEP_EVERY_MS, Upkeep, type UpkeepTask } from './upkeep.js';
 import { payloadOf } from './webhooks/webhook.events.js';
-import { createWebhook } from './webhooks/webhook.service.js';
+import { createWebhook, rotateSecret } from './webhooks/webhook.service.js';
 import { deliveryGuard } from './webhooks/webhook.worker.js';
 
 const MINUTE = 60_000;
@@ -121,7 +121,7 @@ test('stop waits for a run under way, and no run follows it', async (t) => {
   assert.equal(runs, 1, 'no run after stop');
 });
 
-test("the app's upkeep removes old change history, expired OAuth records and old webhook deliveries", async (t) => {
+test("the app's upkeep removes old change history, expired OAuth records, old webhook deliveries and rotated secrets past their overlap", async (t) => {
   const a = await buildTestApp(t, { config: { historyDays: 30 } });
   const db = a.db.kysely;
   const longAgo = formatTimestamp(new Date(Date.now() - 40 * 86_400_000));
@@ -160,6 +160,13 @@ test("the app's upkeep removes old change history, expired OAuth records and old
     })
     .execute();
 
+  const guard = deliveryGuard({ ...a.config.webhooks, allowPrivateTargets: true });
+  const rotated = await createWebhook(db, guard, a.site.siteId, { url: 'http://127.0.0.1:9/rotated', events: ['*'] });
+  await rotateSecret(db, a.site.siteId, rotated.id);
+  await db.updateTable('webhooks').where('id', '=', rotated.id).set({ previous_secret_until: longAgo }).execute();
+  const overlapping = await createWebhook(db, guard, a.site.siteId, { url: 'http://127.0.0.1:9/overlapping', events: ['*'] });
+  await rotateSecret(db, a.site.siteId, overlapping.id);
+
   await a.app.upkeep.run();
 
   const revisions = json(await a.app.inject({ url: `/api/page/${page}/revisions`, headers: a.site.headers }));
@@ -170,4 +177,12 @@ test("the app's upkeep removes old change history, expired OAuth records and old
   );
   assert.equal(await db.selectFrom('oauth_payloads').select('id').where('id', '=', 'expired-session').executeTakeFirst(), undefined);
   assert.equal(await db.selectFrom('webhook_deliveries').select('id').where('message_id', '=', 'msg_old').executeTakeFirst(), undefined);
+  const secrets = await db
+    .selectFrom('webhooks')
+    .select(['id', 'previous_secret', 'previous_secret_until'])
+    .where('id', 'in', [rotated.id, overlapping.id])
+    .orderBy('id')
+    .execute();
+  assert.deepEqual(secrets[0], { id: rotated.id, previous_secret: null, previous_secret_until: null }, 'past its overlap: gone');
+  assert.match(String(secrets[1]?.previous_secret), /^whsec_/, 'within its overlap: still signing');
 });

@@ -218,6 +218,20 @@ export async function rotateSecret(db: DbHandle, siteId: number, id: number): Pr
   return viewOf({ ...current, secret }, true);
 }
 
+/**
+ * Clears the previous secrets whose overlap after a rotation has ended: they sign nothing any
+ * more, and a secret kept is a secret a copy of the database gives away. Part of each node's
+ * upkeep (upkeep.ts). Resolves to how many hooks it cleared.
+ */
+export async function forgetRotatedSecrets(db: DbHandle, at = new Date()): Promise<number> {
+  const cleared = await db
+    .updateTable('webhooks')
+    .where('previous_secret_until', '<=', formatTimestamp(at))
+    .set({ previous_secret: null, previous_secret_until: null })
+    .executeTakeFirst();
+  return Number(cleared.numUpdatedRows);
+}
+
 export interface AttemptView {
   attempt: number;
   statusCode: number | null;

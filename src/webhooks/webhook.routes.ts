@@ -3,10 +3,11 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { principalOf } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
-import { Deleted, NoQuery, operations, preconditions } from '../content/shared/envelope.js';
+import { Deleted, NoQuery, operations } from '../content/shared/envelope.js';
 import { IdParams } from '../content/shared/schemas.js';
 import type { DbHandle } from '../db/schema.js';
 import type { OutboundGuard } from '../http/outbound.js';
+import { writePreconditions } from '../http/representation.js';
 import { EVENTS } from './webhook.events.js';
 import * as hooks from './webhook.service.js';
 
@@ -152,7 +153,7 @@ export async function registerWebhooks(
         request.params.id,
         request.body,
         credentialOf(principal),
-        preconditions(request),
+        writePreconditions(request),
       );
       reply.header('etag', hooks.webhookTag(hook));
       return { data: [hook] };
@@ -162,7 +163,7 @@ export async function registerWebhooks(
     '/webhooks/:id',
     write('Delete a webhook', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }),
     async (request, reply) => {
-      await hooks.deleteWebhook(db, principalOf(request).siteId, request.params.id, preconditions(request));
+      await hooks.deleteWebhook(db, principalOf(request).siteId, request.params.id, writePreconditions(request));
       return reply.code(204).send(null);
     },
   );

@@ -6,12 +6,13 @@ import { principalOf } from '../../auth/authenticate.js';
 import type { Config } from '../../config.js';
 import type { DbHandle } from '../../db/schema.js';
 import type { Budget } from '../../http/budget.js';
+import { writePreconditions } from '../../http/representation.js';
 import { validatorFor } from '../../http/validation.js';
 import type { ImageProcessor } from '../../storage/image-processor.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
 import { actorOf } from '../history/change-log.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
-import { Deleted, NoQuery, operations, preconditions, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
+import { Deleted, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { acceptContentBodies, patchOptions, takingForms } from '../shared/form-body.js';
 import { IdParams, pageSizeOf, queryBoolean, samePathId } from '../shared/schemas.js';
 import { BLOG_BODY_FIELDS } from './blog.fields.js';
@@ -91,7 +92,7 @@ export async function registerBlogs(
       { multipart: false },
     ),
     async (request, reply) => {
-      const options = { migrate: queryBoolean(request.query.migrateMode), precondition: preconditions(request) };
+      const options = { migrate: queryBoolean(request.query.migrateMode), precondition: writePreconditions(request) };
       // A multipart form is read first: its credentials may be among its fields.
       const form = request.isMultipart() ? await readBlogForm(request, images, config.uploads, checkData) : undefined;
       const principal = principalOf(request);
@@ -109,7 +110,7 @@ export async function registerBlogs(
     async (request, reply) => {
       const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'blog') };
       const principal = principalOf(request);
-      const saved = await blogs.saveBlog(deps, principal.siteId, input, actorOf(principal), { precondition: preconditions(request) });
+      const saved = await blogs.saveBlog(deps, principal.siteId, input, actorOf(principal), { precondition: writePreconditions(request) });
       return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
     },
   );
@@ -119,7 +120,7 @@ export async function registerBlogs(
     write('Delete a blog', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }),
     async (request, reply) => {
       const principal = principalOf(request);
-      await blogs.deleteBlog(deps, principal.siteId, request.params.id, actorOf(principal), preconditions(request));
+      await blogs.deleteBlog(deps, principal.siteId, request.params.id, actorOf(principal), writePreconditions(request));
       return reply.code(204).send(null);
     },
   );

@@ -2,9 +2,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { principalOf } from '../../auth/authenticate.js';
+import { writePreconditions } from '../../http/representation.js';
 import { BlogWritten } from '../blogs/blog.schemas.js';
 import { PageWritten } from '../pages/page.schemas.js';
-import { NoQuery, operations, preconditions, sendSaved } from '../shared/envelope.js';
+import { NoQuery, operations, sendSaved } from '../shared/envelope.js';
 import { IdParams } from '../shared/schemas.js';
 import { actorOf, type RecordType } from './change-log.js';
 import { FeedWatch } from './feed-watch.js';
@@ -191,7 +192,7 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
       async (request, reply) => {
         const principal = principalOf(request);
         const { id, revision } = request.params;
-        const saved = await restoreRevision(deps.db, principal.siteId, noun, id, revision, actorOf(principal), preconditions(request));
+        const saved = await restoreRevision(deps.db, principal.siteId, noun, id, revision, actorOf(principal), writePreconditions(request));
         return sendSaved(reply, saved as never, () => `${prefix}/${type}/${id}`);
       },
     );

@@ -5,10 +5,11 @@ import type { Static } from 'typebox';
 import { principalOf } from '../../auth/authenticate.js';
 import type { DbHandle } from '../../db/schema.js';
 import type { Budget } from '../../http/budget.js';
+import { writePreconditions } from '../../http/representation.js';
 import { validatorFor } from '../../http/validation.js';
 import { actorOf } from '../history/change-log.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
-import { Deleted, NoQuery, operations, preconditions, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
+import { Deleted, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { acceptContentBodies, patchOptions, takingForms } from '../shared/form-body.js';
 import { IdParams, pageSizeOf, samePathId, writeBodies } from '../shared/schemas.js';
 import { PAGE_BODY_FIELDS } from './page.fields.js';
@@ -77,7 +78,7 @@ export async function registerPages(
     ),
     async (request, reply) => {
       const principal = principalOf(request);
-      const saved = await pages.savePage(db, principal.siteId, request.body ?? {}, actorOf(principal), preconditions(request));
+      const saved = await pages.savePage(db, principal.siteId, request.body ?? {}, actorOf(principal), writePreconditions(request));
       return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
     },
   );
@@ -88,7 +89,7 @@ export async function registerPages(
     async (request, reply) => {
       const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'page') };
       const principal = principalOf(request);
-      const saved = await pages.savePage(db, principal.siteId, input, actorOf(principal), preconditions(request));
+      const saved = await pages.savePage(db, principal.siteId, input, actorOf(principal), writePreconditions(request));
       return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
     },
   );
@@ -98,7 +99,7 @@ export async function registerPages(
     write('Delete a page', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }, [409]),
     async (request, reply) => {
       const principal = principalOf(request);
-      await pages.deletePage(db, principal.siteId, request.params.id, actorOf(principal), preconditions(request));
+      await pages.deletePage(db, principal.siteId, request.params.id, actorOf(principal), writePreconditions(request));
       return reply.code(204).send(null);
     },
   );

@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
 import { Type } from 'typebox';
 import type { Budget } from '../../http/budget.js';
-import { type Precondition, writePreconditions } from '../../http/representation.js';
+import type { Precondition } from '../../http/representation.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import { DEFAULT_PAGE_SIZE } from './schemas.js';
 import { listTag, type StoredItem, type StoredRecord } from './stored.js';
@@ -115,11 +115,6 @@ export function sendSaved<R extends object>(reply: FastifyReply, saved: Saved<R>
   reply.header('etag', saved.etag);
   if (saved.created) reply.code(201).header('location', location(saved.record));
   return { data: [saved.record] };
-}
-
-/** The If-Match and If-None-Match checks of a write, run by the service on the current row's stored ETag inside its transaction. */
-export function preconditions(request: FastifyRequest): Precondition | undefined {
-  return writePreconditions(request);
 }
 
 /** DELETE answers 204 with no body. */

@@ -20,19 +20,21 @@ interface SweepResult {
  * the image, and never before it: an image left without one would fall under the any-website rule.
  */
 export async function removeImageIfUnused(db: DbHandle, storage: ImageStorage, name: string): Promise<boolean> {
+  // The owner is recorded under the image's own name, a thumbnail's included.
+  const owned = mainNameOf(name);
   const unused = await inTransaction(db, async (trx) => {
     await lockImageReferences(trx, 'exclusive');
-    const owner = await imageOwner(trx, mainNameOf(name));
+    const owner = await imageOwner(trx, owned);
     if (await imagePathInUse(trx, `${IMAGE_PATH_PREFIX}${name}`, owner)) return false;
     if (storage.inDatabase) {
       await storage.remove(name, trx);
-      await deleteImageOwner(trx, name);
+      await deleteImageOwner(trx, owned);
     }
     return true;
   });
   if (unused && !storage.inDatabase) {
     await storage.remove(name);
-    await deleteImageOwner(db, name);
+    await deleteImageOwner(db, owned);
   }
   return unused;
 }

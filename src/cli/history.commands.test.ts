@@ -42,7 +42,7 @@ test('cms connection changes lists what a connection did; cms connection undo ta
   assert.match(await cms(a.db, a.config.dataDir, 'connection', 'changes', connection.id), new RegExp(`create\tpage ${made.page}`));
 
   const undone = JSON.parse(await cms(a.db, a.config.dataDir, 'connection', 'undo', connection.id, '--since', since, '--json'));
-  assert.deepEqual(undone, { restored: [], deleted: [{ type: 'page', id: made.page }], skipped: [] });
+  assert.deepEqual(undone, { restored: [], deleted: [{ type: 'page', id: made.page }], unchanged: [], skipped: [] });
   assert.equal((await a.app.inject({ url: `/api/page/${made.page}`, headers: a.site.headers })).statusCode, 404);
   const revisions = json(await a.app.inject({ url: `/api/page/${made.page}/revisions`, headers: a.site.headers })).data;
   assert.equal(revisions[0].op, 'delete');

@@ -45,7 +45,7 @@ const connectionUndo: Command = {
     const since = sinceOption(ctx, true)!;
     const { id, db, siteId } = await connectionOf(ctx);
     const [{ undoChanges }, { cliActor }, { configuredStorage }] = await Promise.all([
-      history(),
+      import('../content/history/undo.service.js'),
       import('../content/history/change-log.js'),
       import('../storage/configured-storage.js'),
     ]);
@@ -55,6 +55,7 @@ const connectionUndo: Command = {
     const text = [
       `Restored: ${named(result.restored)}`,
       `Deleted: ${named(result.deleted)}`,
+      `Already as it was: ${named(result.unchanged)}`,
       ...result.skipped.map((s) => `Left as it is: ${s.type} ${s.id}: ${s.reason}`),
     ].join('\n');
     return { json: result, text };

@@ -105,7 +105,7 @@ test('console: an application’s card lists what it changed, with links to each
   assert.match(
     after,
     new RegExp(
-      `Undid \u2068Test app\u2069’s changes since ${since} UTC\\. Restored 2, deleted 3; left 1 as they are: page ${contested.page} \\(changed afterwards by test \\(api-key\\)\\)\\.`,
+      `Undid \u2068Test app\u2069’s changes since ${since} UTC\\. Restored 2, deleted 3; left 1 as they are: page ${contested.page} \\(changed afterwards by test \\(api-key\\) at [\\d-]+ [\\d:]+ UTC\\)\\.`,
     ),
   );
 

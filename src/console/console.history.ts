@@ -6,7 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { Actor } from '../content/history/change-log.js';
-import type { UndoResult } from '../content/history/history.service.js';
+import type { UndoResult } from '../content/history/undo.service.js';
 import { parseTimestamp, timestampBefore } from '../db/time.js';
 import type { Application } from '../oauth/connections/connection.service.js';
 import { formValue } from '../web/forms.js';
@@ -74,13 +74,16 @@ export function changeLine(
 }
 
 /** The notice after an undo: what came back, what went, and what was left as it is and why. */
-function undoNotice(app: Application, since: string, { restored, deleted, skipped }: UndoResult): string {
+function undoNotice(app: Application, since: string, { restored, deleted, unchanged, skipped }: UndoResult): string {
   const name = isolated(app.client_name);
-  if (restored.length + deleted.length + skipped.length === 0) return `${name} changed nothing since ${since} UTC: nothing to undo.`;
+  if (restored.length + deleted.length + unchanged.length + skipped.length === 0) {
+    return `${name} changed nothing since ${since} UTC: nothing to undo.`;
+  }
   const named = skipped.slice(0, SKIPPED_NAMED).map((s) => `${s.type} ${s.id} (${s.reason})`);
   if (skipped.length > SKIPPED_NAMED) named.push(`and ${skipped.length - SKIPPED_NAMED} more`);
   const left = skipped.length ? `; left ${skipped.length} as they are: ${named.join(', ')}` : '';
-  return `Undid ${name}’s changes since ${since} UTC. Restored ${restored.length}, deleted ${deleted.length}${left}.`;
+  const already = unchanged.length ? `, ${unchanged.length} already as they were` : '';
+  return `Undid ${name}’s changes since ${since} UTC. Restored ${restored.length}, deleted ${deleted.length}${already}${left}.`;
 }
 
 export async function registerHistoryPages(app: FastifyInstance, deps: ConsoleDeps): Promise<void> {

@@ -98,7 +98,8 @@ const DOCS = {
   update:
     'Changes the URL, the events, the description or the status. Enabling a disabled hook clears its failures and makes the caller’s credential the one it sends under; disabling gives up its pending deliveries. Send `If-Match: <ETag>` to change it only if nobody changed it since you read it (412 otherwise).',
   delete: 'Removes the hook and its deliveries. Honours If-Match.',
-  rotate: 'A new secret, shown in this answer only. For 24 hours the old and the new secret both sign each delivery.',
+  rotate:
+    'A new secret, shown in this answer only. For 24 hours the old and the new secret both sign each delivery. A rotation during those 24 hours is a 409 (it would end the overlap early): of rotations sent at once, exactly one succeeds.',
   deliveries: "The hook's latest deliveries, newest first, each with its attempts: status code or error, duration and time.",
   retry: 'Sends a delivery that is not pending once more, at once, with the same webhook-id. 409 while the hook is disabled.',
   test: 'Queues a webhook.test event to this hook alone, to check the receiver end to end.',
@@ -169,7 +170,7 @@ export async function registerWebhooks(
   );
   routes.post(
     '/webhooks/:id/rotate-secret',
-    write('Rotate a webhook secret', DOCS.rotate, { params: IdParams, querystring: NoQuery, response: { 200: Webhooks } }),
+    write('Rotate a webhook secret', DOCS.rotate, { params: IdParams, querystring: NoQuery, response: { 200: Webhooks } }, [409]),
     async (request) => ({ data: [await hooks.rotateSecret(db, principalOf(request).siteId, request.params.id)] }),
   );
   routes.get(

@@ -7,7 +7,7 @@ import type { Selectable } from 'kysely';
 import { dialectOf } from '../db/database.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, now } from '../db/time.js';
-import { inSnapshot } from '../db/transaction.js';
+import { inSnapshot, inTransaction, lockInTransaction } from '../db/transaction.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { OutboundError, type OutboundGuard } from '../http/outbound.js';
 import { entityTag, type Precondition } from '../http/representation.js';
@@ -120,6 +120,9 @@ const credentialColumns = (credential: HookCredential | undefined) => ({
   credential_id: credential?.id ?? null,
 });
 
+/** Class of the pg_advisory_xact_lock(class, site) that serialises creating a website's hooks, so the limit holds. */
+const HOOKS_LOCK = 7306;
+
 export async function createWebhook(
   db: DbHandle,
   guard: OutboundGuard,
@@ -128,28 +131,34 @@ export async function createWebhook(
   credential?: HookCredential,
 ): Promise<WebhookView> {
   const events = eventsText(input.events);
+  // Resolved before the transaction: a slow DNS answer holds no lock.
   const url = await checkedUrl(guard, input.url);
-  const { count } = await db
-    .selectFrom('webhooks')
-    .select((eb) => eb.fn.countAll<number>().as('count'))
-    .where('site_id', '=', siteId)
-    .executeTakeFirstOrThrow();
-  if (Number(count) >= MAX_HOOKS_PER_SITE) throw new ConflictError(`a website has at most ${MAX_HOOKS_PER_SITE} webhooks`);
-  const row = await db
-    .insertInto('webhooks')
-    .values({
-      site_id: siteId,
-      url,
-      events,
-      description: input.description ?? '',
-      secret: newSecret(),
-      disabled_reason: null,
-      created_at: now(),
-      ...credentialColumns(credential),
-    })
-    .returning(COLUMNS)
-    .executeTakeFirstOrThrow();
-  return viewOf(row, true);
+  return inTransaction(db, async (trx) => {
+    // The count and the insert under one lock of the website's hooks: two creates on any nodes
+    // cannot both count 49.
+    await lockInTransaction(trx, HOOKS_LOCK, siteId);
+    const { count } = await trx
+      .selectFrom('webhooks')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('site_id', '=', siteId)
+      .executeTakeFirstOrThrow();
+    if (Number(count) >= MAX_HOOKS_PER_SITE) throw new ConflictError(`a website has at most ${MAX_HOOKS_PER_SITE} webhooks`);
+    const row = await trx
+      .insertInto('webhooks')
+      .values({
+        site_id: siteId,
+        url,
+        events,
+        description: input.description ?? '',
+        secret: newSecret(),
+        disabled_reason: null,
+        created_at: now(),
+        ...credentialColumns(credential),
+      })
+      .returning(COLUMNS)
+      .executeTakeFirstOrThrow();
+    return viewOf(row, true);
+  });
 }
 
 export async function listWebhooks(db: DbHandle, siteId: number): Promise<WebhookView[]> {
@@ -181,17 +190,21 @@ export async function updateWebhook(
   credential?: HookCredential,
   precondition?: Precondition,
 ): Promise<WebhookView> {
-  const current = await hookRow(db, siteId, id);
-  const changes = {
-    ...(patch.url !== undefined ? { url: await checkedUrl(guard, patch.url) } : {}),
-    ...(patch.events !== undefined ? { events: eventsText(patch.events) } : {}),
-    ...(patch.description !== undefined ? { description: patch.description } : {}),
-    ...(patch.status === 'active' && current.status !== 'active'
-      ? { status: 'active' as const, disabled_reason: null, failing_since: null, ...credentialColumns(credential) }
-      : {}),
-  };
-  return db.transaction().execute(async (trx) => {
-    if (precondition) precondition(webhookTag(viewOf(await hookRow(trx, siteId, id, true))));
+  // Resolved before the transaction: a slow DNS answer holds no lock.
+  const url = patch.url !== undefined ? await checkedUrl(guard, patch.url) : undefined;
+  const events = patch.events !== undefined ? eventsText(patch.events) : undefined;
+  return inTransaction(db, async (trx) => {
+    // What the change depends on (the ETag, whether the hook is active) is read from the locked row.
+    const current = await hookRow(trx, siteId, id, true);
+    precondition?.(webhookTag(viewOf(current)));
+    const changes = {
+      ...(url !== undefined ? { url } : {}),
+      ...(events !== undefined ? { events } : {}),
+      ...(patch.description !== undefined ? { description: patch.description } : {}),
+      ...(patch.status === 'active' && current.status !== 'active'
+        ? { status: 'active' as const, disabled_reason: null, failing_since: null, ...credentialColumns(credential) }
+        : {}),
+    };
     if (Object.keys(changes).length > 0) await trx.updateTable('webhooks').where('id', '=', id).set(changes).execute();
     if (patch.status === 'disabled' && current.status !== 'disabled') await disableHook(trx, id, 'owner');
     return viewOf(await hookRow(trx, siteId, id));
@@ -199,23 +212,44 @@ export async function updateWebhook(
 }
 
 export async function deleteWebhook(db: DbHandle, siteId: number, id: number, precondition?: Precondition): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    if (precondition) precondition(webhookTag(viewOf(await hookRow(trx, siteId, id, true))));
+  await inTransaction(db, async (trx) => {
+    precondition?.(webhookTag(viewOf(await hookRow(trx, siteId, id, true))));
     const result = await trx.deleteFrom('webhooks').where('site_id', '=', siteId).where('id', '=', id).executeTakeFirst();
     if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`webhook ${id} not found`);
   });
 }
 
-/** A new secret, shown once; the old one signs beside it for ROTATION_OVERLAP_MS. */
-export async function rotateSecret(db: DbHandle, siteId: number, id: number): Promise<WebhookView> {
-  const current = await hookRow(db, siteId, id);
-  const secret = newSecret();
-  await db
-    .updateTable('webhooks')
-    .where('id', '=', id)
-    .set({ secret, previous_secret: current.secret, previous_secret_until: formatTimestamp(new Date(Date.now() + ROTATION_OVERLAP_MS)) })
-    .execute();
-  return viewOf({ ...current, secret }, true);
+/**
+ * A new secret, shown once; the old one signs beside it for ROTATION_OVERLAP_MS. A rotation while
+ * an earlier one's overlap runs is a 409: it would end the overlap that the earlier answer
+ * promised, and of rotations sent at once only the first one's secret would sign. One row lock
+ * makes them take turns, so exactly one succeeds.
+ */
+export async function rotateSecret(db: DbHandle, siteId: number, id: number, at = new Date()): Promise<WebhookView> {
+  return inTransaction(db, async (trx) => {
+    const current = await hookRow(trx, siteId, id, true);
+    const { previous_secret_until: until } = await trx
+      .selectFrom('webhooks')
+      .select('previous_secret_until')
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow();
+    if (until !== null && until > formatTimestamp(at)) {
+      throw new ConflictError(
+        `The secret of webhook ${id} was rotated less than 24 hours ago, and the secret before it signs until ${until} UTC: rotating again now would end that overlap early. Rotate after ${until} UTC, or delete the webhook and create it again to replace both secrets at once.`,
+      );
+    }
+    const secret = newSecret();
+    await trx
+      .updateTable('webhooks')
+      .where('id', '=', id)
+      .set({
+        secret,
+        previous_secret: current.secret,
+        previous_secret_until: formatTimestamp(new Date(at.getTime() + ROTATION_OVERLAP_MS)),
+      })
+      .execute();
+    return viewOf({ ...current, secret }, true);
+  });
 }
 
 /**

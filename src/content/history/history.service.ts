@@ -7,14 +7,14 @@ import { type SqlBool, sql } from 'kysely';
 import type { DbHandle } from '../../db/schema.js';
 import { formatTimestamp } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
-import { AppError, CursorExpiredError, NotFoundError, ValidationError } from '../../errors.js';
+import { CursorExpiredError, NotFoundError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/representation.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
 import type { BlogRecord } from '../blogs/blog.record.js';
-import { deleteBlog, restoreBlog } from '../blogs/blog.service.js';
+import { restoreBlog } from '../blogs/blog.service.js';
 import { removeOrphanImages } from '../blogs/image-cleanup.js';
 import type { PageRecord } from '../pages/page.record.js';
-import { deletePage, restorePage } from '../pages/page.service.js';
+import { restorePage } from '../pages/page.service.js';
 import { keysetCursor } from '../shared/cursor.js';
 import type { Saved } from '../shared/envelope.js';
 import type { Actor, ActorRef, ChangeOp, RecordType } from './change-log.js';
@@ -243,114 +243,6 @@ export async function restoreRevision(
 ): Promise<Saved<PageRecord | BlogRecord>> {
   const recordJson = await getRevision(db, siteId, type, id, revision);
   return restoreRecord(db, siteId, type, id, recordJson, actor, precondition);
-}
-
-/** Whose changes an undo takes back: the connections of one application (or one connection). */
-export interface UndoScope {
-  readonly siteId: number;
-  readonly connectionIds: readonly string[];
-  /** `YYYY-MM-DD HH:MM:SS`, UTC: changes at or after it are undone. */
-  readonly since: string;
-}
-
-export interface UndoResult {
-  readonly restored: { type: RecordType; id: number }[];
-  readonly deleted: { type: RecordType; id: number }[];
-  readonly skipped: { type: RecordType; id: number; reason: string }[];
-}
-
-type UndoStep = { type: RecordType; id: number; target: { recordJson: string } | 'absent' };
-
-/**
- * Takes back what the connections changed since `since`: each record they changed goes back to
- * its revision before their first change in the window; a record they created is deleted, one
- * they deleted comes back. A record that someone else changed after them is left as it is and
- * listed, as is one whose restore is refused (its parent or page is gone). Steps are retried while
- * they make progress, so a page comes back before the sub pages and blogs that need it, and sub
- * pages and blogs are deleted before the page that holds them.
- */
-export async function undoChanges(deps: HistoryDeps, scope: UndoScope, actor: ActorRef): Promise<UndoResult> {
-  const result: UndoResult = { restored: [], deleted: [], skipped: [] };
-  if (scope.connectionIds.length === 0) return result;
-  const theirs = await deps.db
-    .selectFrom('content_changes')
-    .select(['type', 'record_id', 'seq', 'revision'])
-    .where('site_id', '=', scope.siteId)
-    .where('actor_kind', 'in', ['oauth', 'mcp'])
-    .where('actor_id', 'in', [...scope.connectionIds])
-    .where('at', '>=', scope.since)
-    .orderBy('seq')
-    .execute();
-  const first = new Map<string, { type: RecordType; id: number; seq: number; revision: number }>();
-  for (const c of theirs) {
-    const key = `${c.type} ${c.record_id}`;
-    if (!first.has(key)) first.set(key, { type: c.type, id: c.record_id, seq: c.seq, revision: c.revision });
-  }
-  let steps: UndoStep[] = [];
-  for (const { type, id, revision } of first.values()) {
-    const later = await deps.db
-      .selectFrom('content_changes')
-      .select(['actor_kind', 'actor_id', 'actor_name'])
-      .where('site_id', '=', scope.siteId)
-      .where('type', '=', type)
-      .where('record_id', '=', id)
-      .where('revision', '>', revision)
-      .execute();
-    const other = later.find((c) => !(['oauth', 'mcp'].includes(c.actor_kind) && scope.connectionIds.includes(c.actor_id)));
-    if (other) {
-      result.skipped.push({ type, id, reason: `changed afterwards by ${other.actor_name} (${other.actor_kind})` });
-      continue;
-    }
-    const before = await deps.db
-      .selectFrom('content_changes')
-      .select(['op', 'record_json'])
-      .where('site_id', '=', scope.siteId)
-      .where('type', '=', type)
-      .where('record_id', '=', id)
-      .where('revision', '=', revision - 1)
-      .executeTakeFirst();
-    if (!before && revision > 1) {
-      result.skipped.push({ type, id, reason: `its revision ${revision - 1}, from before the change, is no longer kept (HISTORY_DAYS)` });
-      continue;
-    }
-    steps.push({ type, id, target: !before || before.op === 'delete' ? 'absent' : { recordJson: before.record_json } });
-  }
-  // Until a round makes no progress: what one step needs, another may provide.
-  for (let progress = true; progress && steps.length > 0; ) {
-    progress = false;
-    const failed: { step: UndoStep; reason: string }[] = [];
-    for (const step of steps) {
-      try {
-        if (step.target === 'absent') {
-          if (await removeIfPresent(deps, scope.siteId, step, actor)) result.deleted.push({ type: step.type, id: step.id });
-        } else {
-          await restoreRecord(deps.db, scope.siteId, step.type, step.id, step.target.recordJson, actor);
-          result.restored.push({ type: step.type, id: step.id });
-        }
-        progress = true;
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        failed.push({ step, reason: error.message });
-      }
-    }
-    steps = failed.map((f) => f.step);
-    if (!progress || steps.length === 0) {
-      for (const f of failed) result.skipped.push({ type: f.step.type, id: f.step.id, reason: f.reason });
-    }
-  }
-  return result;
-}
-
-/** Deletes a record the undo takes back to not existing; false when it is gone already. */
-async function removeIfPresent(deps: HistoryDeps, siteId: number, step: UndoStep, actor: ActorRef): Promise<boolean> {
-  try {
-    if (step.type === 'page') await deletePage(deps.db, siteId, step.id, actor);
-    else await deleteBlog({ db: deps.db, images: deps.images }, siteId, step.id, actor);
-    return true;
-  } catch (error) {
-    if (error instanceof NotFoundError) return false;
-    throw error;
-  }
 }
 
 /** The website an OAuth connection is for; a 404 when there is no such connection. */

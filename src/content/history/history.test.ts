@@ -7,7 +7,8 @@ import { connect, startOAuthApp } from '../../../test/oauth.helpers.js';
 import { listConnections } from '../../oauth/connections/connection.service.js';
 import { LocalImageStorage } from '../../storage/local-image-storage.js';
 import { SYSTEM_ACTOR } from './change-log.js';
-import { pruneHistory, undoChanges } from './history.service.js';
+import { pruneHistory } from './history.service.js';
+import { undoChanges } from './undo.service.js';
 
 type Headers = Record<string, string>;
 

@@ -2,6 +2,7 @@ import { type ExpressionBuilder, type Insertable, type SqlBool, sql, type Update
 import type { DialectName } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
 import type { Database, DbHandle } from '../../db/schema.js';
+import { lockInTransaction } from '../../db/transaction.js';
 import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
@@ -106,6 +107,21 @@ export async function updatePage(db: DbHandle, siteId: number, id: number, chang
 }
 
 /** The page itself and its ancestors, nearest first (bounded, in case stored data already loops). */
+/** Class of the pg_advisory_xact_lock(class, site) that serialises changes of a website's page tree. */
+const PAGE_TREE_LOCK = 7305;
+
+/**
+ * Holds the website's page tree until the transaction ends: every write that checks the tree
+ * before changing it (a move's cycle check, a new page's parent, a delete's sub pages, a restore's
+ * parent) takes it first, so the check sees every move committed before it and none can commit
+ * beside it. Row locks alone do not do this: moving A under B and B under A lock different rows,
+ * and each check reads the other's parent as it was. Take it before the row's lock (findForWrite),
+ * in every path, so that two writers never wait for each other in opposite orders.
+ */
+export function lockPageTree(db: DbHandle, siteId: number): Promise<void> {
+  return lockInTransaction(db, PAGE_TREE_LOCK, siteId);
+}
+
 export async function ancestryOf(db: DbHandle, siteId: number, id: number): Promise<number[]> {
   const result = await sql<{ page: number }>`with recursive chain(page, parent, depth) as (
       select page, page_parent, 0 from pages where site_id = ${siteId} and page = ${id}

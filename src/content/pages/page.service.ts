@@ -100,6 +100,8 @@ export async function savePage(
   return inTransaction(db, async (tx) => {
     // A page's image fields and HTML refer to images: no clean-up may remove one this write names.
     await lockImageReferences(tx, 'shared');
+    // A parent given, on an insert or an update, is checked against the tree as it is now.
+    if (changes.page_parent !== undefined) await repo.lockPageTree(tx, siteId);
     if (input.id === undefined) {
       precondition?.(undefined);
       return { ...(await insert(tx, siteId, changes, at, actor)), created: true };
@@ -171,24 +173,33 @@ export async function restorePage(
   actor: ActorRef,
   precondition?: Precondition,
 ): Promise<Saved<PageRecord>> {
-  return restoreChanged(db, PAGES, siteId, id, actor, precondition, async (tx, current) => {
-    const { page: _id, ...row } = pageRowOf(record);
-    const parent = row.page_parent;
-    if (parent !== 0) {
-      const chain = await repo.ancestryOf(tx, siteId, parent);
-      if (chain.length === 0)
-        throw new ConflictError(`Page ${id}'s parent, page ${parent}, no longer exists: restore or recreate it first.`);
-      if (chain.includes(id)) throw new ConflictError(`Page ${id}'s parent, page ${parent}, is now below it: move it first.`);
-    }
-    const columns = { ...row, page_lastmodified: now(), search_text: pageSearchText(row) };
-    if (current) await repo.updatePage(tx, siteId, id, columns);
-    else await repo.insertPage(tx, { ...columns, page: id, site_id: siteId });
+  return inTransaction(db, async (tx) => {
+    // The locks in the order every page write takes them: images, the tree, then the row.
+    await lockImageReferences(tx, 'shared');
+    await repo.lockPageTree(tx, siteId);
+    return restoreChanged(tx, PAGES, siteId, id, actor, precondition, (trx, current) => restoreColumns(trx, siteId, id, record, current));
   });
+}
+
+/** restorePage's write: the revision's columns in place, once its parent is known to still hold it. */
+async function restoreColumns(tx: DbHandle, siteId: number, id: number, record: PageRecord, current: PageRow | undefined): Promise<void> {
+  const { page: _id, ...row } = pageRowOf(record);
+  const parent = row.page_parent;
+  if (parent !== 0) {
+    const chain = await repo.ancestryOf(tx, siteId, parent);
+    if (chain.length === 0) throw new ConflictError(`Page ${id}'s parent, page ${parent}, no longer exists: restore or recreate it first.`);
+    if (chain.includes(id)) throw new ConflictError(`Page ${id}'s parent, page ${parent}, is now below it: move it first.`);
+  }
+  const columns = { ...row, page_lastmodified: now(), search_text: pageSearchText(row) };
+  if (current) await repo.updatePage(tx, siteId, id, columns);
+  else await repo.insertPage(tx, { ...columns, page: id, site_id: siteId });
 }
 
 /** DELETE: only a page without sub pages and without blogs. */
 export async function deletePage(db: DbHandle, siteId: number, id: number, actor: ActorRef, precondition?: Precondition): Promise<void> {
   await inTransaction(db, async (trx) => {
+    // No page may be put under this one while it is checked for sub pages and deleted.
+    await repo.lockPageTree(trx, siteId);
     const row = await findForWrite(trx, PAGES, siteId, id, precondition);
     const children = await repo.countChildren(trx, siteId, id);
     if (children > 0) {

@@ -1,10 +1,9 @@
 import SQLite from 'better-sqlite3';
-import { SqliteDialect } from 'kysely';
 import { makePrivate } from '../../private-files.js';
 import { ChangeSource, type RemoteChanges } from '../change-source.js';
 import type { DatabaseOptions, Db } from '../db.js';
 import { PreparedLookups, RootHandle } from '../prepared-lookup.js';
-import { GroupCommit, GroupCommitDialect } from './group-commit.js';
+import { GroupCommit, GroupCommitDialect, ImmediateSqliteDialect } from './group-commit.js';
 import { statementCache } from './statement-cache.js';
 
 function openFile(file: string, mmapMB: number): SQLite.Database {
@@ -66,7 +65,7 @@ export function openSqliteDatabase(file: string, options: DatabaseOptions & { re
   });
   const kysely = new RootHandle(
     {
-      dialect: groupCommit ? new GroupCommitDialect(config, groupCommit) : new SqliteDialect(config),
+      dialect: groupCommit ? new GroupCommitDialect(config, groupCommit) : new ImmediateSqliteDialect(config),
       ...(options.log ? { log: options.log } : {}),
     },
     lookups,

@@ -1,5 +1,13 @@
 import { type FileHandle, open } from 'node:fs/promises';
-import { type Driver, SqliteDialect, type SqliteDialectConfig, SqliteDriver } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
+  type TransactionSettings,
+} from 'kysely';
 
 /**
  * Group commit for SQLite (SQLITE_SYNCHRONOUS=full). The connection commits without an fsync of
@@ -98,7 +106,36 @@ export class GroupCommit {
 }
 
 /**
- * Kysely's SQLite driver, except that a query run on its own, or a transaction run by
+ * Kysely's SQLite driver, except that a transaction that may write starts with BEGIN IMMEDIATE:
+ * it takes the database's write lock before its first read, so the reads that decide a write (a
+ * count before an insert, a revision before a restore) see the last commit of every process on
+ * the file, the CLI's included, and hold until the commit. A plain BEGIN reads a snapshot first
+ * and fails with SQLITE_BUSY at its first write when another process committed meanwhile: an
+ * error for a check that was right, where the lock waits its turn (busy_timeout). Read-only
+ * transactions (inSnapshot) keep BEGIN and take no lock.
+ */
+export class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection, settings?: TransactionSettings): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw(settings?.accessMode === 'read only' ? 'begin' : 'begin immediate'));
+  }
+}
+
+/** Kysely's SQLite dialect on ImmediateSqliteDriver. */
+export class ImmediateSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.#config);
+  }
+}
+
+/**
+ * ImmediateSqliteDriver, except that a query run on its own, or a transaction run by
  * `transaction().execute()`, settles only once everything committed so far is on disk. A COMMIT
  * or a write in autocommit therefore returns once it is durable, as with SQLite's FULL; so does a
  * read, which may have seen another request's commit whose flush is still running. The wait comes
@@ -106,7 +143,7 @@ export class GroupCommit {
  * flush. A controlled transaction (`startTransaction`) releases its connection without awaiting
  * it: whoever commits one awaits the Db's `groupCommit?.pending()` (request-transaction.ts).
  */
-class GroupCommitDriver extends SqliteDriver {
+class GroupCommitDriver extends ImmediateSqliteDriver {
   readonly #commits: GroupCommit;
 
   constructor(config: SqliteDialectConfig, commits: GroupCommit) {

@@ -1,0 +1,213 @@
+/**
+ * Undo of one application: what its connections changed since a time, taken back record by
+ * record (docs/history.md, "Undo one application"). It reads the change log, and writes through
+ * the page and blog services' restore and delete, so the undo's own changes are logged like any.
+ */
+import type { DbHandle } from '../../db/schema.js';
+import { inTransaction } from '../../db/transaction.js';
+import { AppError, NotFoundError } from '../../errors.js';
+import type { BlogRecord } from '../blogs/blog.record.js';
+import { BLOGS } from '../blogs/blog.repository.js';
+import { deleteBlog, restoreBlog } from '../blogs/blog.service.js';
+import type { PageRecord } from '../pages/page.record.js';
+import { lockPageTree, PAGES } from '../pages/page.repository.js';
+import { deletePage, restorePage } from '../pages/page.service.js';
+import { lockImageReferences } from '../shared/image-references.js';
+import { findRow } from '../shared/stored-records.js';
+import type { Actor, ActorRef, RecordType } from './change-log.js';
+import type { HistoryDeps } from './history.service.js';
+
+/** Whose changes an undo takes back: the connections of one application (or one connection). */
+export interface UndoScope {
+  readonly siteId: number;
+  readonly connectionIds: readonly string[];
+  /** `YYYY-MM-DD HH:MM:SS`, UTC: changes at or after it are undone. */
+  readonly since: string;
+}
+
+export interface UndoneRecord {
+  readonly type: RecordType;
+  readonly id: number;
+}
+
+/** A record left as it is, and why; `by` and `at` name the other writer's change that stands in the way. */
+export interface SkippedRecord extends UndoneRecord {
+  readonly reason: string;
+  readonly by?: Actor;
+  readonly at?: string;
+}
+
+/** Every record the application changed in the window, each in exactly one list. */
+export interface UndoResult {
+  readonly restored: UndoneRecord[];
+  readonly deleted: UndoneRecord[];
+  /** Already as it would be without the application's changes (taken back before, or changed back). */
+  readonly unchanged: UndoneRecord[];
+  readonly skipped: SkippedRecord[];
+}
+
+/** One revision of a record, as undo reads it. */
+interface Revision {
+  revision: number;
+  op: 'create' | 'update' | 'delete' | 'restore';
+  at: string;
+  actor_kind: string;
+  actor_id: string;
+  actor_name: string;
+  record_json: string;
+}
+
+/** What a record goes back to: a revision's content, or not existing. */
+type Target = { recordJson: string } | 'absent';
+
+/** A record to take back, planned from its revision `expected`: written only while that is still its latest. */
+interface Step extends UndoneRecord {
+  target: Target;
+  expected: number;
+}
+
+/** The fields a write stamps with its own time: two states of a record that differ only there are the same content. */
+const STAMPED: Record<RecordType, string> = { page: 'page_lastmodified', blog: 'info_timestamp' };
+
+const actorOf = (r: Revision): Actor => ({ kind: r.actor_kind as Actor['kind'], id: r.actor_id, name: r.actor_name });
+const changedBy = (r: Revision) => `changed afterwards by ${r.actor_name} (${r.actor_kind}) at ${r.at} UTC`;
+
+/** Whether the state after revision `r` (absent after a delete) is `target`, stamps aside. */
+function isAt(type: RecordType, r: Revision | undefined, target: Target): boolean {
+  const absent = r === undefined || r.op === 'delete';
+  if (target === 'absent' || absent) return target === 'absent' && absent;
+  const content = (json: string) => {
+    const { [STAMPED[type]]: _stamp, ...rest } = JSON.parse(json) as Record<string, unknown>;
+    return JSON.stringify(rest);
+  };
+  return content(r.record_json) === content(target.recordJson);
+}
+
+/** The state before revision `r`: the revision before it, or nothing when `r` created the record. */
+function before(revisions: readonly Revision[], index: number): Target | undefined {
+  if (index > 0) {
+    const previous = revisions[index - 1]!;
+    return previous.op === 'delete' ? 'absent' : { recordJson: previous.record_json };
+  }
+  return revisions[0]!.revision === 1 ? 'absent' : undefined;
+}
+
+/**
+ * Takes back what the connections changed since `since`. The rule, per record: it returns to how
+ * it would be had the application not written since then, wherever that discards no other
+ * writer's change made after the application's.
+ * - The application's changes at the end of the record's history (after everybody else's) are
+ *   taken back: the record returns to the revision just before them, which is another writer's,
+ *   or from before `since`. A record the application created is deleted; one it deleted comes back.
+ * - When another writer changed the record after the application's last change, taking it back
+ *   would discard that change: the record is left, and listed with that writer and time, unless it
+ *   is already as it was before the application's changes (an earlier undo, say).
+ * Each record is written in its own transaction, under the locks every write of it takes, and
+ * only while its latest revision is still the one the plan was made from: a record changed
+ * meanwhile is skipped and named, never overwritten. Steps are retried while they make progress,
+ * so a page comes back before the sub pages and blogs that need it, and sub pages and blogs are
+ * deleted before the page that holds them.
+ */
+export async function undoChanges(deps: HistoryDeps, scope: UndoScope, actor: ActorRef): Promise<UndoResult> {
+  const result: UndoResult = { restored: [], deleted: [], unchanged: [], skipped: [] };
+  if (scope.connectionIds.length === 0) return result;
+  const theirs = (r: Revision) =>
+    ['oauth', 'mcp'].includes(r.actor_kind) && scope.connectionIds.includes(r.actor_id) && r.at >= scope.since;
+  const touched = await deps.db
+    .selectFrom('content_changes')
+    .select(['type', 'record_id'])
+    .where('site_id', '=', scope.siteId)
+    .where('actor_kind', 'in', ['oauth', 'mcp'])
+    .where('actor_id', 'in', [...scope.connectionIds])
+    .where('at', '>=', scope.since)
+    .groupBy(['type', 'record_id'])
+    .orderBy((eb) => eb.fn.min('seq'))
+    .execute();
+  let steps: Step[] = [];
+  for (const { type, record_id: id } of touched) {
+    const revisions = await revisionsOf(deps.db, scope.siteId, type, id);
+    const latest = revisions.at(-1)!;
+    // The application's changes after everybody else's, at the end of the history.
+    let start = revisions.length;
+    while (start > 0 && theirs(revisions[start - 1]!)) start--;
+    if (start === revisions.length) {
+      // Another writer came after the application: what it wrote stands on the application's changes.
+      const first = revisions.findIndex(theirs);
+      const after = revisions[revisions.findLastIndex(theirs) + 1]!;
+      const original = before(revisions, first);
+      if (original !== undefined && isAt(type, latest, original)) result.unchanged.push({ type, id });
+      else result.skipped.push({ type, id, reason: changedBy(after), by: actorOf(after), at: after.at });
+      continue;
+    }
+    const target = before(revisions, start);
+    if (target === undefined) {
+      result.skipped.push({ type, id, reason: `its revision from before the change is no longer kept (HISTORY_DAYS)` });
+      continue;
+    }
+    if (isAt(type, latest, target)) result.unchanged.push({ type, id });
+    else steps.push({ type, id, target, expected: latest.revision });
+  }
+  // Until a round makes no progress: what one step needs, another may provide.
+  for (let progress = true; progress && steps.length > 0; ) {
+    progress = false;
+    const failed: { step: Step; reason: string }[] = [];
+    for (const step of steps) {
+      try {
+        const done = await takeBack(deps, scope.siteId, step, actor);
+        if (done === 'restored') result.restored.push({ type: step.type, id: step.id });
+        else if (done === 'deleted') result.deleted.push({ type: step.type, id: step.id });
+        else result.skipped.push({ type: step.type, id: step.id, reason: changedBy(done), by: actorOf(done), at: done.at });
+        progress = true;
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        failed.push({ step, reason: error.message });
+      }
+    }
+    steps = failed.map((f) => f.step);
+    if (!progress || steps.length === 0) {
+      for (const f of failed) result.skipped.push({ type: f.step.type, id: f.step.id, reason: f.reason });
+    }
+  }
+  return result;
+}
+
+async function revisionsOf(db: DbHandle, siteId: number, type: RecordType, id: number, from = 0): Promise<Revision[]> {
+  return (await db
+    .selectFrom('content_changes')
+    .select(['revision', 'op', 'at', 'actor_kind', 'actor_id', 'actor_name', 'record_json'])
+    .where('site_id', '=', siteId)
+    .where('type', '=', type)
+    .where('record_id', '=', id)
+    .where('revision', '>=', from)
+    .orderBy('revision')
+    .execute()) as Revision[];
+}
+
+/**
+ * One step, in one transaction: the locks a write of the record takes, in their order (images,
+ * the page tree, the row), then its latest revision, which must still be the planned one; then the
+ * restore or delete, which joins the transaction. The change that came in between when it is not.
+ */
+function takeBack(deps: HistoryDeps, siteId: number, step: Step, actor: ActorRef): Promise<'restored' | 'deleted' | Revision> {
+  return inTransaction(deps.db, async (tx) => {
+    await lockImageReferences(tx, 'shared');
+    if (step.type === 'page') await lockPageTree(tx, siteId);
+    if (step.type === 'page') await findRow(tx, PAGES, siteId, step.id, true);
+    else await findRow(tx, BLOGS, siteId, step.id, true);
+    const meanwhile = await revisionsOf(tx, siteId, step.type, step.id, step.expected + 1);
+    if (meanwhile.length > 0) return meanwhile[0]!;
+    if (step.target === 'absent') {
+      try {
+        if (step.type === 'page') await deletePage(tx, siteId, step.id, actor);
+        else await deleteBlog({ db: tx, images: deps.images }, siteId, step.id, actor);
+      } catch (error) {
+        if (!(error instanceof NotFoundError)) throw error;
+      }
+      return 'deleted';
+    }
+    const record = JSON.parse(step.target.recordJson) as PageRecord & BlogRecord;
+    if (step.type === 'page') await restorePage(tx, siteId, step.id, record, actor);
+    else await restoreBlog(tx, siteId, step.id, record, actor);
+    return 'restored';
+  });
+}

@@ -50,11 +50,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
   try {
     const migrations = await migrateToLatest(db);
+    // Cycles a database may hold from before page moves were locked: broken before anything reads the tree.
+    const { repairPageCycles } = await import('./content/pages/page.cycles.js');
+    const repairs = await repairPageCycles(db.kysely, { kind: 'system', id: 'page-cycles', name: 'page cycle repair at start' });
     const demoCreated = config.demo ? await seedDemo(db.kysely, config, { password: options.demoPassword }) : undefined;
     if (config.demo) await addDemoRedirects(db.kysely, config.publicUrl);
     app = await buildApp({ config, db, logStream: options.logStream });
     // Says which node of several did the upgrade: the others wait for its lock, then find it done.
     app.log.info({ migrations }, migrations.length ? 'database migrations applied' : 'database schema is current');
+    for (const repair of repairs) app.log.warn(repair, 'page tree cycle broken at its latest move');
     const address = await app.listen({ host: config.host, port: config.port });
     let closing: Promise<void> | undefined;
     const running = app;

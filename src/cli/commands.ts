@@ -58,6 +58,23 @@ const recordsRebuild: Command = {
   },
 };
 
+const doctor: Command = {
+  name: 'doctor',
+  summary: 'Find page trees with a cycle of parents (left by concurrent moves before they were locked) and break each at its latest move',
+  async run(ctx) {
+    const [{ repairPageCycles }, { cliActor }] = await Promise.all([
+      import('../content/pages/page.cycles.js'),
+      import('../content/history/change-log.js'),
+    ]);
+    const repairs = await repairPageCycles((await ctx.db()).kysely, cliActor('doctor'));
+    const lines = repairs.map(
+      (r) =>
+        `Site ${r.siteId}: page ${r.page} moved from under page ${r.parentWas} to ${r.parentNow ? `under page ${r.parentNow}` : 'the top level'}, breaking the cycle ${r.cycle.join(' → ')}`,
+    );
+    return { json: { repairs }, text: lines.length ? lines.join('\n') : 'No page tree has a cycle.' };
+  },
+};
+
 const siteCreate: Command = {
   name: 'site create',
   summary: 'Create a website; prints its id',
@@ -234,6 +251,7 @@ export const COMMANDS: readonly Command[] = [
   serve,
   migrate,
   recordsRebuild,
+  doctor,
   siteCreate,
   siteList,
   userCreate,

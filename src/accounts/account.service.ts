@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { refusedAs } from '../db/errors.js';
 import type { DbHandle } from '../db/schema.js';
 import { now } from '../db/time.js';
+import { inTransaction } from '../db/transaction.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import { credentialLabel, siteName } from './account.names.js';
 import * as repo from './account.repository.js';
@@ -30,15 +32,17 @@ export async function createUser(
   if (input.password.length < MIN_PASSWORD_LENGTH)
     throw new BadRequestError(`A password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
   await requireSite(db, input.siteId);
-  const existing = await repo.findUserByEmail(db, email);
-  if (existing) {
-    throw new ConflictError(
-      `A user with the e-mail ${email} exists already; give them another website with: cms user add-site --email ${email} --site ${input.siteId}`,
-    );
-  }
-  const id = await repo.insertUser(db, email, await hashPassword(input.password), now());
-  await repo.addSiteUser(db, input.siteId, id, input.role ?? 'owner');
-  return { id, email };
+  const taken = `A user with the e-mail ${email} exists already; give them another website with: cms user add-site --email ${email} --site ${input.siteId}`;
+  if (await repo.findUserByEmail(db, email)) throw new ConflictError(taken);
+  // Hashed before the transaction, which then holds nothing while scrypt runs.
+  const passwordHash = await hashPassword(input.password);
+  // The user and their website in one transaction, so a failure leaves no user without a website;
+  // two creates of one e-mail at once are decided by the unique index, the second a 409 like the check's.
+  return inTransaction(db, async (trx) => {
+    const id = await refusedAs(repo.insertUser(trx, email, passwordHash, now()), { unique: taken });
+    await repo.addSiteUser(trx, input.siteId, id, input.role ?? 'owner');
+    return { id, email };
+  });
 }
 
 export async function requireUser(db: DbHandle, email: string) {

@@ -30,7 +30,8 @@ export async function inSnapshot<T>(db: DbHandle, work: (trx: DbHandle) => Promi
  * (hashtext). `shared` holders run beside each other and only exclude an exclusive holder (many
  * writers, one clean-up). SQLite runs one write transaction at a time, so there is nothing to take.
  * Classes in use: 7301 page aliases and 7302 blog filenames, keyed by website; 7302 with key 0 the
- * demo seed (no website has id 0); 7303 OAuth grants; 7304 with key 0 image references.
+ * demo seed (no website has id 0); 7303 OAuth grants; 7304 with key 0 image references; 7305 the
+ * page tree and 7306 the webhooks, keyed by website.
  */
 export async function lockInTransaction(
   db: DbHandle,

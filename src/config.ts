@@ -55,7 +55,7 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** How long a client may take, in milliseconds (docs/deploy.md, Timeouts). */
   readonly http: {
-    /** A connection that sends nothing and is sent nothing for this long is closed (HTTP_IDLE_TIMEOUT_SECONDS). */
+    /** A connection that waits for its client, silent both ways this long, is closed (HTTP_IDLE_TIMEOUT_SECONDS; http/idle-timeout.ts). */
     readonly idleTimeoutMs: number;
     /** A request's headers and body must all arrive within this, or it is answered 408 (HTTP_REQUEST_TIMEOUT_SECONDS). */
     readonly requestTimeoutMs: number;

@@ -98,6 +98,8 @@ export class WebhookWorker {
   private readonly attempts = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
+  /** Polling on its own schedule (start); a worker that was not started polls only when told (tests). */
+  private started = false;
   private polling: Promise<void> | undefined;
   /** Set when a slot came free during a poll: the next poll follows at once. */
   private again = false;
@@ -105,6 +107,7 @@ export class WebhookWorker {
   constructor(private readonly deps: WebhookWorkerDeps) {}
 
   start(): void {
+    this.started = true;
     this.next(0);
   }
 
@@ -117,7 +120,10 @@ export class WebhookWorker {
     await this.flush();
   }
 
-  /** One poll: the results so far written, then as many due deliveries claimed as there are free slots. Resolves when both are done. */
+  /**
+   * One poll: the results so far written, then as many due deliveries claimed and their attempts
+   * begun as there are free slots for. Resolves when both are done; the attempts go on (settled).
+   */
   async poll(): Promise<void> {
     await this.flush();
     const free = this.deps.config.concurrency - this.inFlight;
@@ -143,6 +149,12 @@ export class WebhookWorker {
     }
   }
 
+  /** Resolves once the attempts in flight have ended and their results are written: a test's next step. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.attempts]);
+    await this.flush();
+  }
+
   private next(delay: number): void {
     if (this.stopping.signal.aborted) return;
     clearTimeout(this.timer);
@@ -163,6 +175,7 @@ export class WebhookWorker {
    * a busy hook is limited by its receiver and its concurrency, not by the poll interval.
    */
   private wake(): void {
+    if (!this.started) return;
     if (this.polling) this.again = true;
     else this.next(0);
   }

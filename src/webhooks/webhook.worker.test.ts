@@ -8,6 +8,7 @@
  *   node that took it over.
  * - The retry schedule: a failed delivery is due again after each delay, and given up after the last.
  * - One hook's attempts are bounded by its share of the slots.
+ * - A 2xx is a delivery whatever the size of its body.
  * - Retention (removeOldDeliveries, part of the upkeep): deliveries no longer pending go after
  *   keepDays (HISTORY_DAYS) with their attempts; pending ones stay however old.
  *
@@ -366,6 +367,40 @@ test('attempts to one hook are bounded by its share: a poll claims no more', asy
   assert.equal((await claimedBy(db, worker.node)).length, 2);
   await receiver.waitFor(2);
   assert.equal(receiver.received.length, 2);
+});
+
+test('a 2xx is a delivery whatever the size of its body: read up to 64 KiB and the rest left unread', async (t) => {
+  const db = await createTestDatabase(t);
+  const site = await addTestSite(db);
+  const receiver = await webhookReceiver(t);
+  const big = Buffer.alloc(4 * 1024 * 1024, 'x');
+  receiver.answerWith((request, response) => {
+    // One says its length up front, the other streams without one.
+    if (request.verified?.data.id === 1) response.writeHead(200, { 'content-length': big.length }).end(big);
+    else {
+      response.writeHead(202);
+      response.write(big);
+      response.end(big);
+    }
+  });
+  const hook = await createWebhook(db.kysely, deliveryGuard(config), site.siteId, { url: receiver.url, events: ['*'] });
+  assert.ok(hook.secret);
+  receiver.trust(hook.secret);
+  for (const id of [1, 2]) {
+    await enqueueDeliveries(db.kysely, site.siteId, [hook.id], 'page.created', payloadOf('page.created', { type: 'page', id }));
+  }
+  const warnings: string[] = [];
+  const worker = workerOn(t, db, warnings);
+  await worker.poll();
+  await worker.settled();
+  const rows = await db.kysely.selectFrom('webhook_deliveries').select(['id', 'state']).orderBy('id').execute();
+  assert.deepEqual(
+    rows.map((row) => row.state),
+    ['delivered', 'delivered'],
+  );
+  for (const row of rows) assert.equal((await attemptsOf(db, row.id)).length, 1);
+  assert.deepEqual((await attemptsOf(db, rows[1]!.id))[0], { attempt: 1, status_code: 202, error: null });
+  assert.deepEqual(warnings, []);
 });
 
 /** A delivery written as the worker leaves it, `ageMs` old, with `attempts` attempts recorded. */

@@ -394,10 +394,15 @@ async function failPending(db: DbHandle, webhookId: number): Promise<void> {
     .execute();
 }
 
-/** The outbound guard deliveries go through: 15 s for the whole answer, which is read up to 64 KB. */
+/**
+ * The outbound guard deliveries go through: 15 s for the whole answer. Only its status and headers
+ * count: a body is read and discarded up to 64 KiB, and a longer one is cut there and its
+ * connection closed, so a 2xx with any body is a delivery and no receiver makes a node read more.
+ */
 export function deliveryGuard(config: WebhookConfig): OutboundGuard {
   return outboundGuard({
     maxBytes: 64 * 1024,
+    cutPastLimit: true,
     connectTimeoutMs: 5000,
     timeoutMs: config.test?.timeoutMs ?? DELIVERY_TIMEOUT_MS,
     privateTargets: config.allowPrivateTargets,

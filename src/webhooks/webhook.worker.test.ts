@@ -7,7 +7,8 @@
  *   A node that was only paused past its lease and writes its result late leaves the delivery to the
  *   node that took it over.
  * - The retry schedule: a failed delivery is due again after each delay, and given up after the last.
- * - One hook's attempts are bounded by its share of the slots.
+ * - Shares: one website's hanging receivers hold at most its share of a node's slots, and another
+ *   website's delivery is claimed and sent beside them; one hook's attempts are bounded the same way.
  * - A 2xx is a delivery whatever the size of its body.
  * - Retention (removeOldDeliveries, part of the upkeep): deliveries no longer pending go after
  *   keepDays (HISTORY_DAYS) with their attempts; pending ones stay however old.
@@ -345,6 +346,83 @@ async function claimedBy(db: Db, node: string) {
     .where('state', '=', 'pending')
     .execute();
 }
+
+test("one website's hanging receivers hold only its share of a node's slots: another website's delivery is claimed and sent beside them, on each node", async (t) => {
+  const db = await createTestDatabase(t);
+  const noisy = await addTestSite(db, 'Hanging receivers');
+  const quiet = await addTestSite(db, 'Another website');
+  const hanging = await webhookReceiver(t);
+  // Never answers: each attempt holds its slot until the worker stops.
+  hanging.answerWith(() => {});
+  const answering = await webhookReceiver(t);
+  const hooks = [];
+  for (const path of ['a', 'b', 'c']) {
+    hooks.push(await createWebhook(db.kysely, deliveryGuard(config), noisy.siteId, { url: `${hanging.url}/${path}`, events: ['*'] }));
+  }
+  const other = await createWebhook(db.kysely, deliveryGuard(config), quiet.siteId, { url: answering.url, events: ['*'] });
+  // Sixty changes on the noisy website, each to its three hooks, all due before the other website's one.
+  for (let id = 1; id <= 60; id++) {
+    const payload = payloadOf('page.updated', { type: 'page', id });
+    await enqueueDeliveries(
+      db.kysely,
+      noisy.siteId,
+      hooks.map((hook) => hook.id),
+      'page.updated',
+      payload,
+    );
+  }
+  await enqueueDeliveries(db.kysely, quiet.siteId, [other.id], 'page.created', payloadOf('page.created', { type: 'page', id: 1 }));
+  const otherDelivery = await newestDeliveryId(db);
+  // Due after all of them, also when they were queued within the same millisecond.
+  const { latest } = await db.kysely
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.max('due_ms').as('latest'))
+    .where('site_id', '=', noisy.siteId)
+    .executeTakeFirstOrThrow();
+  await db.kysely
+    .updateTable('webhook_deliveries')
+    .set({ due_ms: Number(latest) + 1 })
+    .where('id', '=', otherDelivery)
+    .execute();
+
+  const shares = { concurrency: 32, concurrencyPerHook: 16, concurrencyPerSite: 8 };
+  const nodes = [0, 1].map(
+    () => new WebhookWorker({ db: db.kysely, config: { ...config, ...shares }, guard: deliveryGuard(config), warn: () => {} }),
+  );
+  t.after(() => Promise.all(nodes.map((node) => node.stop())));
+  const [one, two] = nodes as [WebhookWorker, WebhookWorker];
+
+  // The first poll finds 32 due deliveries, all the noisy website's: it claims its share, 8.
+  await one.poll();
+  const first = await claimedBy(db, one.node);
+  assert.equal(first.length, shares.concurrencyPerSite);
+  assert.ok(first.every((row) => row.site_id === noisy.siteId));
+  await hanging.waitFor(shares.concurrencyPerSite);
+
+  // The next poll passes over the full share: the other website's delivery is claimed and sent.
+  await one.poll();
+  const second = await claimedBy(db, one.node);
+  assert.deepEqual(
+    second.filter((row) => row.site_id === quiet.siteId).map((row) => row.id),
+    [otherDelivery],
+  );
+  assert.equal(second.filter((row) => row.site_id === noisy.siteId).length, shares.concurrencyPerSite, 'no more of the noisy website');
+  const [delivered] = await answering.waitFor(1);
+  assert.equal(JSON.parse(delivered!.body).type, 'page.created');
+
+  // A second node has slots of its own: it takes its share of the noisy website, no row twice.
+  await two.poll();
+  await two.poll();
+  const theirs = await claimedBy(db, two.node);
+  assert.equal(theirs.length, shares.concurrencyPerSite);
+  assert.ok(theirs.every((row) => row.site_id === noisy.siteId));
+  const mine = new Set(second.map((row) => row.id));
+  assert.ok(
+    theirs.every((row) => !mine.has(row.id)),
+    'each delivery claimed by one node',
+  );
+  await hanging.waitFor(2 * shares.concurrencyPerSite);
+});
 
 test('attempts to one hook are bounded by its share: a poll claims no more', async (t) => {
   const db = await createTestDatabase(t);

@@ -22,12 +22,12 @@ import { migrateToLatest } from '../src/db/migrate.js';
 import { appEnv, type Loaded, load, type Server, startServer, stopServer } from './harness.js';
 import { median, settle } from './rounds.js';
 
-interface Site {
+export interface Site {
   siteId: number;
   authorization: string;
 }
 
-async function seedSites(file: string, count: number): Promise<Site[]> {
+export async function seedSites(file: string, count: number): Promise<Site[]> {
   const db = createDatabase(`sqlite:${file}`);
   await migrateToLatest(db);
   const sites: Site[] = [];
@@ -41,7 +41,7 @@ async function seedSites(file: string, count: number): Promise<Site[]> {
 }
 
 /** A receiver that verifies each delivery and notes when each page's `page.created` arrived. */
-async function receiver() {
+export async function receiver() {
   const arrived = new Map<number, number>();
   let secrets: Webhook[] = [];
   let unverified = 0;
@@ -86,7 +86,7 @@ async function receiver() {
   };
 }
 
-async function createHook(app: Server, site: Site, url: string): Promise<string> {
+export async function createHook(app: Server, site: Site, url: string): Promise<string> {
   const response = await fetch(`${app.url}/api/webhooks`, {
     method: 'POST',
     headers: { authorization: site.authorization, 'content-type': 'application/json' },
@@ -96,7 +96,7 @@ async function createHook(app: Server, site: Site, url: string): Promise<string>
   return ((await response.json()) as { data: { secret: string }[] }).data[0]!.secret;
 }
 
-const percentile = (sorted: number[], p: number) =>
+export const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
 export interface WebhookBenchOptions {

@@ -16,6 +16,7 @@ import type { Db } from './db/database.js';
 import { Budget } from './http/budget.js';
 import { installCors } from './http/cors.js';
 import { registerHealth } from './http/health.routes.js';
+import { closeIdleConnections } from './http/idle-timeout.js';
 import { installJsonBodies } from './http/json-body.js';
 import { loggerOptions, requestIds, requestLines, requestLogger } from './http/logging.js';
 import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
@@ -61,9 +62,10 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     bodyLimit: 5 * 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
     // Slow or silent clients cannot hold a connection for good (docs/deploy.md, Timeouts): a
-    // connection silent both ways for idleTimeoutMs is closed; a request whose headers or body
-    // are not all in within their time is answered 408 (clientErrorAnswer) and closed. Node checks
-    // those two every connectionsCheckingInterval, so that is what a limit may overrun by.
+    // connection that waits for its client and is silent both ways for idleTimeoutMs is closed
+    // (closeIdleConnections); a request whose headers or body are not all in within their time is
+    // answered 408 (clientErrorAnswer) and closed. Node checks those two every
+    // connectionsCheckingInterval, so that is what a limit may overrun by.
     connectionTimeout: config.http.idleTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
     requestTimeout: config.http.requestTimeoutMs,
@@ -76,6 +78,7 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     clientErrorHandler: clientErrorAnswer,
     frameworkErrors: frameworkErrorAnswer(config.corsOrigins),
   });
+  closeIdleConnections(app.server);
   // First, so that every route added after it is checked.
   requireDeclaredAccess(app);
   installRequestHeaders(app);

@@ -55,7 +55,7 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** How long a client may take, in milliseconds (docs/deploy.md, Timeouts). */
   readonly http: {
-    /** A connection that sends nothing and is sent nothing for this long is closed (HTTP_IDLE_TIMEOUT_SECONDS). */
+    /** A connection that waits for its client, silent both ways this long, is closed (HTTP_IDLE_TIMEOUT_SECONDS; http/idle-timeout.ts). */
     readonly idleTimeoutMs: number;
     /** A request's headers and body must all arrive within this, or it is answered 408 (HTTP_REQUEST_TIMEOUT_SECONDS). */
     readonly requestTimeoutMs: number;
@@ -130,8 +130,13 @@ export interface WebhookConfig {
   readonly retrySchedule: readonly number[];
   /** Attempts in flight at once in one process (WEBHOOK_CONCURRENCY)… */
   readonly concurrency: number;
-  /** …and to one hook (WEBHOOK_CONCURRENCY_PER_HOOK), so a slow receiver cannot take every slot. */
+  /** …and to one hook (WEBHOOK_CONCURRENCY_PER_HOOK), so a slow receiver cannot take every slot… */
   readonly concurrencyPerHook: number;
+  /**
+   * …and to one website's hooks (WEBHOOK_CONCURRENCY_PER_SITE): its share of the slots, so that a
+   * website whose receivers hang holds that many and the others' deliveries go on (docs/webhooks.md).
+   */
+  readonly concurrencyPerSite: number;
   /** How often each process looks for deliveries due, in milliseconds (WEBHOOK_POLL_MS). */
   readonly pollMs: number;
   /**
@@ -365,6 +370,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retrySchedule: retryScheduleOf(env.WEBHOOK_RETRY_SCHEDULE),
       concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 32, 1, 1000),
       concurrencyPerHook: integer(env, 'WEBHOOK_CONCURRENCY_PER_HOOK', 16, 1, 1000),
+      concurrencyPerSite: integer(env, 'WEBHOOK_CONCURRENCY_PER_SITE', 8, 1, 1000),
       pollMs: integer(env, 'WEBHOOK_POLL_MS', 50, 10, 60_000),
     }),
   });

@@ -84,3 +84,15 @@ export async function listening(server: Started): Promise<void> {
 export function basic(credentials: DemoCredentials): string {
   return `Basic ${Buffer.from(`${credentials.apiId}:${credentials.apiKey}`).toString('base64')}`;
 }
+
+/** The change feed's cursor at its end now: a long-poll from it waits for the next change. */
+export async function feedEnd(base: string, authorization: string): Promise<string> {
+  for (let since = ''; ; ) {
+    const page = (await (await fetch(`${base}/api/changes?pageSize=200${since}`, { headers: { authorization } })).json()) as {
+      data: unknown[];
+      meta: { nextCursor: string };
+    };
+    if (page.data.length === 0) return page.meta.nextCursor;
+    since = `&since=${page.meta.nextCursor}`;
+  }
+}

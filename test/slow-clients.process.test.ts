@@ -2,7 +2,8 @@
  * Slow, silent and malformed clients against the real server process, over raw sockets: an idle
  * connection is closed, a request whose headers or body stop arriving gets a 408 problem and is
  * closed (a stalled upload leaves nothing staged), a refused oversized OAuth form does not leave
- * the connection hanging, and two Host headers are a 400. Short limits are set for the test.
+ * the connection hanging, two Host headers are a 400, and a long-poll held past the idle limit is
+ * answered. Short limits are set for the test; timeouts.process.test.ts runs at the defaults.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -13,7 +14,7 @@ import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DemoCredentials } from '../src/demo/credentials.js';
 import { tempDir } from './helpers.js';
-import { basic, listening, type Started, start } from './server-process.js';
+import { basic, feedEnd, listening, type Started, start } from './server-process.js';
 
 interface Opened {
   socket: Socket;
@@ -68,6 +69,16 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
     const ms = await idle.closed;
     assert.ok(ms >= 900 && ms < 5000, `closed after ${ms} ms`);
     assert.equal(idle.received(), '', 'nothing is sent to a connection that asked nothing');
+  });
+
+  await t.test('a long-poll held past the idle limit is answered, not cut', async () => {
+    // From the end of the feed, three times the idle limit: the connection is silent both ways
+    // while the server holds the answer.
+    const held = await fetch(`${server.base}/api/changes?since=${await feedEnd(server.base, authorization)}&wait=3`, {
+      headers: { authorization },
+    });
+    assert.equal(held.status, 200);
+    assert.deepEqual(((await held.json()) as { data: unknown[] }).data, [], 'held to the end of its wait: nothing changed');
   });
 
   await t.test('headers that arrive a byte at a time get a 408 problem once the request timeout passes', async (t) => {

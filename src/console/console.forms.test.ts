@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { addTestSite, createTestDatabase } from '../../test/helpers.js';
-import { consoleLogin, csrfOf, type OAuthServer, startOAuthApp } from '../../test/oauth.helpers.js';
+import { Browser, consoleLogin, csrfOf, type OAuthServer, startOAuthApp } from '../../test/oauth.helpers.js';
 import { freePort } from '../../test/server-process.js';
 import { listCredentials } from '../accounts/account.repository.js';
 import { createUser } from '../accounts/account.service.js';
@@ -9,14 +9,14 @@ import { LOGIN_ATTEMPTS } from '../accounts/sign-in.js';
 import { buildApp } from '../app.js';
 import { testConfig } from '../config.js';
 
-/** A console on a listening server whose log lines (warn and up) the test reads. */
-async function consoleWithLog(t: TestContext) {
+/** A console on a listening server whose log lines (warn and up, or from `logLevel`) the test reads. */
+async function consoleWithLog(t: TestContext, logLevel: 'warn' | 'info' = 'warn') {
   const lines: { level: number; msg?: string; err?: { message?: string } }[] = [];
   const db = await createTestDatabase(t);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const app = await buildApp({
-    config: testConfig({ publicUrl: base, logLevel: 'warn' }),
+    config: testConfig({ publicUrl: base, logLevel }),
     db,
     logStream: { write: (line: string) => lines.push(JSON.parse(line)) },
   });
@@ -112,4 +112,47 @@ test('console: a right current password resets the count, as a sign-in does', as
   assert.equal((await change(a.owner.password, 'brand new pass')).status, 303);
   for (let i = 0; i < LOGIN_ATTEMPTS - 1; i++) assert.equal((await change(`guess ${i}`, 'newer still')).status, 400);
   assert.equal((await change('brand new pass', 'newer still')).status, 303);
+});
+
+test('console: credentials sent in the query string are copied into no redirect, no page and no log line', async (t) => {
+  const { server, lines } = await consoleWithLog(t, 'info');
+  const key = 'k3yInTheQueryString';
+  const id = 'ak_idInTheQueryString';
+  const leaks = (text: string) => text.includes(key) || text.includes(id);
+
+  // Signed out: to the sign-in page, which brings the browser back to the same page, without them.
+  const signedOut = await fetch(`${server.base}/console?apiKey=${key}&apiID=${id}&tab=sites`, { redirect: 'manual' });
+  assert.equal(signedOut.status, 303);
+  const toLogin = String(signedOut.headers.get('location'));
+  assert.ok(!leaks(decodeURIComponent(toLogin)), toLogin);
+  assert.equal(toLogin, `/console/login?next=${encodeURIComponent('/console?tab=sites')}`, 'the rest of the address is kept');
+  const login = await fetch(`${server.base}${toLogin}`, { redirect: 'manual' });
+  assert.equal(login.status, 200);
+  assert.ok(!leaks(await login.text()), 'the sign-in page does not carry them on');
+  // Spelled in any case, or percent-encoded, as the API-key method reads them.
+  const encoded = await fetch(`${server.base}/console/account?APIKEY=${key}&api%49D=${id}`, { redirect: 'manual' });
+  assert.equal(encoded.headers.get('location'), `/console/login?next=${encodeURIComponent('/console/account')}`);
+
+  // Signed in: `next` (from the query or the sign-in form) goes on without them.
+  const { browser } = await consoleLogin(server);
+  const next = encodeURIComponent(`/console/account?apiKey=${key}&apiID=${id}`);
+  const signedIn = await browser.request(`/console/login?next=${next}`);
+  assert.equal(signedIn.status, 303);
+  assert.equal(signedIn.headers.get('location'), '/console/account');
+  const fresh = new Browser(server.base);
+  const form = await fresh.request(`/console/login?next=${next}`);
+  const html = await form.text();
+  assert.ok(!leaks(html), 'the sign-in form does not carry them on');
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+  const { email, password } = server.owner;
+  const posted = await fresh.request('/console/login', { form: { csrf, email, password, next: decodeURIComponent(next) } });
+  assert.equal(posted.status, 303);
+  assert.equal(posted.headers.get('location'), '/console/account');
+
+  assert.ok(lines.length > 0, 'requests were logged');
+  assert.deepEqual(
+    lines.filter((line) => leaks(JSON.stringify(line))),
+    [],
+    'no log line holds them',
+  );
 });

@@ -3,6 +3,7 @@ import type Provider from 'oidc-provider';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { AppError, BadRequestError } from '../errors.js';
+import { withoutSecretParams } from '../http/logging.js';
 import type { OutboundGuard } from '../http/outbound.js';
 import type { RateLimitStore } from '../http/rate-limit.js';
 import type { ImageStorage } from '../storage/image-storage.js';
@@ -62,9 +63,13 @@ export function errorPage(reply: FastifyReply, status: number, title: string, me
   return sendPage(reply, status, 'error', { title, message, back: CONSOLE_PATH });
 }
 
-/** Signed out: to the sign-in page, and back to this address after it when it was a GET. */
+/**
+ * Signed out: to the sign-in page, and back to this address after it when it was a GET, without
+ * the credentials its query may hold (an API key sent as `apiKey` would be copied into the
+ * redirect, the sign-in page's address and its log line).
+ */
 function toSignIn(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const next = request.method === 'GET' ? `?next=${encodeURIComponent(request.url)}` : '';
+  const next = request.method === 'GET' ? `?next=${encodeURIComponent(withoutSecretParams(request.url))}` : '';
   return reply.code(303).header('location', `${CONSOLE_PATH}/login${next}`).send();
 }
 

@@ -6,6 +6,7 @@ import { sitesOfUser } from '../accounts/account.repository.js';
 import { changePassword } from '../accounts/account.service.js';
 import { attemptLogin, LOGIN_WINDOW_SECONDS } from '../accounts/sign-in.js';
 import { BadRequestError } from '../errors.js';
+import { withoutSecretParams } from '../http/logging.js';
 import { cookieJar } from '../web/cookies.js';
 import { csrfToken, csrfValid } from '../web/csrf.js';
 import { setFlash, takeFlash } from '../web/flash.js';
@@ -21,13 +22,13 @@ import { registerWebhookPages } from './console.webhooks.js';
 /** The sign-in form's CSRF nonce, before there is a session to bind a token to. */
 const LOGIN_COOKIE = '_console_login';
 
-/** Only a path inside the console: `next` must not send the browser anywhere else. */
+/** Only a path inside the console: `next` must not send the browser anywhere else, nor carry credentials on (withoutSecretParams). */
 function safeNext(next: unknown): string {
   if (typeof next !== 'string' || !next.startsWith('/') || next.startsWith('//') || next.includes('\\')) return CONSOLE_PATH;
   // Checked as the browser will read it: `/console/../api/page` is /api/page.
   const url = new URL(next, 'http://console.invalid');
   if (url.origin !== 'http://console.invalid' || !url.pathname.startsWith(`${CONSOLE_PATH}/`)) return CONSOLE_PATH;
-  return `${url.pathname}${url.search}`;
+  return withoutSecretParams(`${url.pathname}${url.search}`);
 }
 
 const LoginQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 500 })) }, { additionalProperties: false });

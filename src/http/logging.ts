@@ -33,9 +33,49 @@ function redactUrl(url: string): string {
     .split('&')
     .map((pair) => {
       const equals = pair.indexOf('=');
-      return equals !== -1 && SECRET_PARAMS.has(decodedName(pair.slice(0, equals))) ? `${pair.slice(0, equals)}=[redacted]` : pair;
+      if (equals === -1) return pair;
+      if (SECRET_PARAMS.has(decodedName(pair.slice(0, equals)))) return `${pair.slice(0, equals)}=[redacted]`;
+      return `${pair.slice(0, equals + 1)}${redactedAddress(pair.slice(equals + 1))}`;
     });
   return `${url.slice(0, start + 1)}${pairs.join('&')}`;
+}
+
+/**
+ * A parameter's value that is itself an address with a query (the console's `next`), with that
+ * query's secrets redacted: a link that carries a credential inside it logs it no more than one
+ * that carries it outright.
+ */
+function redactedAddress(value: string): string {
+  if (!value.includes('%3F') && !value.includes('%3f') && !value.includes('?')) return value;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(value.replaceAll('+', ' '));
+  } catch {
+    return value;
+  }
+  const redacted = redactUrl(decoded);
+  return redacted === decoded ? value : encodeURIComponent(redacted);
+}
+
+/**
+ * The URL without its secret parameters, name and value: for a URL the server sends back, such as
+ * a redirect built from the request's own address. A redirect's Location is followed by the
+ * browser, stored in its history, sent on as the next request's URL and logged there, so a
+ * credential sent in the query string must not travel on in it.
+ */
+export function withoutSecretParams(url: string): string {
+  const start = url.indexOf('?');
+  if (start === -1) return url;
+  const hash = url.indexOf('#', start);
+  const end = hash === -1 ? url.length : hash;
+  const kept = url
+    .slice(start + 1, end)
+    .split('&')
+    .filter((pair) => {
+      const equals = pair.indexOf('=');
+      return pair !== '' && !SECRET_PARAMS.has(decodedName(equals === -1 ? pair : pair.slice(0, equals)));
+    });
+  return `${url.slice(0, start)}${kept.length ? `?${kept.join('&')}` : ''}${url.slice(end)}`;
 }
 
 function decodedName(name: string): string {

@@ -143,8 +143,14 @@ type Resolve = (hostname: string) => Promise<readonly LookupAddress[]>;
 const systemResolve: Resolve = (hostname) => dnsLookup(hostname, { all: true, order: 'verbatim' });
 
 export interface OutboundOptions {
-  /** The largest answer body read, in bytes; a larger one fails. */
+  /** The largest answer body read, in bytes; a larger one fails, unless `cutPastLimit`. */
   readonly maxBytes: number;
+  /**
+   * For a caller that needs only the status and headers (a webhook delivery): a body larger than
+   * maxBytes is read up to the limit and the connection then closed, and the answer resolves with
+   * its status and headers and the body cut there. The read stays bounded either way.
+   */
+  readonly cutPastLimit?: boolean;
   /** Until the TLS handshake is done (on plain http, until the TCP connection is). */
   readonly connectTimeoutMs?: number;
   /** Until the whole answer is read. */
@@ -194,7 +200,15 @@ export interface OutboundGuard {
 
 /** The guard's fetch, and its check of a target alone. */
 export function outboundGuard(options: OutboundOptions): OutboundGuard {
-  const { maxBytes, connectTimeoutMs = 2500, timeoutMs = 5000, resolve = systemResolve, testHooks, privateTargets = false } = options;
+  const {
+    maxBytes,
+    cutPastLimit = false,
+    connectTimeoutMs = 2500,
+    timeoutMs = 5000,
+    resolve = systemResolve,
+    testHooks,
+    privateTargets = false,
+  } = options;
   const allowed = (address: string) =>
     isPublicAddress(address) ||
     (privateTargets && isPrivateAddress(address)) ||
@@ -282,7 +296,7 @@ export function outboundGuard(options: OutboundOptions): OutboundGuard {
       // on, not once: a request destroyed after a failure may report a second error.
       outgoing.on('error', (error) => reject(error instanceof OutboundError ? error : new OutboundError(error.message, { cause: error })));
       outgoing.once('response', (incoming) => {
-        readAnswer(incoming, url, maxBytes).then(resolve, fail);
+        readAnswer(incoming, url, maxBytes, cutPastLimit).then(resolve, fail);
       });
       outgoing.end(init.body);
     });
@@ -299,16 +313,23 @@ export function outboundGuard(options: OutboundOptions): OutboundGuard {
 /** Statuses whose Response has no body. */
 const NULL_BODY = new Set([204, 205, 304]);
 
-async function readAnswer(incoming: IncomingMessage, url: URL, maxBytes: number): Promise<Response> {
+async function readAnswer(incoming: IncomingMessage, url: URL, maxBytes: number, cutPastLimit: boolean): Promise<Response> {
   const status = incoming.statusCode ?? 0;
   if (status < 200 || status > 599) throw new OutboundError(`${url.href} answered ${status}`);
   if (status >= 300 && status < 400) throw new OutboundError(`${url.href} answered ${status}: redirects are not followed`);
-  if (Number(incoming.headers['content-length']) > maxBytes) throw new OutboundError(`${url.href} is larger than ${maxBytes} bytes`);
+  const tooLarge = () => new OutboundError(`${url.href} is larger than ${maxBytes} bytes`);
+  if (Number(incoming.headers['content-length']) > maxBytes && !cutPastLimit) throw tooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
+  // Leaving the loop early (the limit reached) destroys the answer's stream and its connection.
   for await (const chunk of incoming as AsyncIterable<Buffer>) {
+    if (size + chunk.length > maxBytes) {
+      if (!cutPastLimit) throw tooLarge();
+      chunks.push(chunk.subarray(0, maxBytes - size));
+      size = maxBytes;
+      break;
+    }
     size += chunk.length;
-    if (size > maxBytes) throw new OutboundError(`${url.href} is larger than ${maxBytes} bytes`);
     chunks.push(chunk);
   }
   const headers = new Headers();

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { buildTestApp, json, type TestApp } from '../../test/helpers.js';
 import { connect, revokeInConsole, startOAuthApp } from '../../test/oauth.helpers.js';
 import { until } from '../../test/until.js';
@@ -50,9 +49,13 @@ test('a change is delivered signed as Standard Webhooks says, with the small bod
   await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { id: page, page_usertitle: 'Renamed' } });
   const deleted = await app.inject({ method: 'DELETE', url: `/api/page/${page}`, headers: site.headers });
   assert.equal(deleted.statusCode, 204);
+  // The outbox is written with each change: the update, not asked for, queued nothing.
+  assert.deepEqual(
+    (await deliveries(ctx, hook.id)).map((d: { event: string }) => d.event),
+    ['page.deleted', 'page.created'],
+    'the update was not asked for',
+  );
   const [created, gone] = await receiver.waitFor(2);
-  await sleep(200);
-  assert.equal(receiver.received.length, 2, 'the update was not asked for');
   for (const one of [created!, gone!]) {
     assert.ok(one.verified, 'verified with standardwebhooks');
     assert.match(one.id, /^msg_/);
@@ -101,9 +104,10 @@ test('a failed delivery is retried with the same webhook-id on the schedule, and
   const three = await receiver.waitFor(3);
   assert.ok(three.every((r) => r.verified));
   assert.equal(new Set(three.map((r) => r.id)).size, 1, 'one webhook-id across retries');
+  // Not before the schedule's delay, less its jitter (the delays themselves: webhook.worker.test.ts).
   const gaps = [three[1]!.at - three[0]!.at, three[2]!.at - three[1]!.at];
-  assert.ok(gaps[0]! >= 0.3 * 0.9 * 1000 - 5 && gaps[0]! < 0.3 * 1000 + 400, `first retry after ~300 ms, was ${gaps[0]}`);
-  assert.ok(gaps[1]! >= 0.6 * 0.9 * 1000 - 5 && gaps[1]! < 0.6 * 1000 + 400, `second retry after ~600 ms, was ${gaps[1]}`);
+  assert.ok(gaps[0]! >= 0.3 * 0.9 * 1000 - 5, `first retry after ~300 ms, was ${gaps[0]}`);
+  assert.ok(gaps[1]! >= 0.6 * 0.9 * 1000 - 5, `second retry after ~600 ms, was ${gaps[1]}`);
   const [delivered] = await until('recorded', async () => {
     const list = await deliveries(ctx, hook.id);
     return list[0]?.state === 'delivered' && list;
@@ -122,8 +126,8 @@ test('a failed delivery is retried with the same webhook-id on the schedule, and
     const list = await deliveries(ctx, hook.id);
     return list[0]?.state === 'failed' && list;
   });
+  // Given up is final: no poll claims a delivery that is not pending.
   assert.equal(failed.attempts.length, 3);
-  await sleep(900);
   assert.equal(receiver.received.length, 6, 'nothing after the schedule ends');
   assert.ok((await hookOf(ctx, hook.id)).failingSince, 'the hook says since when it has been failing');
 
@@ -166,8 +170,8 @@ test('a 410 disables the hook, and so does failing without a break for 5 days; t
   });
   assert.equal(gone.disabledReason, 'gone');
   await writePage(ctx, 'Not sent');
-  await sleep(300);
-  assert.equal(receiver.received.length, 1, 'a disabled hook gets nothing');
+  // The outbox is written with the change: a disabled hook is queued nothing.
+  assert.equal((await deliveries(ctx, hook.id)).length, 1, 'a disabled hook gets nothing');
   const sendTest = await app.inject({ method: 'POST', url: `/api/webhooks/${hook.id}/test`, headers: site.headers });
   assert.equal(sendTest.statusCode, 409);
 
@@ -256,7 +260,10 @@ test('a hook sends under the credential that created it: once that API key is re
     ],
     'the change after the revocation was never attempted',
   );
-  await sleep(200);
+  const ownerHook = byKey.body.data[0].id;
+  await until('the owner’s hook has nothing pending', async () =>
+    (await api(owner, 'GET', `/api/webhooks/${ownerHook}/deliveries`)).body.data.every((d: { state: string }) => d.state !== 'pending'),
+  );
   assert.equal(receiver.received.length, 5, 'the hook the owner enabled went on');
 });
 
@@ -336,19 +343,13 @@ test('a test delivery reaches the hook; deliveries are not sent to receivers tha
   assert.match(latest.attempts[0].error, /redirects are not followed/);
 });
 
-test('writes answer as fast whatever the receivers do; attempts to one hook are bounded', async (t) => {
-  const ctx = await setUp(t, { concurrencyPerHook: 2, test: { timeoutMs: 2000 } });
-  const { receiver } = ctx;
+test('writes answer whatever the receivers do: a receiver that never answers holds up no write', async (t) => {
+  const ctx = await setUp(t, { test: { timeoutMs: 60_000 } });
+  const { receiver, hook } = ctx;
   // This receiver never answers: each attempt waits for the guard's time limit.
   receiver.answerWith(() => {});
-  const times: number[] = [];
-  for (let i = 0; i < 10; i++) {
-    const started = performance.now();
-    await writePage(ctx, `Page ${i}`);
-    times.push(performance.now() - started);
-  }
-  await sleep(400);
-  assert.equal(receiver.received.length, 2, 'two attempts at once to the hook, the others wait');
-  times.sort((a, b) => a - b);
-  assert.ok(times[5]! < 200, `a write took ${times[5]} ms (median) with a silent receiver`);
+  for (let i = 0; i < 10; i++) await writePage(ctx, `Page ${i}`);
+  await receiver.waitFor(1);
+  assert.equal((await deliveries(ctx, hook.id)).length, 10, 'every write answered and queued its delivery');
+  // How many attempts run at once to one hook: webhook.worker.test.ts, a poll at a time.
 });

@@ -5,8 +5,12 @@
  *   ahead under its own name. On PostgreSQL the rows are picked `for update skip locked`, so two
  *   nodes never claim the same row; SQLite has one writer. Nothing another node needs is kept in
  *   memory: a node that dies mid-attempt leaves its rows to be claimed again when the lease ends.
- * - Attempts run beside each other, at most `concurrency` in the process and `concurrencyPerHook`
- *   to one hook, so a slow receiver holds its own slots and not everybody's.
+ * - Attempts run beside each other, at most `concurrency` in the process, `concurrencyPerSite` to
+ *   one website's hooks and `concurrencyPerHook` to one hook: a website's slow or hanging receivers
+ *   hold that website's share of the slots and never the slots other websites' deliveries need.
+ *   The shares are counted per process (each node has its own slots), and a claim takes only
+ *   deliveries that fit them: the due deliveries of a website or hook whose share is full are not
+ *   claimed, so they never stand in front of another website's, however many are due.
  * - Results are written in one transaction per poll rather than one per attempt: on SQLite every
  *   transaction queues behind the API's writes for the one writer.
  */
@@ -37,6 +41,7 @@ const JITTER = 0.1;
 interface Claimed {
   id: number;
   webhook_id: number;
+  site_id: number;
   message_id: string;
   payload: string;
   step: number;
@@ -52,7 +57,7 @@ interface Hook {
 }
 
 type Outcome =
-  /** Not attempted (the process is stopping, or the hook had no free slot): due again at once. */
+  /** Not attempted (the process is stopping): due again at once. */
   | { kind: 'release'; delivery: Claimed }
   /** Its hook was disabled or deleted since it was queued. */
   | { kind: 'cancel'; delivery: Claimed }
@@ -92,12 +97,16 @@ export function retryAfterSeconds(value: string | null): number | undefined {
 export class WebhookWorker {
   /** Names this process's claims. */
   readonly node = randomBytes(8).toString('hex');
+  /** Attempts in flight per hook and per website, in this process. */
   private readonly perHook = new Map<number, number>();
+  private readonly perSite = new Map<number, number>();
   private inFlight = 0;
   private finished: Outcome[] = [];
   private readonly attempts = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | undefined;
+  /** Polling on its own schedule (start); a worker that was not started polls only when told (tests). */
+  private started = false;
   private polling: Promise<void> | undefined;
   /** Set when a slot came free during a poll: the next poll follows at once. */
   private again = false;
@@ -105,6 +114,7 @@ export class WebhookWorker {
   constructor(private readonly deps: WebhookWorkerDeps) {}
 
   start(): void {
+    this.started = true;
     this.next(0);
   }
 
@@ -117,14 +127,16 @@ export class WebhookWorker {
     await this.flush();
   }
 
-  /** One poll: the results so far written, then as many due deliveries claimed as there are free slots. Resolves when both are done. */
+  /**
+   * One poll: the results so far written, then as many due deliveries claimed and their attempts
+   * begun as there are free slots for. Resolves when both are done; the attempts go on (settled).
+   */
   async poll(): Promise<void> {
     await this.flush();
     const free = this.deps.config.concurrency - this.inFlight;
     if (free <= 0 || this.stopping.signal.aborted) return;
     const claimed = await this.claim(free);
     if (claimed.length === 0) return;
-    if (claimed.length === free) this.again = true;
     const hooks = new Map(
       (
         await this.deps.db
@@ -138,9 +150,14 @@ export class WebhookWorker {
       const hook = hooks.get(delivery.webhook_id);
       if (hook?.status !== 'active') this.finished.push({ kind: 'cancel', delivery });
       else if (!Number(hook.credential_live)) this.finished.push({ kind: 'revoked', delivery });
-      else if ((this.perHook.get(hook.id) ?? 0) >= this.deps.config.concurrencyPerHook) this.finished.push({ kind: 'release', delivery });
       else this.send(delivery, hook);
     }
+  }
+
+  /** Resolves once the attempts in flight have ended and their results are written: a test's next step. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.attempts]);
+    await this.flush();
   }
 
   private next(delay: number): void {
@@ -163,38 +180,71 @@ export class WebhookWorker {
    * a busy hook is limited by its receiver and its concurrency, not by the poll interval.
    */
   private wake(): void {
+    if (!this.started) return;
     if (this.polling) this.again = true;
     else this.next(0);
   }
 
+  /**
+   * Claims up to `limit` due deliveries, oldest first, within the shares: the candidates are read
+   * without the websites and hooks whose share is full, and those beyond what a share has left are
+   * left for the next poll (which follows at once: `again`). Then the chosen rows are moved a lease
+   * ahead under this node's name, each only if it is still due: a row another node claimed
+   * meanwhile is skipped, so no delivery is claimed twice.
+   */
   private async claim(limit: number): Promise<Claimed[]> {
-    const { db } = this.deps;
-    const saturated = [...this.perHook].filter(([, n]) => n >= this.deps.config.concurrencyPerHook).map(([id]) => id);
+    const { db, config } = this.deps;
+    const full = (counts: Map<number, number>, share: number) => [...counts].filter(([, n]) => n >= share).map(([id]) => id);
+    const fullSites = full(this.perSite, config.concurrencyPerSite);
+    const fullHooks = full(this.perHook, config.concurrencyPerHook);
     const nowMs = Date.now();
     // The state as a literal, not a parameter: only then do SQLite and PostgreSQL's generic plans use the partial index.
     let due = db
       .selectFrom('webhook_deliveries')
-      .select('id')
+      .select(['id', 'site_id', 'webhook_id'])
       .where(sql<boolean>`state = 'pending'`)
       .where('due_ms', '<=', nowMs)
       .orderBy('due_ms')
       .limit(limit);
-    if (saturated.length > 0) due = due.where('webhook_id', 'not in', saturated);
+    if (fullSites.length > 0) due = due.where('site_id', 'not in', fullSites);
+    if (fullHooks.length > 0) due = due.where('webhook_id', 'not in', fullHooks);
     // A poll that finds nothing due writes nothing: most polls, and on SQLite a write would queue
     // for the one writer many times a second.
-    if (!(await due.limit(1).executeTakeFirst())) return [];
-    if (dialectOf(db) === 'postgres') due = due.forUpdate().skipLocked();
+    const candidates = await due.execute();
+    if (candidates.length === 0) return [];
+    const sites = new Map(this.perSite);
+    const hooks = new Map(this.perHook);
+    const chosen: number[] = [];
+    for (const candidate of candidates) {
+      const site = sites.get(candidate.site_id) ?? 0;
+      const hook = hooks.get(candidate.webhook_id) ?? 0;
+      if (site >= config.concurrencyPerSite || hook >= config.concurrencyPerHook) continue;
+      sites.set(candidate.site_id, site + 1);
+      hooks.set(candidate.webhook_id, hook + 1);
+      chosen.push(candidate.id);
+    }
+    // Slots left free by a full share or a full poll: the next poll looks again at once.
+    if (candidates.length === limit) this.again = true;
+    if (chosen.length === 0) return [];
+    let still = db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('id', 'in', chosen)
+      .where(sql<boolean>`state = 'pending'`)
+      .where('due_ms', '<=', nowMs);
+    if (dialectOf(db) === 'postgres') still = still.forUpdate().skipLocked();
     return db
       .updateTable('webhook_deliveries')
       .set({ due_ms: nowMs + (this.deps.leaseMs ?? LEASE_MS), claimed_by: this.node })
-      .where('id', 'in', due)
-      .returning(['id', 'webhook_id', 'message_id', 'payload', 'step'])
+      .where('id', 'in', still)
+      .returning(['id', 'webhook_id', 'site_id', 'message_id', 'payload', 'step'])
       .execute();
   }
 
   private send(delivery: Claimed, hook: Hook): void {
     this.inFlight++;
     this.perHook.set(hook.id, (this.perHook.get(hook.id) ?? 0) + 1);
+    this.perSite.set(delivery.site_id, (this.perSite.get(delivery.site_id) ?? 0) + 1);
     const at = new Date();
     const started = performance.now();
     const stamp = now();
@@ -228,9 +278,8 @@ export class WebhookWorker {
       .then((outcome) => {
         this.finished.push(outcome);
         this.inFlight--;
-        const left = (this.perHook.get(hook.id) ?? 1) - 1;
-        if (left === 0) this.perHook.delete(hook.id);
-        else this.perHook.set(hook.id, left);
+        release(this.perHook, hook.id);
+        release(this.perSite, delivery.site_id);
         this.attempts.delete(attempt);
         this.wake();
       });
@@ -337,6 +386,13 @@ export class WebhookWorker {
   }
 }
 
+/** One attempt fewer in flight under `key`; the entry goes at none. */
+function release(counts: Map<number, number>, key: number): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left === 0) counts.delete(key);
+  else counts.set(key, left);
+}
+
 /**
  * The deliveries no longer pending that were created more than `keepDays` (HISTORY_DAYS) ago go,
  * and their attempts with them (the foreign key cascades); a pending one stays however old. Part
@@ -381,10 +437,15 @@ async function failPending(db: DbHandle, webhookId: number): Promise<void> {
     .execute();
 }
 
-/** The outbound guard deliveries go through: 15 s for the whole answer, which is read up to 64 KB. */
+/**
+ * The outbound guard deliveries go through: 15 s for the whole answer. Only its status and headers
+ * count: a body is read and discarded up to 64 KiB, and a longer one is cut there and its
+ * connection closed, so a 2xx with any body is a delivery and no receiver makes a node read more.
+ */
 export function deliveryGuard(config: WebhookConfig): OutboundGuard {
   return outboundGuard({
     maxBytes: 64 * 1024,
+    cutPastLimit: true,
     connectTimeoutMs: 5000,
     timeoutMs: config.test?.timeoutMs ?? DELIVERY_TIMEOUT_MS,
     privateTargets: config.allowPrivateTargets,

@@ -97,9 +97,10 @@ async function post(server: Server, headers: Record<string, string>, body: objec
 }
 
 /**
- * Before any load: both servers insert and update (201, 200), and only this build has a change
- * feed, with the update in it; the baseline answers /api/changes with 404. Otherwise the two
- * builds are not what the comparison says they are.
+ * Before any load: both servers insert and update (201, 200), and this build has a change feed,
+ * with the update in it; the baseline answers /api/changes with 404 (a build before the log) or
+ * 200 (a build with it, to measure another change). Otherwise the two builds are not what the
+ * comparison says they are.
  */
 async function checkBuilds(withLog: Side, withoutLog: Side): Promise<void> {
   for (const side of [withLog, withoutLog]) {
@@ -113,7 +114,9 @@ async function checkBuilds(withLog: Side, withoutLog: Side): Promise<void> {
   if (logged.status !== 200 || !changes.some((c) => c.op === 'update')) throw new Error('the build under test recorded no change');
   const baseline = await feed(withoutLog);
   await baseline.arrayBuffer();
-  if (baseline.status !== 404) throw new Error(`the baseline answers GET /api/changes with ${baseline.status}: it has a change log`);
+  // A baseline with its own change log compares two builds that both log (a change's cost on writes).
+  if (baseline.status === 200) console.log('The baseline has a change log too: the comparison is between two builds that both log.');
+  else if (baseline.status !== 404) throw new Error(`the baseline answers GET /api/changes with ${baseline.status}`);
 }
 
 interface Side {

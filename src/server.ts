@@ -1,3 +1,5 @@
+// First: on an unsupported Node.js it stops before anything else loads.
+import './node-version.js';
 import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import type pino from 'pino';

@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: on an unsupported Node.js it stops before anything else loads.
+import '../node-version.js';
 import { type Config, loadConfig } from '../config.js';
 import { createDatabase, type Db } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';

@@ -15,19 +15,34 @@ function charsetOf(contentType: string | undefined): string | undefined {
  * the syntax error, or the `__proto__` or `constructor.prototype` key (refused like Fastify refuses
  * it, but no longer reported as "not valid JSON"). JSON is UTF-8 (RFC 8259 §8.1): a body declared
  * in another charset is a 415, and bytes that are not UTF-8 a 400, where they were read as
- * U+FFFD and stored garbled. A DELETE takes no body: many clients send Content-Type with every
- * request, so an empty one is no body, not an error.
+ * U+FFFD and stored garbled. A DELETE takes no body (deleteBody): many clients send Content-Type
+ * with every request, so an empty one is no body, not an error.
  */
 export function installJsonBodies(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    if (request.method === 'DELETE' && (body as Buffer).length === 0) return done(null, undefined);
+    if (request.method === 'DELETE') return done(deleteBody(body as Buffer), undefined);
     try {
       done(null, jsonBody(request.headers['content-type'], body as Buffer));
     } catch (error) {
       done(error as Error);
     }
   });
+}
+
+/**
+ * A DELETE takes no body (RFC 9110 §9.3.5 gives it none): refused with a 400 rather than ignored,
+ * since a client that sends one expects something of it (a filter, credentials in a form) that
+ * nothing reads. An empty body is no body, whatever its Content-Type.
+ */
+export function deleteBody(body: Buffer | string): BadRequestError | null {
+  return body.length === 0 ? null : deleteWithBody();
+}
+
+export function deleteWithBody(): BadRequestError {
+  return new BadRequestError(
+    'A DELETE takes no body: the path names the record, and credentials go in headers (or the apiID and apiKey query parameters). Send it without a body.',
+  );
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

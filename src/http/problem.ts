@@ -12,6 +12,7 @@ import {
   ValidationError,
 } from '../errors.js';
 import { exposeToOtherOrigins } from './cors.js';
+import { deleteWithBody } from './json-body.js';
 import { pathOf, RouteMethods } from './route-methods.js';
 import { fieldErrors } from './validation.js';
 
@@ -108,6 +109,7 @@ const unstorableText = () => new BadRequestError('A text value holds a character
 
 function fromFastifyError(error: FastifyError, request?: FastifyRequest): AppError | undefined {
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    if (request?.method === 'DELETE') return deleteWithBody();
     const accepted = request?.routeOptions.config?.bodyTypes ?? 'application/json';
     const sent = request?.headers['content-type'];
     return new UnsupportedMediaTypeError(

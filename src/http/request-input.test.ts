@@ -44,7 +44,7 @@ test('a value outside a set of literals is refused with the allowed values named
   assert.deepEqual(json(body).errors, [{ field: 'page_notify', message: 'must be an e-mail address, or empty' }]);
 });
 
-test('JSON bodies: a syntax error, an empty body, bytes that are not UTF-8 and a __proto__ key are 400s that say which; another charset is 415; a DELETE needs none', async (t) => {
+test('JSON bodies: a syntax error, an empty body, bytes that are not UTF-8 and a __proto__ key are 400s that say which; another charset is 415; a DELETE with a body is a 400', async (t) => {
   const { app, site } = await buildTestApp(t);
   const post = (contentType: string, payload: string | Buffer) =>
     app.inject({ method: 'POST', url: '/api/page', headers: { ...site.headers, 'content-type': contentType }, payload });
@@ -67,8 +67,20 @@ test('JSON bodies: a syntax error, an empty body, bytes that are not UTF-8 and a
     assert.equal(response.statusCode, 201, contentType);
     assert.equal(json(response).data[0].page_usertitle, 'café');
   }
-  // A DELETE takes no body; clients that send Content-Type: application/json with every request still delete.
+  // A DELETE takes no body: one with a body is a 400 that says so, whatever its type, and deletes nothing.
   const id = json(await post('application/json', '{"page_usertitle":"gone"}')).data[0].page;
+  for (const [contentType, payload, url] of [
+    ['application/json', '{"page":1}', `/api/page/${id}`],
+    ['text/json', '{"page":1}', `/api/page/${id}`],
+    ['text/plain', 'delete it', `/api/page/${id}`],
+    ['application/x-www-form-urlencoded', `apiID=${site.apiId}&apiKey=${site.apiKey}`, `/webapps/api/page/${id}`],
+  ]) {
+    const refused = await app.inject({ method: 'DELETE', url, headers: { ...site.headers, 'content-type': contentType }, payload });
+    assert.equal(refused.statusCode, 400, `${contentType}: ${refused.body}`);
+    assert.match(json(refused).detail, /^A DELETE takes no body: .*Send it without a body\.$/);
+  }
+  assert.equal((await app.inject({ url: `/api/page/${id}`, headers: site.headers })).statusCode, 200, 'nothing was deleted');
+  // Clients that send Content-Type: application/json with every request, and no body, still delete.
   const deleted = await app.inject({
     method: 'DELETE',
     url: `/api/page/${id}`,

@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyRequest, preValidationAsyncHookHandler } f
 import type { TSchema } from 'typebox';
 import { isFields, type LegacyCredentials, legacyCredentialName } from '../../auth/api-key.js';
 import { AppError, BadRequestError, PayloadTooLargeError, ValidationError } from '../../errors.js';
-import { jsonBody, jsonText } from '../../http/json-body.js';
+import { deleteBody, jsonBody, jsonText } from '../../http/json-body.js';
 import { formTypeOf, parseForm } from '../../http/url-encoded.js';
 import { validatorFor } from '../../http/validation.js';
 import { NoQuery, type operations } from './envelope.js';
@@ -36,6 +36,7 @@ export const ACCEPTED_BODIES =
  */
 export function acceptContentBodies(scope: FastifyInstance): void {
   scope.addContentTypeParser('text/json', { parseAs: 'buffer' }, (request, body, done) => {
+    if (request.method === 'DELETE') return done(deleteBody(body as Buffer), undefined);
     try {
       done(null, jsonBody(request.headers['content-type'], body as Buffer));
     } catch (error) {
@@ -45,7 +46,8 @@ export function acceptContentBodies(scope: FastifyInstance): void {
   scope.addContentTypeParser(
     'application/x-www-form-urlencoded',
     { parseAs: 'string', bodyLimit: DATA_FIELD_BYTES + 64 * 1024 },
-    (_r, body, done) => done(null, parseForm(String(body))),
+    (request, body, done) =>
+      request.method === 'DELETE' ? done(deleteBody(String(body)), undefined) : done(null, parseForm(String(body))),
   );
 }
 

@@ -50,6 +50,13 @@ test('cms connection changes lists what a connection did; cms connection undo ta
   assert.match(revisions[0].actor.name, /^cms connection undo/);
 
   await assert.rejects(cms(a.db, a.config.dataDir, 'connection', 'undo', connection.id), UsageError, 'without --since');
-  await assert.rejects(cms(a.db, a.config.dataDir, 'connection', 'undo', connection.id, '--since', 'yesterday'), UsageError);
+  await assert.rejects(
+    cms(a.db, a.config.dataDir, 'connection', 'undo', connection.id, '--since', 'yesterday'),
+    /--since must be "YYYY-MM-DD HH:MM:SS"/,
+  );
+  await assert.rejects(
+    cms(a.db, a.config.dataDir, 'connection', 'undo', connection.id, '--since', '2026-02-30 10:00:00'),
+    /--since "2026-02-30 10:00:00" is not a date: there is no such day or time/,
+  );
   await assert.rejects(cms(a.db, a.config.dataDir, 'connection', 'changes', 'no-such-connection'), NotFoundError);
 });

@@ -1,14 +1,16 @@
+import { readTypedTime } from '../db/time.js';
 import { type Command, type CommandContext, optionalOption, requiredOption, UsageError } from './command.js';
 
 const history = () => import('../content/history/history.service.js');
 
-const TIMESTAMP = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/;
-
 /** --since as stored times are written: `YYYY-MM-DD HH:MM:SS`, UTC. */
 function sinceOption(ctx: CommandContext, required: boolean): string | undefined {
   const raw = required ? requiredOption(ctx, 'since') : optionalOption(ctx, 'since');
-  if (raw !== undefined && !TIMESTAMP.test(raw)) throw new UsageError(`--since must be "YYYY-MM-DD HH:MM:SS" (UTC), got "${raw}"`);
-  return raw;
+  if (raw === undefined) return undefined;
+  const typed = readTypedTime(raw);
+  if ('at' in typed) return typed.at;
+  if (typed.invalid === 'date') throw new UsageError(`--since "${raw}" is not a date: there is no such day or time`);
+  throw new UsageError(`--since must be "YYYY-MM-DD HH:MM:SS" (UTC), got "${raw}"`);
 }
 
 /** The website of connection `id`, and the id itself; a connection never made is an error (exit 1). */

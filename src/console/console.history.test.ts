@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { postToolCall } from '../../test/mcp.helpers.js';
 import { type Browser, connect, consoleLogin, csrfOf, type OAuthTestApp, startOAuthApp } from '../../test/oauth.helpers.js';
 import { createUser } from '../accounts/account.service.js';
-import { undoSince } from './console.history.js';
+import { readTypedTime } from '../db/time.js';
 
 /** The ids of the records the tests write: a page's `page`, a blog's `info_id`. */
 type Written = { page?: number; info_id?: number };
@@ -148,6 +148,8 @@ test('console: the undo form refuses a malformed time with a 400 and the message
     const refusedHtml = await refused.text();
     assert.match(refusedHtml, /Give the time as YYYY-MM-DD HH:MM:SS, in UTC/);
     assert.doesNotMatch(refusedHtml, /Undo these changes/);
+    const impossible = /^\d{4}-/.test(since);
+    (impossible ? assert.match : assert.doesNotMatch)(refusedHtml, /is not a date: there is no such day or time/, since);
     const posted = await browser.request(undoPath, { form: { csrf, since } });
     assert.equal(posted.status, 400, `POST ${since}`);
     assert.match(await posted.text(), /Give the time as YYYY-MM-DD HH:MM:SS, in UTC/);
@@ -197,11 +199,14 @@ test("console: another user's website, or its records, are a 404 on the history 
   assert.equal((await fetch(`${a.base}/api/page/${theirs.page}`, { headers: a.site2.headers })).status, 200);
 });
 
-test('the undo form reads stored times and a browser’s datetime-local, and nothing else', () => {
-  assert.equal(undoSince('2026-11-27 09:00:00'), '2026-11-27 09:00:00');
-  assert.equal(undoSince(' 2026-11-27T09:00 '), '2026-11-27 09:00:00');
-  assert.equal(undoSince('2026-11-27 09:00:05 UTC'), '2026-11-27 09:00:05');
-  for (const raw of ['', '2026-11-27', '2026-02-29 00:00:00', '2026-11-27 09:00:60', '27/11/2026 09:00', '2026-11-27 09:00:00+02:00']) {
-    assert.equal(undoSince(raw), undefined, raw);
+test('typed times: stored times and a browser’s datetime-local are read; a time of another form, and one of the form that does not exist, each say so', () => {
+  assert.deepEqual(readTypedTime('2026-11-27 09:00:00'), { at: '2026-11-27 09:00:00' });
+  assert.deepEqual(readTypedTime(' 2026-11-27T09:00 '), { at: '2026-11-27 09:00:00' });
+  assert.deepEqual(readTypedTime('2026-11-27 09:00:05 UTC'), { at: '2026-11-27 09:00:05' });
+  for (const raw of ['', '2026-11-27', '27/11/2026 09:00', '2026-11-27 09:00:00+02:00']) {
+    assert.deepEqual(readTypedTime(raw), { invalid: 'format' }, raw);
+  }
+  for (const raw of ['2026-02-29 00:00:00', '2026-02-30 10:00:00', '2026-11-27 09:00:60', '2026-11-27 24:00:00']) {
+    assert.deepEqual(readTypedTime(raw), { invalid: 'date' }, raw);
   }
 });

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { Actor } from '../content/history/change-log.js';
 import type { UndoResult } from '../content/history/undo.service.js';
-import { parseTimestamp, timestampBefore } from '../db/time.js';
+import { readTypedTime, timestampBefore } from '../db/time.js';
 import type { Application } from '../oauth/connections/connection.service.js';
 import { formValue } from '../web/forms.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, consoleHandler, isolated } from './console.http.js';
@@ -44,17 +44,9 @@ export function defaultUndoSince(): string {
 
 const SINCE_FORMAT = 'Give the time as YYYY-MM-DD HH:MM:SS, in UTC (for example 2026-11-27 09:00:00).';
 
-/**
- * A time typed into the undo form, as stored times are written (`YYYY-MM-DD HH:MM:SS`, UTC);
- * undefined when it is none. A browser's datetime-local form (`T`, no seconds) is read too; a date
- * that does not exist (February 30th) is none.
- */
-export function undoSince(raw: string): string | undefined {
-  const match = /^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d)(:\d\d)?(?: ?(?:UTC|Z))?$/i.exec(raw.trim());
-  if (!match) return undefined;
-  const since = `${match[1]} ${match[2]}${match[3] ?? ':00'}`;
-  const ms = parseTimestamp(since);
-  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 19).replace('T', ' ') === since ? since : undefined;
+/** Why a time typed into the undo form is none, in words (readTypedTime). */
+function sinceProblem(raw: string, invalid: 'format' | 'date'): string {
+  return invalid === 'date' ? `${raw.trim()} is not a date: there is no such day or time. ${SINCE_FORMAT}` : SINCE_FORMAT;
 }
 
 /** One line of an application's card: when, what, which record (linked), its revision, through what. */
@@ -131,8 +123,9 @@ export async function registerHistoryPages(app: FastifyInstance, deps: ConsoleDe
       since: raw ?? defaultUndoSince(),
     };
     if (raw === undefined) return ctx.page(200, 'console-undo', 'sites', data);
-    const since = undoSince(raw);
-    if (since === undefined) return ctx.page(400, 'console-undo', 'sites', { ...data, error: SINCE_FORMAT });
+    const typed = readTypedTime(raw);
+    if ('invalid' in typed) return ctx.page(400, 'console-undo', 'sites', { ...data, error: sinceProblem(raw, typed.invalid) });
+    const since = typed.at;
     const changes = await applicationChanges(db, application, COUNT_LIMIT + 1, since);
     const records = new Set(changes.map((c) => `${c.type} ${c.id}`)).size;
     const many = changes.length > COUNT_LIMIT;
@@ -159,8 +152,9 @@ export async function registerHistoryPages(app: FastifyInstance, deps: ConsoleDe
     consoleHandler<ApplicationRoute>(deps, 'POST', async (ctx) => {
       const siteId = idOf(ctx.params.siteId);
       const raw = formValue(ctx.form, 'since');
-      const since = undoSince(raw);
-      if (since === undefined) return undoPage(ctx, raw);
+      const typed = readTypedTime(raw);
+      if ('invalid' in typed) return undoPage(ctx, raw);
+      const since = typed.at;
       const undone = await undoSiteApplication({ db, images: deps.images }, ctx.user, siteId, ctx.params.clientId, since);
       return ctx.seeOther(sitePath(siteId), { notice: undoNotice(undone.app, since, undone.result) });
     }),

@@ -46,3 +46,20 @@ export function secondsFromNow(seconds: number): string {
 
 /** Timestamps are stored as text `YYYY-MM-DD HH:MM:SS` (UTC) on both databases. */
 export type Timestamp = string;
+
+/** A time as a person typed it: its stored form, or why it is none. */
+export type TypedTime = { readonly at: string } | { readonly invalid: 'format' | 'date' };
+
+/**
+ * A time typed in the stored form (`YYYY-MM-DD HH:MM:SS`, UTC), or as a browser's datetime-local
+ * sends it (`T`, no seconds), with an optional `UTC` or `Z`. `format`: not of that form; `date`:
+ * of the form, but no such moment (February 30th, 24:00, a 60th second), which deserves its own
+ * message rather than the format's.
+ */
+export function readTypedTime(raw: string): TypedTime {
+  const match = /^(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d)(:\d\d)?(?: ?(?:UTC|Z))?$/i.exec(raw.trim());
+  if (!match) return { invalid: 'format' };
+  const at = `${match[1]} ${match[2]}${match[3] ?? ':00'}`;
+  const ms = parseTimestamp(at);
+  return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 19).replace('T', ' ') === at ? { at } : { invalid: 'date' };
+}

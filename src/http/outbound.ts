@@ -135,6 +135,13 @@ export function isPublicAddress(address: string): boolean {
 /** Any request the guard refuses or that fails: its message says why, for logs and error details. */
 export class OutboundError extends Error {
   override name = 'OutboundError';
+  /** The refusal is of http or a private address, which the guard's `privateTargets` would allow: a setting can change it. */
+  readonly privateTargetsWouldAllow: boolean;
+
+  constructor(message: string, options: ErrorOptions & { privateTargetsWouldAllow?: boolean } = {}) {
+    super(message, options);
+    this.privateTargetsWouldAllow = options.privateTargetsWouldAllow ?? false;
+  }
 }
 
 /** Every address a host name resolves to. */
@@ -225,8 +232,23 @@ export function outboundGuard(options: OutboundOptions): OutboundGuard {
     }
     if (answers.length === 0) throw new OutboundError(`${host} has no address`);
     const refused = answers.find(({ address }) => !allowed(address));
-    if (refused) throw new OutboundError(`${host} resolves to ${refused.address}, which is not a public address`);
+    if (refused) {
+      throw new OutboundError(`${host} resolves to ${refused.address}, which is not a public address`, {
+        privateTargetsWouldAllow: !privateTargets && isPrivateAddress(refused.address),
+      });
+    }
     return [...answers];
+  }
+
+  /** Whether every address of `host` is private: where privateTargets would allow plain http. */
+  async function resolvesPrivately(hostname: string): Promise<boolean> {
+    const host = hostname.replace(/^\[|\]$/g, '');
+    try {
+      const answers = isIP(host) ? [{ address: host }] : await resolve(host);
+      return answers.length > 0 && answers.every(({ address }) => isPrivateAddress(address));
+    } catch {
+      return false;
+    }
   }
 
   /** The target's URL and the addresses to connect to, or the rule it breaks. */
@@ -234,7 +256,9 @@ export function outboundGuard(options: OutboundOptions): OutboundGuard {
     const url = new URL(target);
     const plain = url.protocol === 'http:' && privateTargets;
     if (url.protocol !== 'https:' && !plain) {
-      throw new OutboundError(`${url.protocol} is not fetched: only https${privateTargets ? ', or http to a private address' : ''}`);
+      throw new OutboundError(`${url.protocol} is not fetched: only https${privateTargets ? ', or http to a private address' : ''}`, {
+        privateTargetsWouldAllow: !privateTargets && url.protocol === 'http:' && (await resolvesPrivately(url.hostname)),
+      });
     }
     if (url.username || url.password) throw new OutboundError('a URL with credentials in it is not fetched');
     // WHATWG URL has already written an IP literal in its canonical form (2130706433 is 127.0.0.1).

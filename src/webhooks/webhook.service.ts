@@ -76,7 +76,12 @@ async function checkedUrl(guard: OutboundGuard, url: string): Promise<string> {
   try {
     await guard.check(parsed);
   } catch (error) {
-    if (error instanceof OutboundError) throw new ValidationError([{ field: 'url', message: error.message }]);
+    if (error instanceof OutboundError) {
+      const hint = error.privateTargetsWouldAllow
+        ? ' (for local development, WEBHOOK_ALLOW_PRIVATE_TARGETS=true lets hooks use http and private addresses: docs/webhooks.md)'
+        : '';
+      throw new ValidationError([{ field: 'url', message: `${error.message}${hint}` }]);
+    }
     throw error;
   }
   return parsed.href;

@@ -38,12 +38,24 @@ test('hooks may only point at public https addresses: private, loopback, link-lo
     ['https://nowhere.example/hook', /could not be resolved/],
     ['https://user:pass@public.example/hook', /credentials/],
   ];
-  for (const [url, reason] of refused) {
+  // Where the development setting would allow the target, the message names it; elsewhere it would mislead.
+  const settingAllows = new Set([
+    'https://127.0.0.1/hook',
+    'https://[::1]/hook',
+    'https://10.0.0.1/hook',
+    'https://192.168.1.10/hook',
+    'https://[fd00::1]/hook',
+    'https://inside.example/hook',
+    'https://2130706433/hook',
+    'http://inside.example/hook',
+  ]);
+  for (const [url, reason] of [...refused, ['http://inside.example/hook', /only https/] as [string, RegExp]]) {
     const response = await create(url);
     assert.equal(response.statusCode, 400, url);
     const [error] = json(response).errors;
     assert.equal(error.field, 'url', url);
     assert.match(error.message, reason, url);
+    (settingAllows.has(url) ? assert.match : assert.doesNotMatch)(error.message, /WEBHOOK_ALLOW_PRIVATE_TARGETS=true/, url);
   }
   const accepted = await create('https://public.example/hook');
   assert.equal(accepted.statusCode, 201, accepted.body);

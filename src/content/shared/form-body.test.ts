@@ -164,6 +164,17 @@ test('JSON is taken as application/json, text/json, or the data field of a form,
     payload: 'page_usertitle=x',
   });
   assert.equal(noData.statusCode, 400);
+  // curl -d '{…}' without -H: JSON labelled as a form, which the answer says.
+  for (const payload of ['{"page_usertitle":"From curl"}', '[1]']) {
+    const curlDefault = await app.app.inject({
+      method: 'POST',
+      url: '/api/page',
+      headers: { ...app.site.headers, 'content-type': 'application/x-www-form-urlencoded' },
+      payload,
+    });
+    assert.equal(curlDefault.statusCode, 400, payload);
+    assert.match(json(curlDefault).detail, /looks like JSON, .*curl -d.*send the header Content-Type: application\/json\.$/, payload);
+  }
 
   const xml = await app.app.inject({
     method: 'POST',

@@ -231,7 +231,12 @@ async function urlEncodedRecord<T>(request: FastifyRequest, form: Record<string,
   for (const [name, value] of Object.entries(form)) {
     const credential = legacyCredentialName(name);
     if (credential) credentials[credential] = value;
-    else if (name !== 'data') throw new ValidationError([{ field: name, message: `is not a known form field (${knownFields(false)})` }]);
+    else if (/^\s*[{[]/.test(name)) {
+      // `curl -d '{…}'` without a Content-Type sends JSON labelled as a form: the whole body reads as one field's name.
+      throw new BadRequestError(
+        'The body looks like JSON, but its Content-Type is application/x-www-form-urlencoded (what curl -d sends unless told otherwise): send the header Content-Type: application/json.',
+      );
+    } else if (name !== 'data') throw new ValidationError([{ field: name, message: `is not a known form field (${knownFields(false)})` }]);
   }
   if (request.authenticateForm) await request.authenticateForm(credentials as LegacyCredentials);
   const data = form.data;

@@ -90,6 +90,18 @@ test('a multipart upload without credentials stores no file; with them in the fo
   const anonymous = await fields(false);
   const refused = await app.app.inject({ method: 'POST', url: '/api/blog', headers: anonymous.headers, payload: anonymous.payload });
   assert.equal(refused.statusCode, 401);
+  assert.match(json(refused).detail, /apiID and apiKey must come before the first file/);
+  assert.equal((await app.db.kysely.selectFrom('images').select('name').execute()).length, 0, 'nothing stored');
+  // Credentials after the file: refused, with the same advice, and still nothing stored.
+  const late = await form([
+    ['data', JSON.stringify({ page, info_title: 'Credentials last' })],
+    ['uploadPrimaryImage', { file: cover, filename: 'cover.png' }],
+    ['apiID', app.site.apiId],
+    ['apiKey', app.site.apiKey],
+  ]);
+  const tooLate = await app.app.inject({ method: 'POST', url: '/api/blog', headers: late.headers, payload: late.payload });
+  assert.equal(tooLate.statusCode, 401);
+  assert.match(json(tooLate).detail, /In a multipart form, apiID and apiKey must come before the first file/);
   assert.equal((await app.db.kysely.selectFrom('images').select('name').execute()).length, 0, 'nothing stored');
   const keyed = await fields(true);
   const saved = await app.app.inject({ method: 'POST', url: '/api/blog', headers: keyed.headers, payload: keyed.payload });

@@ -10,7 +10,7 @@ import type { Multipart, MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest, preValidationAsyncHookHandler } from 'fastify';
 import type { TSchema } from 'typebox';
 import { isFields, type LegacyCredentials, legacyCredentialName } from '../../auth/api-key.js';
-import { AppError, BadRequestError, PayloadTooLargeError, ValidationError } from '../../errors.js';
+import { AppError, BadRequestError, PayloadTooLargeError, UnauthorizedError, ValidationError } from '../../errors.js';
 import { deleteBody, jsonBody, jsonText } from '../../http/json-body.js';
 import { formTypeOf, parseForm } from '../../http/url-encoded.js';
 import { validatorFor } from '../../http/validation.js';
@@ -213,7 +213,19 @@ export async function readMultipartForm<T>(
     if (part.type === 'field' || !onFile) {
       throw new ValidationError([{ field: part.fieldname, message: `is not a known form field (${knownFields(onFile)})` }]);
     }
-    await settle();
+    try {
+      await settle();
+    } catch (error) {
+      // No file is read from an unknown caller, so credentials after the first file come too late: say so.
+      const none = credentials.apiId === undefined && credentials.apiKey === undefined;
+      if (none && error instanceof UnauthorizedError) {
+        throw new UnauthorizedError(
+          `${error.message} In a multipart form, apiID and apiKey must come before the first file: no file is read before its sender is known.`,
+          error.bearerError,
+        );
+      }
+      throw error;
+    }
     await onFile(part);
   }
   await settle();

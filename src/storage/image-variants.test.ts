@@ -19,7 +19,7 @@ async function uploaded(app: BlogTestApp, file: Buffer, filename: string): Promi
 
 const settings = (driver: Config['images']['storage'], more: Partial<Config['imageProcessing']> = {}): Partial<Config> => ({
   images: { storage: driver, cleanupGraceMs: 3600_000 },
-  imageProcessing: { concurrency: 2, variantsPerImage: 20, variantsPerMinute: 60, ...more },
+  imageProcessing: { ...testConfig().imageProcessing, ...more },
 });
 
 for (const driver of DRIVERS) {

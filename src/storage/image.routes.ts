@@ -77,8 +77,8 @@ export function variantRateLimit(perMinute: number, store: RateLimitStore): Coun
 
 export interface VariantOptions {
   readonly processor: ImageProcessor;
-  /** Variants kept per image (IMAGE_VARIANTS_PER_IMAGE); the least recently used go first. */
-  readonly variantsPerImage: number;
+  /** What the variant cache keeps; the least recently used go first. */
+  readonly cache: { readonly perImage: number; readonly bytesPerImage: number; readonly bytes: number };
   readonly newVariants?: CountNewVariant | undefined;
 }
 
@@ -165,6 +165,19 @@ function absent(reply: FastifyReply, name: string) {
   throw noSuchImage(name);
 }
 
+/**
+ * Aborted when the connection closes before the answer was sent: the client has gone, so work
+ * queued for it is dropped rather than done for nobody.
+ */
+function clientGone(reply: FastifyReply): AbortSignal {
+  const gone = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) gone.abort();
+  };
+  reply.raw.once('close', onClose);
+  return gone.signal;
+}
+
 async function sendVariant(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -186,13 +199,17 @@ async function sendVariant(
   if (!data) {
     if (!(await storage.exists(name))) return absent(reply, name);
     await options.newVariants?.(request, reply);
-    const made = await options.processor.variant(async () => {
-      const image = await storage.open(name);
-      // Removed since it was found (its record was deleted meanwhile): as absent as if never there.
-      if (!image) throw noSuchImage(name);
-      return buffer(image.stream);
-    }, wanted);
-    await storage.writeVariant(name, key, made.data, options.variantsPerImage);
+    const made = await options.processor.variant(
+      async () => {
+        const image = await storage.open(name);
+        // Removed since it was found (its record was deleted meanwhile): as absent as if never there.
+        if (!image) throw noSuchImage(name);
+        return buffer(image.stream);
+      },
+      wanted,
+      clientGone(reply),
+    );
+    await storage.writeVariant(name, key, made.data, options.cache.perImage);
     data = made.data;
   }
   return reply

@@ -55,7 +55,8 @@ export async function processUpload(
   upload: ReceivedImage,
   rules: ImageRules,
 ): Promise<ReceivedImage> {
-  const label = `${upload.role === 'primary' ? 'The primary image' : 'An additional image'} "${upload.originalName}"`;
+  const role = upload.role === 'primary' ? 'The primary image' : 'An additional image';
+  const label = `${role} "${upload.originalName}"${upload.field ? ` (form field ${upload.field})` : ''}`;
   const made = await processor.process(() => storage.readStaged(upload.staged), upload.type, rules, label);
   const staged: StagedImage[] = [];
   try {

@@ -15,7 +15,7 @@ import {
   type OutputFormat,
   type VariantRequest,
 } from './image-processor.js';
-import { IMAGE_TYPES, type ImageMime, type ImageStorage, isImageName, mimeOf } from './image-storage.js';
+import { IMAGE_TYPES, type ImageMime, type ImageStorage, isImageName, mimeOf, type VariantCacheLimits } from './image-storage.js';
 
 /** A year: the longest max-age caches are asked to honour (RFC 9111 §5.2.2.1 suggests no more). */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -78,7 +78,7 @@ export function variantRateLimit(perMinute: number, store: RateLimitStore): Coun
 export interface VariantOptions {
   readonly processor: ImageProcessor;
   /** What the variant cache keeps; the least recently used go first. */
-  readonly cache: { readonly perImage: number; readonly bytesPerImage: number; readonly bytes: number };
+  readonly cache: VariantCacheLimits;
   readonly newVariants?: CountNewVariant | undefined;
 }
 
@@ -209,7 +209,7 @@ async function sendVariant(
       wanted,
       clientGone(reply),
     );
-    await storage.writeVariant(name, key, made.data, options.cache.perImage);
+    await storage.writeVariant(name, key, made.data, options.cache);
     data = made.data;
   }
   return reply

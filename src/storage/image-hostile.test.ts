@@ -7,7 +7,7 @@ import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { deflateSync } from 'node:zlib';
-import { type BlogTestApp, buildBlogApp, DRIVERS, image, noisyJpeg, postForm, storageOf } from '../../test/blog-fixtures.js';
+import { type BlogTestApp, buildBlogApp, DRIVERS, form, image, noisyJpeg, postForm, storageOf } from '../../test/blog-fixtures.js';
 import { json } from '../../test/helpers.js';
 import { ImageProcessor } from './image-processor.js';
 
@@ -111,6 +111,9 @@ test('PNG tEXt, zTXt and iTXt chunks, JPEG comments and XMP are removed from sto
   assert.ok(served.rawPayload.equals(png));
 });
 
+/** Where a regression would wait for ever (an upload behind a held variant), the test fails instead. */
+const LOCKED_UP = 60_000;
+
 /** A processor whose variant slot the test holds: one variant that reads nothing until released. */
 function heldProcessor(queue: number) {
   const processor = new ImageProcessor({ concurrency: 2, maxPixels: 50_000_000, variants: { concurrency: 1, queue } });
@@ -139,7 +142,9 @@ async function until(check: () => boolean): Promise<void> {
   while (!check()) await new Promise((resolve) => setImmediate(resolve));
 }
 
-test('variants wait in a bounded queue of their own: past it 503 with Retry-After at once, and uploads are never held up', async (t) => {
+test('variants wait in a bounded queue of their own: past it 503 with Retry-After at once, and uploads are never held up', {
+  timeout: LOCKED_UP,
+}, async (t) => {
   const held = heldProcessor(1);
   t.after(held.release);
   const app = await buildBlogApp(t, {}, { processor: held.processor });
@@ -163,7 +168,7 @@ test('variants wait in a bounded queue of their own: past it 503 with Retry-Afte
   assert.equal((await queued).statusCode, 200, 'the queued one is made once the slot is free');
 });
 
-test('a variant request whose client has gone leaves the queue and is never made', async (t) => {
+test('a variant request whose client has gone leaves the queue and is never made', { timeout: LOCKED_UP }, async (t) => {
   const held = heldProcessor(4);
   t.after(held.release);
   const app = await buildBlogApp(t, {}, { processor: held.processor });
@@ -182,4 +187,51 @@ test('a variant request whose client has gone leaves the queue and is never made
   // Never made, so never kept: the next request for it makes it now.
   const name = path.slice('/images/'.length);
   assert.equal(await storageOf(app).readVariant(name, 'w120-h0-inside-q60.avif'), undefined);
+});
+
+test('an upload whose client has gone before its images were processed is dropped, and nothing is written', {
+  timeout: LOCKED_UP,
+}, async (t) => {
+  const processor = new ImageProcessor({ concurrency: 1, maxPixels: 50_000_000 });
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const holding = processor
+    .process(
+      async () => {
+        await gate;
+        return image('png', 4, 4);
+      },
+      'image/png',
+      { maxWidth: 0, maxHeight: 0, cropAspect: false, cropThumbnail: false },
+      'held',
+    )
+    .catch(() => undefined);
+  t.after(async () => {
+    release();
+    await holding;
+  });
+  const app = await buildBlogApp(t, {}, { processor });
+  await app.app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.app.server.address() as AddressInfo;
+  const body = await form([
+    ['data', JSON.stringify({ page: app.pageId, info_title: 'Abandoned' })],
+    ['primaryImage', { file: await image('jpeg', 300, 200), filename: 'gone.jpg' }],
+  ]);
+  const gone = httpRequest({
+    host: '127.0.0.1',
+    port,
+    path: '/api/blog',
+    method: 'POST',
+    headers: { ...app.site.headers, ...body.headers },
+  });
+  gone.on('error', () => {});
+  gone.end(body.payload);
+  await until(() => processor.load.uploads.waiting === 1);
+  gone.destroy();
+  await until(() => processor.load.uploads.waiting === 0);
+  release();
+  await holding;
+  await processor.idle();
+  const blogs = await app.app.inject({ url: '/api/blog', headers: app.site.headers });
+  assert.equal(json(blogs).meta.total, 0, 'the write was dropped with its upload');
 });

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { NotFoundError } from '../errors.js';
 import { mediaRanges } from '../http/accept.js';
+import { clientGone } from '../http/client-gone.js';
 import type { RateLimitStore } from '../http/rate-limit.js';
 import { enforce, RATE_WINDOW_SECONDS } from '../http/rate-limit.js';
 import { addVary, noneMatchHas } from '../http/representation.js';
@@ -163,19 +164,6 @@ function noSuchImage(name: string): NotFoundError {
 function absent(reply: FastifyReply, name: string) {
   if (!isImageName(name)) return reply.callNotFound();
   throw noSuchImage(name);
-}
-
-/**
- * Aborted when the connection closes before the answer was sent: the client has gone, so work
- * queued for it is dropped rather than done for nobody.
- */
-function clientGone(reply: FastifyReply): AbortSignal {
-  const gone = new AbortController();
-  const onClose = () => {
-    if (!reply.raw.writableFinished) gone.abort();
-  };
-  reply.raw.once('close', onClose);
-  return gone.signal;
 }
 
 async function sendVariant(

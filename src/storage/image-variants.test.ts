@@ -151,3 +151,22 @@ test('an image removed while its variant is being made is a 404, not a 500', asy
   assert.equal(response.statusCode, 404, response.body);
   assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
 });
+
+test('a variant’s cost is capped: within 4096×4096 pixels, AVIF within 2048×2048, the aspect kept', async (t) => {
+  const app = await buildBlogApp(t);
+  const path = await uploaded(app, await image('jpeg', 5000, 4000), 'large.jpg');
+  for (const [query, format, maxPixels] of [
+    ['format=webp', 'webp', 4096 * 4096],
+    ['format=avif', 'heif', 2048 * 2048],
+    ['format=avif&width=4000&height=4000&fit=cover', 'heif', 2048 * 2048],
+  ] as const) {
+    const response = await app.app.inject({ url: `${path}?${query}` });
+    assert.equal(response.statusCode, 200, `${query}: ${response.body}`);
+    const meta = await sharp(response.rawPayload).metadata();
+    assert.equal(meta.format, format);
+    const pixels = (meta.width ?? 0) * (meta.height ?? 0);
+    assert.ok(pixels <= maxPixels && pixels > maxPixels * 0.95, `${query}: ${meta.width}×${meta.height}`);
+    const aspect = query.includes('cover') ? 1 : 5 / 4;
+    assert.ok(Math.abs((meta.width ?? 0) / (meta.height ?? 1) - aspect) < 0.01, `${query}: the aspect is kept`);
+  }
+});

@@ -89,7 +89,6 @@ export async function buildApp({
   requireDeclaredAccess(app);
   installRequestHeaders(app);
   installAnswerHeaders(app);
-  closeConnectionsWhenClosing(app);
   // Before any route (it records their methods for preflights) and before every other onRequest
   // hook that may answer (authentication, the Markdown reference), so those answers carry it too.
   installCors(app, config.corsOrigins);
@@ -205,22 +204,6 @@ export async function buildApp({
     deps: { db: db.kysely, images: imageStorage, warn: (message, error) => app.log.warn({ err: error }, message) },
   });
   return app;
-}
-
-/**
- * Answers sent once the app is closing end their connection. Node's close waits for every
- * connection, and a kept-alive one whose request was in flight when the close began would hold it
- * (and the shutdown) until the client hung up or the keep-alive timeout passed.
- */
-function closeConnectionsWhenClosing(app: FastifyInstance): void {
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (closing) reply.header('connection', 'close');
-    return payload;
-  });
 }
 
 /** The image processor the settings describe: uploads' pool and variants' bounded pool. */

@@ -45,13 +45,22 @@ interface AppDeps {
   readonly principals?: PrincipalCache;
   /** Where log lines go; stdout, written synchronously, when absent (tests, the CLI). */
   readonly logStream?: pino.DestinationStream;
+  /** Does all image work; one built from the configuration when absent (tests hand in one they can watch). */
+  readonly processor?: ImageProcessor;
 }
 
 /** Headers come first and are small: they get less time than the body may take. */
 const HEADERS_TIMEOUT_MS = 20_000;
 
 /** The whole wiring, in order. server.ts only listens; tests call this and use app.inject. */
-export async function buildApp({ config, db, images, principals, logStream }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({
+  config,
+  db,
+  images,
+  principals,
+  logStream,
+  processor: givenProcessor,
+}: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config.logLevel, logStream),
     childLoggerFactory: requestLogger as never,
@@ -140,11 +149,17 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     webhookGuard,
   });
   registerFrontDoor(app, { config, db: db.kysely });
-  const processor = new ImageProcessor({ concurrency: config.imageProcessing.concurrency, maxPixels: config.uploads.maxPixels });
+  const processor = givenProcessor ?? configuredProcessor(config);
+  // Before the server waits for requests in progress: image work not yet started is refused (503)
+  // then, so a shutdown waits for the images being made, not for every one queued.
+  app.addHook('preClose', async () => processor.close());
+  // A client gone does not stop what libvips has begun: the app is closed once that has ended.
+  app.addHook('onClose', async () => processor.idle());
+  const image = config.imageProcessing;
   registerImageFiles(app, imageStorage, {
     processor,
-    variantsPerImage: config.imageProcessing.variantsPerImage,
-    newVariants: variantRateLimit(config.imageProcessing.variantsPerMinute, limits.shared),
+    cache: { perImage: image.variantsPerImage, bytesPerImage: image.variantCacheBytesPerImage, bytes: image.variantCacheBytes },
+    newVariants: variantRateLimit(image.variantsPerMinute, limits.shared),
   });
   const lists = new Budget(LIST_RECORDS_IN_FLIGHT);
   for (const prefix of ['/api', '/webapps/api']) {
@@ -192,6 +207,16 @@ export async function buildApp({ config, db, images, principals, logStream }: Ap
     deps: { db: db.kysely, images: imageStorage, warn: (message, error) => app.log.warn({ err: error }, message) },
   });
   return app;
+}
+
+/** The image processor the settings describe: uploads' pool and variants' bounded pool. */
+export function configuredProcessor(config: Config): ImageProcessor {
+  const image = config.imageProcessing;
+  return new ImageProcessor({
+    concurrency: image.concurrency,
+    maxPixels: config.uploads.maxPixels,
+    variants: { concurrency: image.variantConcurrency, queue: image.variantQueue },
+  });
 }
 
 /**

@@ -88,6 +88,14 @@ export interface Config {
     readonly concurrency: number;
     /** Sizes and formats made on request kept per image, least recently used dropped (IMAGE_VARIANTS_PER_IMAGE). */
     readonly variantsPerImage: number;
+    /** Bytes of one image's kept variants (IMAGE_VARIANT_CACHE_MB_PER_IMAGE). */
+    readonly variantCacheBytesPerImage: number;
+    /** Bytes of all kept variants together (IMAGE_VARIANT_CACHE_MB). */
+    readonly variantCacheBytes: number;
+    /** Variants made at once per process, in a pool apart from uploads' (IMAGE_VARIANT_CONCURRENCY). */
+    readonly variantConcurrency: number;
+    /** Variant requests waiting for that pool at most; more are answered 503 at once (IMAGE_VARIANT_QUEUE). */
+    readonly variantQueue: number;
     /** New sizes and formats one client address may have made per minute (RATE_LIMIT_IMAGE_VARIANTS); 0 is no limit. */
     readonly variantsPerMinute: number;
   };
@@ -181,6 +189,8 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
  */
 export const DEFAULT_SQLITE_MMAP_MB = 2047;
 const MAX_SQLITE_MMAP_MB = 2047;
+/** A megabyte as the MB settings mean it (MiB). */
+const MB = 1024 * 1024;
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -353,6 +363,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     imageProcessing: Object.freeze({
       concurrency: integer(env, 'IMAGE_PROCESSING_CONCURRENCY', 2, 1, 64),
       variantsPerImage: integer(env, 'IMAGE_VARIANTS_PER_IMAGE', 20, 1, 1000),
+      variantCacheBytesPerImage: integer(env, 'IMAGE_VARIANT_CACHE_MB_PER_IMAGE', 32, 1, 1024 * 1024) * MB,
+      variantCacheBytes: integer(env, 'IMAGE_VARIANT_CACHE_MB', 1024, 1, 1024 * 1024) * MB,
+      variantConcurrency: integer(env, 'IMAGE_VARIANT_CONCURRENCY', 1, 1, 64),
+      variantQueue: integer(env, 'IMAGE_VARIANT_QUEUE', 8, 0, 10_000),
       variantsPerMinute: integer(env, 'RATE_LIMIT_IMAGE_VARIANTS', 60, 0, 100_000_000),
     }),
     oauth: Object.freeze({

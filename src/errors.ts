@@ -113,3 +113,10 @@ export class ServiceUnavailableError extends AppError {
     super(503, 'Service unavailable', detail);
   }
 }
+
+/** A request well formed, whose content (an image's pixel data) cannot be processed. */
+export class UnprocessableContentError extends AppError {
+  constructor(detail: string) {
+    super(422, 'Unprocessable content', detail);
+  }
+}

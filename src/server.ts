@@ -102,13 +102,16 @@ export async function runServer(env: NodeJS.ProcessEnv = process.env, { json = f
   const exit = (code: number) => void logs.settle(LOG_SETTLE_MS).then(() => process.exit(code));
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(1);
+    // process.exit would wait for an image being encoded (see below).
+    if (stopping) process.kill(process.pid, 'SIGKILL');
     stopping = true;
     server.app.log.info({ signal }, 'shutting down: finishing in-flight requests');
     setTimeout(() => {
       server.app.log.error('shutdown took too long; exiting');
-      process.exit(1);
-    }, SHUTDOWN_GRACE_MS).unref();
+      // process.exit waits for libuv's worker threads, and so for an image libvips is encoding
+      // (minutes for a large AVIF). SIGKILL ends it now; every acknowledged write is on disk.
+      void logs.settle(LOG_SETTLE_MS).then(() => process.kill(process.pid, 'SIGKILL'));
+    }, SHUTDOWN_GRACE_MS - LOG_SETTLE_MS).unref();
     server.close().then(
       () => exit(0),
       (err) => {

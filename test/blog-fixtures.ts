@@ -7,6 +7,7 @@ import sharp from 'sharp';
 import type { Config, ImageStorageKind } from '../src/config.js';
 import { applyRetention } from '../src/content/history/history.service.js';
 import { DatabaseImageStorage } from '../src/storage/database-image-storage.js';
+import type { ImageProcessor } from '../src/storage/image-processor.js';
 import type { ImageStorage } from '../src/storage/image-storage.js';
 import { LocalImageStorage } from '../src/storage/local-image-storage.js';
 import { buildTestApp, json, type TestApp } from './helpers.js';
@@ -38,10 +39,14 @@ export interface BlogTestApp extends TestApp {
 }
 
 /** A test app with its own data folder (so files on disk can be counted) and a page for blogs. */
-export async function buildBlogApp(t: TestContext, config: Partial<Config> = {}): Promise<BlogTestApp> {
+export async function buildBlogApp(
+  t: TestContext,
+  config: Partial<Config> = {},
+  options: { processor?: ImageProcessor } = {},
+): Promise<BlogTestApp> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'cms-blogs-'));
   t.after(() => rm(dataDir, { recursive: true, force: true }));
-  const app = await buildTestApp(t, { config: { dataDir, ...config } });
+  const app = await buildTestApp(t, { config: { dataDir, ...config }, ...options });
   const page = await app.app.inject({
     method: 'POST',
     url: '/api/page',

@@ -12,6 +12,7 @@ import type { PrincipalCache } from '../src/auth/principal.js';
 import { type Config, testConfig } from '../src/config.js';
 import { createDatabase, type DatabaseOptions, type Db } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
+import type { ImageProcessor } from '../src/storage/image-processor.js';
 import { checkResponses } from './response-contract.js';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
@@ -166,11 +167,16 @@ export async function addTestSite(db: Db, name = 'Test site'): Promise<TestSite>
 
 export async function buildTestApp(
   t: TestContext,
-  options: { config?: Partial<Config>; db?: Db; principals?: PrincipalCache } = {},
+  options: { config?: Partial<Config>; db?: Db; principals?: PrincipalCache; processor?: ImageProcessor } = {},
 ): Promise<TestApp> {
   const db = options.db ?? (await createTestDatabase(t));
   const config = testConfig(options.config);
-  const app = await buildApp({ config, db, ...(options.principals ? { principals: options.principals } : {}) });
+  const app = await buildApp({
+    config,
+    db,
+    ...(options.principals ? { principals: options.principals } : {}),
+    ...(options.processor ? { processor: options.processor } : {}),
+  });
   checkResponses(app);
   t.after(() => app.close());
   const site = await addTestSite(db);

@@ -165,6 +165,7 @@ export function writePreconditions(request: FastifyRequest): Precondition | unde
 /**
  * The headers every answer carries, set in one onSend hook, in this order:
  * - X-Request-Id, its request's id, so a caller can quote it;
+ * - Connection: close once the app is closing (see below);
  * - Vary: Accept-Encoding on an answer the plugin would compress for a client that asked: the
  *   plugin adds Vary only to the answers it compresses, and one sent as it is, because this client
  *   did not ask, would differ for one that does, so a cache must key it on Accept-Encoding too;
@@ -176,8 +177,16 @@ export function writePreconditions(request: FastifyRequest): Precondition | unde
  * promise and a microtask on every request.
  */
 export function installAnswerHeaders(app: FastifyInstance): void {
+  // Answers sent once the app is closing end their connection. Node's close waits for every
+  // connection, and a kept-alive one whose request was in flight when the close began would hold
+  // it (and the shutdown) until the client hung up or the keep-alive timeout passed.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    if (closing) reply.header('connection', 'close');
     if (needsVary(reply, payload)) addVary(reply, 'accept-encoding');
     if ((request.method !== 'GET' && request.method !== 'HEAD') || reply.statusCode !== 200) return done(null, payload);
     if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return done(null, payload);

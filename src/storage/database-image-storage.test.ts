@@ -9,7 +9,7 @@ import { DatabaseImageStorage, IMAGE_CHUNK_BYTES } from './database-image-storag
 import { imageStorageContract } from './image-storage.contract.js';
 import { newImageName } from './image-storage.js';
 
-imageStorageContract('database', async (t) => new DatabaseImageStorage((await createTestDatabase(t)).kysely));
+imageStorageContract('database', async (t, clock) => new DatabaseImageStorage((await createTestDatabase(t)).kysely, clock));
 
 async function* once(bytes: Buffer): AsyncGenerator<Uint8Array> {
   yield bytes;

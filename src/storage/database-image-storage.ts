@@ -3,13 +3,16 @@ import { Readable } from 'node:stream';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, now, parseTimestamp } from '../db/time.js';
 import {
+  type CachedVariant,
   type ImageStorage,
   isImageName,
   isVariantKey,
   mimeOf,
+  overBudget,
   type StagedImage,
   type StoredImage,
   thumbnailNameOf,
+  type VariantCacheLimits,
 } from './image-storage.js';
 
 /**
@@ -19,8 +22,8 @@ import {
  */
 export const IMAGE_CHUNK_BYTES = 256 * 1024;
 
-/** Millisecond ISO time: variants used within one second still order by their last use. */
-const usedNow = () => new Date().toISOString();
+/** Variants deleted per statement when the cache is over its total. */
+const EVICT_BATCH = 200;
 
 /** Committed names are listed this many at a time, so a large table is never read whole. */
 const LIST_BATCH = 500;
@@ -33,7 +36,16 @@ const LIST_BATCH = 500;
 export class DatabaseImageStorage implements ImageStorage {
   readonly inDatabase = true;
 
-  constructor(private readonly db: DbHandle) {}
+  /** `clock`: the time a variant's use is recorded at (tests hand in their own). */
+  constructor(
+    private readonly db: DbHandle,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** Millisecond ISO time: variants used within one second still order by their last use. */
+  private usedNow(): string {
+    return new Date(this.clock()).toISOString();
+  }
 
   async stage(chunks: AsyncIterable<Uint8Array>): Promise<StagedImage> {
     const token = randomBytes(16).toString('hex');
@@ -112,26 +124,64 @@ export class DatabaseImageStorage implements ImageStorage {
       .where('variant', '=', key)
       .executeTakeFirst();
     if (!row) return undefined;
-    await this.db.updateTable('image_variants').set({ used_at: usedNow() }).where('name', '=', name).where('variant', '=', key).execute();
+    await this.db
+      .updateTable('image_variants')
+      .set({ used_at: this.usedNow() })
+      .where('name', '=', name)
+      .where('variant', '=', key)
+      .execute();
     return row.data;
   }
 
-  async writeVariant(name: string, key: string, data: Buffer, keep: number): Promise<void> {
+  async writeVariant(name: string, key: string, data: Buffer, limits: VariantCacheLimits): Promise<void> {
     if (!isImageName(name) || !isVariantKey(key)) throw new Error(`not a variant: ${name} ${key}`);
+    if (data.length > Math.min(limits.bytesPerImage, limits.bytes)) return;
     // Another node may have made the same variant meanwhile: the same bytes, so either row will do.
     await this.db
       .insertInto('image_variants')
-      .values({ name, variant: key, data, bytes: data.length, used_at: usedNow() })
+      .values({ name, variant: key, data, bytes: data.length, used_at: this.usedNow() })
       .onConflict((oc) => oc.columns(['name', 'variant']).doNothing())
       .execute();
-    const recent = this.db
+    const kept = { name, key };
+    const own = await this.db
       .selectFrom('image_variants')
-      .select('variant')
+      .select(['name', 'variant', 'bytes', 'used_at'])
       .where('name', '=', name)
-      .orderBy('used_at', 'desc')
-      .orderBy('variant')
-      .limit(keep);
-    await this.db.deleteFrom('image_variants').where('name', '=', name).where('variant', 'not in', recent).execute();
+      .execute();
+    const dropped = overBudget(own.map(cached), limits.perImage, limits.bytesPerImage, kept);
+    if (dropped.length > 0) {
+      await this.db
+        .deleteFrom('image_variants')
+        .where('name', '=', name)
+        .where(
+          'variant',
+          'in',
+          dropped.map((v) => v.key),
+        )
+        .execute();
+    }
+    await this.evictOverTotal(limits.bytes, kept);
+  }
+
+  /**
+   * Least recently used variants of any image, until all of them fit in `budget` bytes. The sum is
+   * one aggregate; the rows are read (without their data) only when it is over.
+   */
+  private async evictOverTotal(budget: number, kept: { name: string; key: string }): Promise<void> {
+    const { total } = await this.db
+      .selectFrom('image_variants')
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('bytes'), eb.lit(0)).as('total'))
+      .executeTakeFirstOrThrow();
+    if (Number(total) <= budget) return;
+    const rows = await this.db.selectFrom('image_variants').select(['name', 'variant', 'bytes', 'used_at']).execute();
+    const dropped = overBudget(rows.map(cached), Number.POSITIVE_INFINITY, budget, kept);
+    for (let at = 0; at < dropped.length; at += EVICT_BATCH) {
+      const batch = dropped.slice(at, at + EVICT_BATCH);
+      await this.db
+        .deleteFrom('image_variants')
+        .where((eb) => eb.or(batch.map((v) => eb.and([eb('name', '=', v.name), eb('variant', '=', v.key)]))))
+        .execute();
+    }
   }
 
   async exists(name: string): Promise<boolean> {
@@ -197,4 +247,8 @@ export class DatabaseImageStorage implements ImageStorage {
       after = last;
     }
   }
+}
+
+function cached(row: { name: string; variant: string; bytes: number; used_at: string }): CachedVariant {
+  return { name: row.name, key: row.variant, bytes: Number(row.bytes), usedAt: Date.parse(row.used_at) };
 }

@@ -1,6 +1,8 @@
 import type { FitEnum, Metadata, Sharp } from 'sharp';
-import { PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors.js';
+import { AppError, PayloadTooLargeError, UnprocessableContentError, UnsupportedMediaTypeError } from '../errors.js';
 import type { ImageMime } from './image-storage.js';
+import { hasTextMetadata } from './text-metadata.js';
+import { WorkPool, WorkRefused } from './work-pool.js';
 
 /**
  * What a page asks of the images uploaded to it (spec §2.1), already read from its fields:
@@ -65,38 +67,21 @@ export const DEFAULT_QUALITY: Record<OutputFormat, number> = { jpeg: 85, webp: 8
 /** The aspect crop is skipped when it would remove less than this many pixels a side (rounding). */
 const ASPECT_SLACK = 1;
 
-function encode(image: Sharp, format: OutputFormat, quality = DEFAULT_QUALITY[format]): Sharp {
+/** AVIF effort of stored images: each step up of 9 costs about twice the time for a few percent fewer bytes. */
+const AVIF_EFFORT = 4;
+
+function encode(image: Sharp, format: OutputFormat, quality = DEFAULT_QUALITY[format], avifEffort = AVIF_EFFORT): Sharp {
   switch (format) {
     case 'jpeg':
       return image.jpeg({ quality });
     case 'webp':
       return image.webp({ quality });
     case 'avif':
-      // effort 4 of 9: each step up costs about twice the time for a few percent fewer bytes.
-      return image.avif({ quality, effort: 4 });
+      return image.avif({ quality, effort: avifEffort });
     case 'png':
       return image.png({ compressionLevel: 9 });
     case 'gif':
       return image.gif();
-  }
-}
-
-/** A counting semaphore: at most `limit` holders at once, the others wait in arrival order. */
-class Semaphore {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-  constructor(private readonly limit: number) {}
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.active++;
-    try {
-      return await task();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
-    }
   }
 }
 
@@ -142,11 +127,55 @@ function planFull(size: { width: number; height: number }, rules: ImageRules): P
   return plan;
 }
 
+/**
+ * What one variant may cost. Its decoding is bounded by UPLOAD_MAX_PIXELS like an upload's; its
+ * output is fitted within these pixels (AVIF, whose encoder is the slowest and hungriest by far,
+ * within fewer, at a lower effort), and its work is stopped past the time limit. The numbers and
+ * the measurements behind them are in docs/images.md.
+ */
+export const VARIANT_LIMITS = {
+  maxPixels: 4096 * 4096,
+  maxAvifPixels: 2048 * 2048,
+  avifEffort: 2,
+  timeoutSeconds: 10,
+} as const;
+
+/** Output size of a variant asked of an image of `size`, made smaller to hold `maxPixels`. */
+export function cappedVariant(
+  request: VariantRequest,
+  size: { width: number; height: number },
+  maxPixels: number,
+): { width: number | undefined; height: number | undefined } {
+  const { width: w, height: h } = request;
+  const scaleOf = (target: number | undefined, side: number) => (target === undefined ? undefined : Math.min(1, target / side));
+  const sx = scaleOf(w, size.width);
+  const sy = scaleOf(h, size.height);
+  // The pixels sharp would make: a box (cover, contain) is filled; otherwise the aspect is kept.
+  let pixels: number;
+  if (sx !== undefined && sy !== undefined && (request.fit === 'cover' || request.fit === 'contain')) {
+    pixels = Math.min(w!, size.width) * Math.min(h!, size.height);
+  } else {
+    const scale = sx === undefined ? (sy ?? 1) : sy === undefined ? sx : request.fit === 'outside' ? Math.max(sx, sy) : Math.min(sx, sy);
+    pixels = size.width * scale * size.height * scale;
+  }
+  if (pixels <= maxPixels) return { width: w, height: h };
+  const k = Math.sqrt(maxPixels / pixels);
+  if (w === undefined && h === undefined) return { width: Math.max(1, Math.floor(size.width * k)), height: undefined };
+  const shrink = (side: number | undefined, original: number) =>
+    side === undefined ? undefined : Math.max(1, Math.floor(Math.min(side, original) * k));
+  return { width: shrink(w, size.width), height: shrink(h, size.height) };
+}
+
 export interface ProcessorOptions {
-  /** Images decoded at once in this process; the others wait (IMAGE_PROCESSING_CONCURRENCY). */
+  /** Uploads decoded at once in this process; the others wait (IMAGE_PROCESSING_CONCURRENCY). */
   readonly concurrency: number;
   /** Largest image accepted, in pixels (UPLOAD_MAX_PIXELS); checked from the header before decoding. */
   readonly maxPixels: number;
+  /**
+   * Variants made at once, and how many may wait (IMAGE_VARIANT_CONCURRENCY,
+   * IMAGE_VARIANT_QUEUE): a pool of their own, so anonymous requests never hold up an upload.
+   */
+  readonly variants?: { readonly concurrency: number; readonly queue: number } | undefined;
 }
 
 type SharpLibrary = typeof import('sharp')['default'];
@@ -161,21 +190,54 @@ function sharpLibrary(): Promise<SharpLibrary> {
   return library;
 }
 
+/** libvips's message when a pipeline ran past its timeout(). */
+const TIMED_OUT = /^timeout:/;
+
 /**
  * All image work of the service, with sharp (libvips): its decoding and encoding run on libuv's
- * thread pool, off the event loop. At most `concurrency` images are worked on at once, because
- * each holds its file and its decoded pixels in memory; the rest wait without holding either.
+ * thread pool, off the event loop. Uploads (authenticated writes) and variants (anyone may ask
+ * for one) have pools of their own, so no number of variant requests delays an upload; each pool
+ * bounds the images held in memory at once, and the rest wait without holding their file or
+ * pixels. The variant queue is bounded: past it a request is refused at once (503) rather than
+ * held. A request whose client has gone leaves the queue without being worked on; one already
+ * being made runs to its end or its timeout (libvips cannot be stopped otherwise).
  *
  * Every image stored or served is made the same way: turned by its EXIF orientation, in sRGB,
- * without EXIF, XMP or IPTC (sharp keeps none of them unless asked to, and converts an embedded
- * colour profile to sRGB). An image that needs none of that and fits the rules is kept as sent.
- * The same input and rules always give the same bytes, so a repeated upload stores the same image.
+ * without EXIF, XMP, IPTC or text comments (sharp keeps none of them unless asked to, and converts
+ * an embedded colour profile to sRGB). An image that needs none of that and fits the rules is kept
+ * as sent. The same input and rules always give the same bytes, so a repeated upload stores the
+ * same image.
  */
 export class ImageProcessor {
-  private readonly slots: Semaphore;
+  private readonly uploads: WorkPool;
+  private readonly variants: WorkPool;
 
   constructor(private readonly options: ProcessorOptions) {
-    this.slots = new Semaphore(options.concurrency);
+    this.uploads = new WorkPool({ concurrency: options.concurrency, queue: Number.POSITIVE_INFINITY, what: 'uploaded images' });
+    const variants = options.variants ?? { concurrency: 1, queue: 8 };
+    this.variants = new WorkPool({ ...variants, what: 'images made on request' });
+  }
+
+  /** Work running and waiting in each pool (for tests and measurement). */
+  get load() {
+    return { uploads: this.uploads.load, variants: this.variants.load };
+  }
+
+  /**
+   * Refuses all work not yet started (503, as a shutdown should answer it) and all later work;
+   * what is running finishes. A shutdown then waits for a few images, not for the queue.
+   */
+  close(): void {
+    this.uploads.close();
+    this.variants.close();
+  }
+
+  /**
+   * Resolves once no image is being worked on. The process must not exit before: an exit waits,
+   * blocked, for libvips's threads, where a pending timer could no longer end it.
+   */
+  async idle(): Promise<void> {
+    await Promise.all([this.uploads.idle(), this.variants.idle()]);
   }
 
   /** Reads the header only (no pixels are decoded), and refuses what is too large to decode. */
@@ -200,10 +262,11 @@ export class ImageProcessor {
     }
   }
 
-  private async open(input: Buffer, meta: Metadata): Promise<Sharp> {
+  private async open(input: Buffer, meta: Metadata, timeoutSeconds?: number): Promise<Sharp> {
     const sharp = await sharpLibrary();
     // sharp applies limitInputPixels to one frame; inspect() has counted all of them.
-    return sharp(input, { animated: (meta.pages ?? 1) > 1, limitInputPixels: this.options.maxPixels }).autoOrient();
+    const image = sharp(input, { animated: (meta.pages ?? 1) > 1, limitInputPixels: this.options.maxPixels }).autoOrient();
+    return timeoutSeconds === undefined ? image : image.timeout({ seconds: timeoutSeconds });
   }
 
   /**
@@ -217,8 +280,9 @@ export class ImageProcessor {
     mime: ImageMime,
     rules: ImageRules,
     label: string,
+    signal?: AbortSignal,
   ): Promise<{ full: ProcessedImage; thumbnail?: ProcessedImage }> {
-    return this.slots.run(async () => {
+    return this.uploads.run(async () => {
       const input = await read();
       const meta = await this.inspect(input, label);
       const format = FORMAT_OF_MIME[mime];
@@ -227,7 +291,13 @@ export class ImageProcessor {
       const position = animated ? 'centre' : (await sharpLibrary()).strategy.attention;
       const plan = planFull(size, rules);
       const clean =
-        (meta.orientation ?? 1) === 1 && !meta.exif && !meta.xmp && !meta.iptc && !meta.icc && !(meta.comments && meta.comments.length > 0);
+        (meta.orientation ?? 1) === 1 &&
+        !meta.exif &&
+        !meta.xmp &&
+        !meta.iptc &&
+        !meta.icc &&
+        !(meta.comments && meta.comments.length > 0) &&
+        !hasTextMetadata(input, mime);
       let full: ProcessedImage;
       if (clean && !plan.crop && !plan.fit) {
         full = { data: input, ...size, mime, changed: false };
@@ -235,7 +305,7 @@ export class ImageProcessor {
         let image = await this.open(input, meta);
         if (plan.crop) image = image.resize({ ...plan.crop, fit: 'cover', position });
         else if (plan.fit) image = image.resize({ ...plan.fit, fit: 'inside', withoutEnlargement: true });
-        full = await this.finish(encode(image, format), mime);
+        full = await this.finish(encode(image, format), mime, label);
       }
       if (!rules.thumbnail) return { full };
       // The thumbnail follows the same rules with its own box: cropped to its aspect when asked,
@@ -245,25 +315,45 @@ export class ImageProcessor {
       let thumb = await this.open(input, meta);
       if (thumbPlan.crop) thumb = thumb.resize({ ...thumbPlan.crop, fit: 'cover', position });
       else if (thumbPlan.fit) thumb = thumb.resize({ ...thumbPlan.fit, fit: 'inside', withoutEnlargement: true });
-      return { full, thumbnail: await this.finish(encode(thumb, format), mime) };
-    });
+      return { full, thumbnail: await this.finish(encode(thumb, format), mime, label) };
+    }, signal);
   }
 
-  /** An image made on request from a stored one (GET /images/<name>?width=…); never enlarged. */
-  async variant(read: () => Promise<Buffer>, request: VariantRequest): Promise<ProcessedImage> {
-    return this.slots.run(async () => {
+  /**
+   * An image made on request from a stored one (GET /images/<name>?width=…); never enlarged, and
+   * never past VARIANT_LIMITS. `signal`: the client's request, aborted when it goes away.
+   */
+  async variant(read: () => Promise<Buffer>, request: VariantRequest, signal?: AbortSignal): Promise<ProcessedImage> {
+    return this.variants.run(async () => {
       const input = await read();
-      const meta = await this.inspect(input, 'the image');
-      let image = await this.open(input, meta);
-      if (request.width !== undefined || request.height !== undefined) {
-        image = image.resize({ width: request.width, height: request.height, fit: request.fit as keyof FitEnum, withoutEnlargement: true });
+      const meta = await this.inspect(input, 'The stored image');
+      // Reading the image took a while: its client may have gone meanwhile.
+      if (signal?.aborted) throw new WorkRefused('aborted', 'The request was closed before its image was made.');
+      const avif = request.format === 'avif';
+      const box = cappedVariant(request, shownSize(meta), avif ? VARIANT_LIMITS.maxAvifPixels : VARIANT_LIMITS.maxPixels);
+      let image = await this.open(input, meta, VARIANT_LIMITS.timeoutSeconds);
+      if (box.width !== undefined || box.height !== undefined) {
+        image = image.resize({ ...box, fit: request.fit as keyof FitEnum, withoutEnlargement: true });
       }
-      return this.finish(encode(image, request.format, request.quality), MIME_OF_FORMAT[request.format]);
-    });
+      const encoded = encode(image, request.format, request.quality, avif ? VARIANT_LIMITS.avifEffort : AVIF_EFFORT);
+      return this.finish(encoded, MIME_OF_FORMAT[request.format], 'The stored image');
+    }, signal);
   }
 
-  private async finish(image: Sharp, mime: ImageMime): Promise<ProcessedImage> {
-    const { data, info } = await image.toBuffer({ resolveWithObject: true });
-    return { data, width: info.width, height: info.pageHeight ?? info.height, mime, changed: true };
+  /**
+   * Runs the pipeline. libvips fails on pixel data it cannot decode (a file cut short, a corrupt
+   * stream, though its header read well): that is the file's fault, a 422 naming it, never a 500.
+   */
+  private async finish(image: Sharp, mime: ImageMime, label: string): Promise<ProcessedImage> {
+    try {
+      const { data, info } = await image.toBuffer({ resolveWithObject: true });
+      return { data, width: info.width, height: info.pageHeight ?? info.height, mime, changed: true };
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      if (error instanceof Error && TIMED_OUT.test(error.message)) {
+        throw new WorkRefused('timeout', `Making this image took longer than ${VARIANT_LIMITS.timeoutSeconds} seconds; it was stopped.`);
+      }
+      throw new UnprocessableContentError(`${label}: its pixel data cannot be decoded (the file is damaged or cut short).`);
+    }
   }
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { buffer } from 'node:stream/consumers';
 import { type TestContext, test } from 'node:test';
-import { type ImageStorage, newImageName, thumbnailNameOf } from './image-storage.js';
+import { type ImageStorage, newImageName, thumbnailNameOf, type VariantCacheLimits } from './image-storage.js';
 
 async function* chunksOf(bytes: Buffer, size = 64 * 1024): AsyncGenerator<Uint8Array> {
   for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
@@ -29,7 +29,17 @@ async function read(storage: ImageStorage, name: string): Promise<Buffer | undef
   return image && buffer(image.stream);
 }
 
-export function imageStorageContract(driver: string, make: (t: TestContext) => Promise<ImageStorage>): void {
+/** A clock a test moves by hand: each variant's use is a step later than the one before. */
+function steppingClock(): { now: () => number; step: () => void } {
+  let at = Date.UTC(2026, 0, 1);
+  return { now: () => at, step: () => (at += 1000) };
+}
+
+/** Limits with only a count: the bytes budgets far away. */
+const countOnly = (perImage: number): VariantCacheLimits => ({ perImage, bytesPerImage: 1 << 30, bytes: 1 << 30 });
+
+/** `make`'s storage records variants' uses at `clock` (ms since the epoch) when one is given. */
+export function imageStorageContract(driver: string, make: (t: TestContext, clock?: () => number) => Promise<ImageStorage>): void {
   test(`${driver}: a staged image is invisible until committed, then served byte for byte`, async (t) => {
     const storage = await make(t);
     // Large enough to span several chunks of any driver, and not a multiple of 64 KiB.
@@ -109,29 +119,65 @@ export function imageStorageContract(driver: string, make: (t: TestContext) => P
   });
 
   test(`${driver}: variants are kept per image, the least recently used dropped past the bound, and go with their image`, async (t) => {
-    const storage = await make(t);
+    const clock = steppingClock();
+    const storage = await make(t, clock.now);
     const name = newImageName('image/jpeg');
     await storage.commit(await storage.stage(chunksOf(Buffer.from('original'))), name);
     const thumb = thumbnailNameOf(name);
     await storage.commit(await storage.stage(chunksOf(Buffer.from('thumbnail'))), thumb);
     assert.equal(await storage.readVariant(name, 'w10-h0-inside-q85.jpg'), undefined);
-    await storage.writeVariant(name, 'a.jpg', Buffer.from('a'), 2);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    await storage.writeVariant(name, 'b.jpg', Buffer.from('b'), 2);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await storage.writeVariant(name, 'a.jpg', Buffer.from('a'), countOnly(2));
+    clock.step();
+    await storage.writeVariant(name, 'b.jpg', Buffer.from('b'), countOnly(2));
+    clock.step();
     assert.equal((await storage.readVariant(name, 'a.jpg'))?.toString(), 'a', 'a read is a use');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    await storage.writeVariant(name, 'c.jpg', Buffer.from('c'), 2);
+    clock.step();
+    await storage.writeVariant(name, 'c.jpg', Buffer.from('c'), countOnly(2));
     assert.equal(await storage.readVariant(name, 'b.jpg'), undefined, 'the least recently used is dropped');
     assert.equal((await storage.readVariant(name, 'a.jpg'))?.toString(), 'a');
     assert.equal((await storage.readVariant(name, 'c.jpg'))?.toString(), 'c');
-    await storage.writeVariant(thumb, 'a.jpg', Buffer.from('ta'), 2);
+    await storage.writeVariant(thumb, 'a.jpg', Buffer.from('ta'), countOnly(2));
     assert.equal(await storage.readVariant(name, '../x'), undefined, 'only variant keys are read');
 
     await storage.remove(name);
     assert.equal(await storage.exists(thumb), false, 'the thumbnail goes with its image');
     assert.equal(await storage.readVariant(name, 'a.jpg'), undefined, 'and the variants');
     assert.equal(await storage.readVariant(thumb, 'a.jpg'), undefined);
+  });
+
+  test(`${driver}: the variant cache holds a byte budget per image and in total, dropping the least recently used`, async (t) => {
+    const clock = steppingClock();
+    const storage = await make(t, clock.now);
+    const [one, two] = [newImageName('image/jpeg'), newImageName('image/png')];
+    for (const name of [one, two]) await storage.commit(await storage.stage(chunksOf(Buffer.from('original'))), name);
+    const kB = (n: number) => Buffer.alloc(n * 1024, n);
+    const limits: VariantCacheLimits = { perImage: 20, bytesPerImage: 10 * 1024, bytes: 16 * 1024 };
+    const held = async (name: string, keys: string[]) => {
+      const found: string[] = [];
+      for (const key of keys) {
+        if (await storage.readVariant(name, key)) found.push(key);
+        clock.step();
+      }
+      return found;
+    };
+    // Per image: 4 + 4 kB fit in 10, a third 4 kB does not, so the oldest goes.
+    for (const key of ['a.jpg', 'b.jpg', 'c.jpg']) {
+      await storage.writeVariant(one, key, kB(4), limits);
+      clock.step();
+    }
+    assert.deepEqual(await held(one, ['a.jpg', 'b.jpg', 'c.jpg']), ['b.jpg', 'c.jpg']);
+    // Reading them (above) was a use, in that order: b, then c.
+    // In total: 8 kB of image one and 8 kB of image two fit in 16; 2 more kB do not, and the least
+    // recently used of either image goes (b, read first above).
+    await storage.writeVariant(two, 'x.png', kB(8), limits);
+    clock.step();
+    await storage.writeVariant(two, 'y.png', kB(2), limits);
+    assert.deepEqual(await held(one, ['b.jpg', 'c.jpg']), ['c.jpg']);
+    assert.deepEqual(await held(two, ['x.png', 'y.png']), ['x.png', 'y.png']);
+    // Larger than an image's budget: served by the caller, never kept.
+    await storage.writeVariant(one, 'huge.jpg', kB(11), limits);
+    assert.equal(await storage.readVariant(one, 'huge.jpg'), undefined);
+    assert.deepEqual(await held(one, ['c.jpg']), ['c.jpg'], 'and it evicted nothing');
   });
 
   test(`${driver}: readStaged gives back a staged object's bytes`, async (t) => {

@@ -124,6 +124,51 @@ export interface ImageStorage {
    * Variants are kept where the images are, so every node serves what any node made.
    */
   readVariant(name: string, key: string): Promise<Buffer | undefined>;
-  /** Keeps a variant, then drops the image's least recently used ones past `keep`. */
-  writeVariant(name: string, key: string, data: Buffer, keep: number): Promise<void>;
+  /**
+   * Keeps a variant, then drops the least recently used ones past the limits: the image's past its
+   * count and bytes, then anyone's past the total. A variant larger than a budget is not kept.
+   */
+  writeVariant(name: string, key: string, data: Buffer, limits: VariantCacheLimits): Promise<void>;
+}
+
+/**
+ * What the variant cache keeps (IMAGE_VARIANTS_PER_IMAGE, IMAGE_VARIANT_CACHE_MB_PER_IMAGE,
+ * IMAGE_VARIANT_CACHE_MB). Bytes bound the disk or database a stranger's requests can fill; the
+ * count alone did not, since one variant of a large image can weigh many times the image.
+ */
+export interface VariantCacheLimits {
+  /** Variants kept per image. */
+  readonly perImage: number;
+  /** Bytes of one image's variants. */
+  readonly bytesPerImage: number;
+  /** Bytes of all images' variants together. */
+  readonly bytes: number;
+}
+
+/** A cached variant and its last use, as a driver lists them for eviction. */
+export interface CachedVariant {
+  readonly name: string;
+  readonly key: string;
+  readonly bytes: number;
+  /** Last use, ms since the epoch. */
+  readonly usedAt: number;
+}
+
+/**
+ * The variants to drop so that those left, most recently used first, stay within `count` and
+ * `bytes`. `kept` (the one just written) counts as the most recent.
+ */
+export function overBudget(
+  variants: readonly CachedVariant[],
+  count: number,
+  bytes: number,
+  kept: { name: string; key: string },
+): CachedVariant[] {
+  const isKept = (v: CachedVariant) => v.name === kept.name && v.key === kept.key;
+  const newestFirst = [...variants].sort((a, b) => Number(isKept(b)) - Number(isKept(a)) || b.usedAt - a.usedAt);
+  let total = 0;
+  return newestFirst.filter((variant, index) => {
+    total += variant.bytes;
+    return index >= count || total > bytes;
+  });
 }

@@ -19,7 +19,7 @@ async function uploaded(app: BlogTestApp, file: Buffer, filename: string): Promi
 
 const settings = (driver: Config['images']['storage'], more: Partial<Config['imageProcessing']> = {}): Partial<Config> => ({
   images: { storage: driver, cleanupGraceMs: 3600_000 },
-  imageProcessing: { concurrency: 2, variantsPerImage: 20, variantsPerMinute: 60, ...more },
+  imageProcessing: { ...testConfig().imageProcessing, ...more },
 });
 
 for (const driver of DRIVERS) {
@@ -150,4 +150,23 @@ test('an image removed while its variant is being made is a 404, not a 500', asy
   const response = await app.inject({ url: `${json(blog).data[0].info_img}?width=50` });
   assert.equal(response.statusCode, 404, response.body);
   assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+});
+
+test('a variant’s cost is capped: within 4096×4096 pixels, AVIF within 2048×2048, the aspect kept', async (t) => {
+  const app = await buildBlogApp(t);
+  const path = await uploaded(app, await image('jpeg', 5000, 4000), 'large.jpg');
+  for (const [query, format, maxPixels] of [
+    ['format=webp', 'webp', 4096 * 4096],
+    ['format=avif', 'heif', 2048 * 2048],
+    ['format=avif&width=4000&height=4000&fit=cover', 'heif', 2048 * 2048],
+  ] as const) {
+    const response = await app.app.inject({ url: `${path}?${query}` });
+    assert.equal(response.statusCode, 200, `${query}: ${response.body}`);
+    const meta = await sharp(response.rawPayload).metadata();
+    assert.equal(meta.format, format);
+    const pixels = (meta.width ?? 0) * (meta.height ?? 0);
+    assert.ok(pixels <= maxPixels && pixels > maxPixels * 0.95, `${query}: ${meta.width}×${meta.height}`);
+    const aspect = query.includes('cover') ? 1 : 5 / 4;
+    assert.ok(Math.abs((meta.width ?? 0) / (meta.height ?? 1) - aspect) < 0.01, `${query}: the aspect is kept`);
+  }
 });

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { NotFoundError } from '../errors.js';
 import { mediaRanges } from '../http/accept.js';
+import { clientGone } from '../http/client-gone.js';
 import type { RateLimitStore } from '../http/rate-limit.js';
 import { enforce, RATE_WINDOW_SECONDS } from '../http/rate-limit.js';
 import { addVary, noneMatchHas } from '../http/representation.js';
@@ -15,7 +16,7 @@ import {
   type OutputFormat,
   type VariantRequest,
 } from './image-processor.js';
-import { IMAGE_TYPES, type ImageMime, type ImageStorage, isImageName, mimeOf } from './image-storage.js';
+import { IMAGE_TYPES, type ImageMime, type ImageStorage, isImageName, mimeOf, type VariantCacheLimits } from './image-storage.js';
 
 /** A year: the longest max-age caches are asked to honour (RFC 9111 §5.2.2.1 suggests no more). */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -77,8 +78,8 @@ export function variantRateLimit(perMinute: number, store: RateLimitStore): Coun
 
 export interface VariantOptions {
   readonly processor: ImageProcessor;
-  /** Variants kept per image (IMAGE_VARIANTS_PER_IMAGE); the least recently used go first. */
-  readonly variantsPerImage: number;
+  /** What the variant cache keeps; the least recently used go first. */
+  readonly cache: VariantCacheLimits;
   readonly newVariants?: CountNewVariant | undefined;
 }
 
@@ -186,13 +187,17 @@ async function sendVariant(
   if (!data) {
     if (!(await storage.exists(name))) return absent(reply, name);
     await options.newVariants?.(request, reply);
-    const made = await options.processor.variant(async () => {
-      const image = await storage.open(name);
-      // Removed since it was found (its record was deleted meanwhile): as absent as if never there.
-      if (!image) throw noSuchImage(name);
-      return buffer(image.stream);
-    }, wanted);
-    await storage.writeVariant(name, key, made.data, options.variantsPerImage);
+    const made = await options.processor.variant(
+      async () => {
+        const image = await storage.open(name);
+        // Removed since it was found (its record was deleted meanwhile): as absent as if never there.
+        if (!image) throw noSuchImage(name);
+        return buffer(image.stream);
+      },
+      wanted,
+      clientGone(reply),
+    );
+    await storage.writeVariant(name, key, made.data, options.cache);
     data = made.data;
   }
   return reply

@@ -13,7 +13,7 @@ async function dataDir(t: TestContext): Promise<string> {
   return dir;
 }
 
-imageStorageContract('local', async (t) => new LocalImageStorage(path.join(await dataDir(t), 'images')));
+imageStorageContract('local', async (t, clock) => new LocalImageStorage(path.join(await dataDir(t), 'images'), clock));
 
 const HOUR = 60 * 60 * 1000;
 
@@ -48,12 +48,14 @@ test('writing a variant removes the parts a crash left beside that image’s var
   await writeFile(path.join(variants, '.fedcba9876543210.part'), 'another node is writing this');
   const old = new Date(Date.now() - HOUR);
   await utimes(path.join(variants, '.0123456789abcdef.part'), old, old);
-  await storage.writeVariant(name, 'w10-h0-inside-q85.jpg', Buffer.from('bytes'), 20);
+  await storage.writeVariant(name, 'w10-h0-inside-q85.jpg', Buffer.from('bytes'), { perImage: 20, bytesPerImage: 1 << 20, bytes: 1 << 20 });
   assert.deepEqual((await readdir(variants)).sort(), ['.fedcba9876543210.part', 'w10-h0-inside-q85.jpg']);
 
   // The rename cannot replace a folder that is not empty: the write fails, and leaves no part.
   await mkdir(path.join(variants, 'w20-h0-inside-q85.jpg', 'in-the-way'), { recursive: true });
-  await assert.rejects(storage.writeVariant(name, 'w20-h0-inside-q85.jpg', Buffer.from('bytes'), 20));
+  await assert.rejects(
+    storage.writeVariant(name, 'w20-h0-inside-q85.jpg', Buffer.from('bytes'), { perImage: 20, bytesPerImage: 1 << 20, bytes: 1 << 20 }),
+  );
   assert.deepEqual((await readdir(variants)).sort(), ['.fedcba9876543210.part', 'w10-h0-inside-q85.jpg', 'w20-h0-inside-q85.jpg']);
 });
 

@@ -6,7 +6,17 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../private-files.js';
-import { type ImageStorage, isImageName, isVariantKey, type StagedImage, type StoredImage, thumbnailNameOf } from './image-storage.js';
+import {
+  type CachedVariant,
+  type ImageStorage,
+  isImageName,
+  isVariantKey,
+  overBudget,
+  type StagedImage,
+  type StoredImage,
+  thumbnailNameOf,
+  type VariantCacheLimits,
+} from './image-storage.js';
 
 function isMissing(error: unknown): boolean {
   return (error as { code?: string } | null)?.code === 'ENOENT';
@@ -57,7 +67,11 @@ export class LocalImageStorage implements ImageStorage {
   private readonly variants: string;
   private ready: Promise<unknown> | undefined;
 
-  constructor(private readonly root: string) {
+  /** `clock`: the time a variant's use is recorded at (tests hand in their own). */
+  constructor(
+    private readonly root: string,
+    private readonly clock: () => number = Date.now,
+  ) {
     this.staging = path.join(root, '.staging');
     this.variants = path.join(root, '.variants');
   }
@@ -143,7 +157,7 @@ export class LocalImageStorage implements ImageStorage {
     const file = path.join(this.variantsOf(name), key);
     try {
       const data = await readFile(file);
-      const now = new Date();
+      const now = new Date(this.clock());
       await utimes(file, now, now).catch(() => {});
       return data;
     } catch (error) {
@@ -152,36 +166,49 @@ export class LocalImageStorage implements ImageStorage {
     }
   }
 
-  async writeVariant(name: string, key: string, data: Buffer, keep: number): Promise<void> {
+  async writeVariant(name: string, key: string, data: Buffer, limits: VariantCacheLimits): Promise<void> {
     if (!isVariantKey(key)) throw new Error(`not a variant key: ${key}`);
+    if (data.length > Math.min(limits.bytesPerImage, limits.bytes)) return;
     const dir = this.variantsOf(name);
     await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     // Written aside and renamed, so a reader on another node never sees half a variant.
     const part = path.join(dir, `.${randomBytes(8).toString('hex')}.part`);
+    const now = new Date(this.clock());
     try {
       await writeFile(part, data, { mode: PRIVATE_FILE_MODE });
+      await utimes(part, now, now);
       await rename(part, path.join(dir, key));
     } catch (error) {
       await unlink(part).catch(() => {});
       throw error;
     }
-    const names = await filesIn(dir, () => true);
     // A process killed mid-write leaves its part behind; one this old is no write in progress.
-    const parts = names.filter((file) => isPart(path.basename(file)));
-    await removeOlder(parts, Date.now() - ABANDONED_PART_MS);
-    const kept = names.filter((file) => isVariantKey(path.basename(file)));
-    if (kept.length <= keep) return;
-    const used = await Promise.all(
-      kept.map(async (file) => ({
-        file,
-        at: await stat(file).then(
-          (s) => s.mtimeMs,
-          () => 0,
+    await removeOlder(await filesIn(dir, isPart), this.clock() - ABANDONED_PART_MS);
+    const kept = { name, key };
+    await this.drop(overBudget(await this.cachedIn(name), limits.perImage, limits.bytesPerImage, kept));
+    // The total over every image: a listing of the cache, which only a new variant (rate-limited,
+    // and made one at a time) pays for.
+    const everyImage = await filesIn(this.variants, isImageName);
+    const all = (await Promise.all(everyImage.map((dir) => this.cachedIn(path.basename(dir))))).flat();
+    await this.drop(overBudget(all, Number.POSITIVE_INFINITY, limits.bytes, kept));
+  }
+
+  /** An image's variants with their sizes and last uses (mtimes). */
+  private async cachedIn(name: string): Promise<CachedVariant[]> {
+    const files = await filesIn(this.variantsOf(name), isVariantKey);
+    const found = await Promise.all(
+      files.map((file) =>
+        stat(file).then(
+          (info): CachedVariant => ({ name, key: path.basename(file), bytes: info.size, usedAt: info.mtimeMs }),
+          () => undefined,
         ),
-      })),
+      ),
     );
-    used.sort((a, b) => b.at - a.at);
-    await Promise.all(used.slice(keep).map(({ file }) => unlink(file).catch(() => {})));
+    return found.filter((each) => each !== undefined);
+  }
+
+  private async drop(variants: readonly CachedVariant[]): Promise<void> {
+    await Promise.all(variants.map((v) => unlink(path.join(this.variantsOf(v.name), v.key)).catch(() => {})));
   }
 
   async exists(name: string): Promise<boolean> {

@@ -54,9 +54,11 @@ export async function processUpload(
   processor: ImageProcessor,
   upload: ReceivedImage,
   rules: ImageRules,
+  signal?: AbortSignal,
 ): Promise<ReceivedImage> {
-  const label = `${upload.role === 'primary' ? 'The primary image' : 'An additional image'} "${upload.originalName}"`;
-  const made = await processor.process(() => storage.readStaged(upload.staged), upload.type, rules, label);
+  const role = upload.role === 'primary' ? 'The primary image' : 'An additional image';
+  const label = `${role} "${upload.originalName}"${upload.field ? ` (form field ${upload.field})` : ''}`;
+  const made = await processor.process(() => storage.readStaged(upload.staged), upload.type, rules, label, signal);
   const staged: StagedImage[] = [];
   try {
     const full = made.full.changed ? await stageBytes(storage, made.full.data) : upload.staged;
@@ -85,6 +87,7 @@ export async function processUploads(
   siteId: number,
   input: { page?: number | undefined; id?: number | undefined },
   received: readonly ReceivedImage[],
+  signal?: AbortSignal,
 ): Promise<ReceivedImage[]> {
   if (received.length === 0) return [];
   if (!deps.processor) throw new Error('saveBlog with uploads needs an image processor');
@@ -93,7 +96,7 @@ export async function processUploads(
   try {
     // One at a time: the processor bounds the whole process's concurrency, and one request's
     // files should not take every slot.
-    for (const upload of received) done.push(await processUpload(deps.images, deps.processor, upload, rules));
+    for (const upload of received) done.push(await processUpload(deps.images, deps.processor, upload, rules, signal));
     return done;
   } catch (error) {
     await Promise.all(done.flatMap((u) => [u.staged, ...(u.thumbnail ? [u.thumbnail.staged] : [])]).map((s) => deps.images.discard(s)));

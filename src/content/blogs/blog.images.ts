@@ -38,6 +38,8 @@ export interface ReceivedImage {
   readonly name: string;
   readonly path: string;
   readonly originalName: string;
+  /** The form field it came in (primaryImage, …), which errors name; absent for an image being reprocessed. */
+  readonly field?: string | undefined;
   readonly sha256: string;
   readonly bytes: number;
   readonly width: number;

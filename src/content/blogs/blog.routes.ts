@@ -6,6 +6,7 @@ import { principalOf } from '../../auth/authenticate.js';
 import type { Config } from '../../config.js';
 import type { DbHandle } from '../../db/schema.js';
 import type { Budget } from '../../http/budget.js';
+import { clientGone } from '../../http/client-gone.js';
 import { writePreconditions } from '../../http/representation.js';
 import { validatorFor } from '../../http/validation.js';
 import type { ImageProcessor } from '../../storage/image-processor.js';
@@ -92,7 +93,11 @@ export async function registerBlogs(
       { multipart: false },
     ),
     async (request, reply) => {
-      const options = { migrate: queryBoolean(request.query.migrateMode), precondition: writePreconditions(request) };
+      const options = {
+        migrate: queryBoolean(request.query.migrateMode),
+        precondition: writePreconditions(request),
+        signal: clientGone(reply),
+      };
       // A multipart form is read first: its credentials may be among its fields.
       const form = request.isMultipart() ? await readBlogForm(request, images, config.uploads, checkData) : undefined;
       const principal = principalOf(request);

@@ -49,6 +49,8 @@ interface SaveOptions {
   readonly precondition?: Precondition | undefined;
   /** The page a new blog without `page` goes to: the API credential's default page. */
   readonly defaultPage?: number | undefined;
+  /** Aborted when the client has gone: uploads not yet processed are then refused, and nothing is written. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 type Stored = Record<string, string | number>;
@@ -138,7 +140,7 @@ export async function saveBlog(
     // last-step-before-COMMIT guarantee cannot hold for a COMMIT the caller makes later.
     if (deps.db.isTransaction && uploads.length > 0) throw new Error('saveBlog with uploads must own its transaction');
     // Before the transaction: image work takes far longer than the write, and SQLite has one writer.
-    uploads = await processUploads(deps, siteId, input, received);
+    uploads = await processUploads(deps, siteId, input, received, options.signal);
     outcome = await inTransaction(deps.db, async (trx) => {
       // Before looking the image up: a clean-up cannot then remove it before this write commits.
       await lockImageReferences(trx, 'shared');

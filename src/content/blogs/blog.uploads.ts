@@ -126,6 +126,7 @@ async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageS
       name,
       path: `${IMAGE_PATH_PREFIX}${name}`,
       originalName: part.filename,
+      field: part.fieldname,
       sha256,
       bytes,
       width: size.width,

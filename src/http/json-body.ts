@@ -21,7 +21,8 @@ function charsetOf(contentType: string | undefined): string | undefined {
 export function installJsonBodies(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    if (request.method === 'DELETE') return done(deleteBody(body as Buffer), undefined);
+    // A path no route serves is a 404 whatever its body.
+    if (request.method === 'DELETE' && !request.is404) return done(deleteBody(body as Buffer), undefined);
     try {
       done(null, jsonBody(request.headers['content-type'], body as Buffer));
     } catch (error) {

@@ -109,7 +109,7 @@ const unstorableText = () => new BadRequestError('A text value holds a character
 
 function fromFastifyError(error: FastifyError, request?: FastifyRequest): AppError | undefined {
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    if (request?.method === 'DELETE') return deleteWithBody();
+    if (request?.method === 'DELETE' && !request.is404) return deleteWithBody();
     const accepted = request?.routeOptions.config?.bodyTypes ?? 'application/json';
     const sent = request?.headers['content-type'];
     return new UnsupportedMediaTypeError(

@@ -163,6 +163,7 @@ const PATTERN_WORDS: Readonly<Record<string, string>> = {
   '^[^/?#\\s]*$': 'hold no slash, question mark, hash or white space',
   '^(\\d{1,5}x\\d{1,5})?$': 'be WIDTHxHEIGHT in pixels (such as 300x200), or empty',
   '^\\d{4}-\\d{2}-\\d{2}$': 'be a date, YYYY-MM-DD',
+  '^[^\\u0000]*$': 'hold no NUL character (%00): no stored text has one',
 };
 
 /** An Ajv error's message in words, beginning with "must" like Ajv's own. */

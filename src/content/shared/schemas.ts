@@ -128,9 +128,15 @@ export type MatchType = (typeof MATCH_TYPES)[number];
  */
 export const FILTER_TEXT_MAX = 1000;
 
-/** A text filter of a list's query string. */
+const NO_NUL = '^[^\\u0000]*$';
+
+/**
+ * A text filter of a list's query string. It holds no NUL character: no stored text can have one
+ * on PostgreSQL, and SQLite's pattern matching ends a pattern there (`tags=%00` matched every
+ * page), so both answer the same 400.
+ */
 export function filterText(description: string) {
-  return Type.String({ maxLength: FILTER_TEXT_MAX, description });
+  return Type.String({ maxLength: FILTER_TEXT_MAX, pattern: NO_NUL, description });
 }
 
 export const listQueryProperties = {

@@ -169,6 +169,9 @@ test('the website choice is skipped when the user has one website', async (t) =>
   assert.equal(next.status, 200);
   assert.equal(formOf(next.html).step, 'consent');
   assert.match(next.html, /Allow access to Test site\?/);
+  // The product scope is asked for beside everything:read; the page says that it grants nothing yet.
+  assert.match(next.html, /Read products \(this service has no products or orders yet: it grants nothing for now\)/);
+  assert.doesNotMatch(next.html, /Read your website’s pages and blogs \(/);
 });
 
 test("the chosen website is the connection's, and a second authorization for another website is a new connection", async (t) => {

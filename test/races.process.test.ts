@@ -5,7 +5,10 @@
  * what was stored (no tree cycle, the limit held, one winner), never timings.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type TestContext, test } from 'node:test';
@@ -38,6 +41,8 @@ async function cluster(t: TestContext): Promise<Cluster> {
     DATA_DIR: dataDir,
     RATE_LIMIT_API: '0',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    // Failed deliveries come back at once, so that results are written while hooks are changed.
+    WEBHOOK_RETRY_SCHEDULE: Array(20).fill('0.05').join(','),
     ...(database ? { DATABASE_URL: database.url } : {}),
   };
   const first = await start(t, env);
@@ -232,6 +237,37 @@ test(`writes that race stay correct: ${TEST_DATABASE_URL ? 'two nodes on one Pos
     }
     for (const s of result.skipped) assert.equal(s.by?.kind, 'api-key', `page ${s.id} was skipped for the owner's change: ${s.reason}`);
   });
+
+  await t.test(
+    "a hook disabled and enabled while the workers write its deliveries' results: every change answers, no result is lost to a deadlock",
+    async () => {
+      const receiver = http.createServer((_request, response) => response.writeHead(500).end());
+      receiver.listen(0, '127.0.0.1');
+      await once(receiver, 'listening');
+      t.after(() => receiver.close());
+      const { port } = receiver.address() as AddressInfo;
+      const hook = await record<{ id: number }>(
+        await c.send(0, 'POST', '/api/webhooks', { url: `http://127.0.0.1:${port}/failing`, events: ['*'] }),
+      );
+      let received = 0;
+      receiver.on('request', () => received++);
+      const changes: Response[] = [];
+      for (let round = 0; round < 40; round++) {
+        // Deliveries queued and being attempted (each fails at once and is due again 50 ms later)…
+        await Promise.all([page(round, `Hooked ${round}`), page(round + 1, `Hooked ${round}b`)]);
+        // …while the hook is disabled, which gives up its pending deliveries, and enabled again.
+        const [disabled] = await Promise.all([
+          c.send(round, 'PATCH', `/api/webhooks/${hook.id}`, { status: 'disabled' }),
+          page(round + 1, `Hooked ${round}c`),
+        ]);
+        changes.push(disabled, await c.send(round + 1, 'PATCH', `/api/webhooks/${hook.id}`, { status: 'active' }));
+      }
+      assert.ok(received > 0, 'the receiver was called');
+      assert.deepEqual(new Set(statuses(changes)), new Set([200]));
+      for (const node of c.nodes) assert.doesNotMatch(node.output(), /deadlock|writing webhook delivery results failed/);
+      assert.equal((await c.send(0, 'DELETE', `/api/webhooks/${hook.id}`)).status, 204);
+    },
+  );
 
   await t.test('the webhook limit holds under 70 parallel creates', async () => {
     const answers = await Promise.all(

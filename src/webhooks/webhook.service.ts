@@ -90,7 +90,7 @@ async function checkedUrl(guard: OutboundGuard, url: string): Promise<string> {
 /** The hook's row, or a 404; `lock`: on PostgreSQL, held until the transaction ends, so a precondition checked on it still holds at the write. */
 async function hookRow(db: DbHandle, siteId: number, id: number, lock = false): Promise<HookRow> {
   const query = db.selectFrom('webhooks').select(COLUMNS).where('site_id', '=', siteId).where('id', '=', id);
-  const row = await (lock && dialectOf(db) === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+  const row = await (lock && dialectOf(db) === 'postgres' ? query.forNoKeyUpdate() : query).executeTakeFirst();
   if (!row) throw new NotFoundError(`webhook ${id} not found`);
   return row;
 }
@@ -338,34 +338,40 @@ export async function retryDelivery(
   deliveryId: number,
   retrySteps: number,
 ): Promise<DeliveryView> {
-  const hook = await hookRow(db, siteId, id);
-  if (hook.status !== 'active') throw new ConflictError(`webhook ${id} is disabled: enable it (PATCH status active) before retrying`);
-  const result = await db
-    .updateTable('webhook_deliveries')
-    .where('webhook_id', '=', id)
-    .where('id', '=', deliveryId)
-    .where('state', '!=', 'pending')
-    .set({ state: 'pending', due_ms: Date.now(), step: retrySteps, claimed_by: null })
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) {
-    const exists = await db
-      .selectFrom('webhook_deliveries')
-      .select('id')
+  // The hook's state is checked on its locked row: a disable committed meanwhile cannot be followed
+  // by a delivery made pending again on the disabled hook.
+  await inTransaction(db, async (trx) => {
+    const hook = await hookRow(trx, siteId, id, true);
+    if (hook.status !== 'active') throw new ConflictError(`webhook ${id} is disabled: enable it (PATCH status active) before retrying`);
+    const result = await trx
+      .updateTable('webhook_deliveries')
       .where('webhook_id', '=', id)
       .where('id', '=', deliveryId)
+      .where('state', '!=', 'pending')
+      .set({ state: 'pending', due_ms: Date.now(), step: retrySteps, claimed_by: null })
       .executeTakeFirst();
-    if (!exists) throw new NotFoundError(`delivery ${deliveryId} of webhook ${id} not found`);
-    throw new ConflictError(`delivery ${deliveryId} is already pending`);
-  }
+    if (Number(result.numUpdatedRows) === 0) {
+      const exists = await trx
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('webhook_id', '=', id)
+        .where('id', '=', deliveryId)
+        .executeTakeFirst();
+      if (!exists) throw new NotFoundError(`delivery ${deliveryId} of webhook ${id} not found`);
+      throw new ConflictError(`delivery ${deliveryId} is already pending`);
+    }
+  });
   const [view] = await listDeliveries(db, siteId, id, 1, deliveryId);
   return view as DeliveryView;
 }
 
 /** Queues a `webhook.test` delivery to this hook alone, whatever events it wants: to check a receiver end to end. */
 export async function sendTest(db: DbHandle, siteId: number, id: number): Promise<DeliveryView> {
-  const hook = await hookRow(db, siteId, id);
-  if (hook.status !== 'active') throw new ConflictError(`webhook ${id} is disabled: enable it (PATCH status active) before sending a test`);
-  await enqueueDeliveries(db, siteId, [id], TEST_EVENT, payloadOf(TEST_EVENT, { webhookId: id }));
+  await inTransaction(db, async (trx) => {
+    const hook = await hookRow(trx, siteId, id, true);
+    if (hook.status !== 'active') throw new ConflictError(`webhook ${id} is disabled: enable it (PATCH status active) before sending a test`);
+    await enqueueDeliveries(trx, siteId, [id], TEST_EVENT, payloadOf(TEST_EVENT, { webhookId: id }));
+  });
   const [latest] = await listDeliveries(db, siteId, id, 1);
   return latest as DeliveryView;
 }

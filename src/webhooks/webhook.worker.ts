@@ -289,7 +289,8 @@ export class WebhookWorker {
   /** Writes the results gathered since the last poll, in one transaction. */
   private async flush(): Promise<void> {
     if (this.finished.length === 0) return;
-    const outcomes = this.finished;
+    // By hook, then delivery: the order in which every writer of these rows locks them.
+    const outcomes = this.finished.sort((a, b) => a.delivery.webhook_id - b.delivery.webhook_id || a.delivery.id - b.delivery.id);
     this.finished = [];
     try {
       await this.deps.db.transaction().execute(async (trx) => {
@@ -303,6 +304,10 @@ export class WebhookWorker {
 
   private async record(db: DbHandle, outcome: Outcome): Promise<void> {
     const { delivery } = outcome;
+    // The hook's row before its delivery's, as an update or delete of the hook takes them (the hook,
+    // then its pending deliveries): in the other order, a result written while the owner disabled
+    // the hook deadlocked with it on PostgreSQL, and one of the two failed.
+    await lockHook(db, delivery.webhook_id);
     // Only while this node's claim stands: a node whose result comes after its lease ended (a long
     // pause) must not release the claim of the node that took over, which would have the delivery
     // sent again beside that node's attempt. Its attempt is recorded all the same.
@@ -423,6 +428,15 @@ function credentialLive(at: string) {
 }
 
 /** Disables a hook for `reason` and gives up its pending deliveries (a retry sends one again once it is active). */
+/**
+ * Locks a hook's row until the transaction ends (PostgreSQL; SQLite writes one transaction at a
+ * time). Every transaction that writes a hook and its deliveries takes the hook's row first.
+ */
+export async function lockHook(db: DbHandle, webhookId: number): Promise<void> {
+  if (dialectOf(db) !== 'postgres') return;
+  await db.selectFrom('webhooks').select('id').where('id', '=', webhookId).forNoKeyUpdate().execute();
+}
+
 export async function disableHook(db: DbHandle, webhookId: number, reason: DisabledReason): Promise<void> {
   await db.updateTable('webhooks').where('id', '=', webhookId).set({ status: 'disabled', disabled_reason: reason }).execute();
   await failPending(db, webhookId);

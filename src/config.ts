@@ -106,9 +106,10 @@ export interface Config {
     /**
      * Tests only, never read from the environment: metadata documents are fetched trusting this
      * certificate authority, and may come from loopback addresses (the tests' servers), which are
-     * refused otherwise. Every other rule of the outbound guard still applies.
+     * refused otherwise. Every other rule of the outbound guard still applies. `timeoutMs` replaces
+     * the guard's limit on a whole fetch, so that a test of a document that never comes ends sooner.
      */
-    readonly clientMetadataFetch?: { readonly ca: string };
+    readonly clientMetadataFetch?: { readonly ca: string; readonly timeoutMs?: number };
   };
   /** Requests per minute; 0 switches a limit off. */
   readonly rateLimits: {

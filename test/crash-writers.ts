@@ -41,6 +41,8 @@ export interface Shared {
   /** SHA-256 of the bytes each stored path was uploaded with, for every path a write was seen to create. */
   shaByPath: Map<string, string>;
   acknowledged: number;
+  /** Told after each acknowledged write. */
+  onAcknowledged?: () => void;
 }
 
 const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)] as T;
@@ -81,6 +83,7 @@ export class Writer {
       this.accept(step, record);
       this.pending = undefined;
       this.shared.acknowledged++;
+      this.shared.onAcknowledged?.();
     }
   }
 

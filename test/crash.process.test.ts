@@ -121,6 +121,17 @@ async function checkImages(shared: Shared, inventory: Inventory, round: number):
   return referenced.size;
 }
 
+/** Resolves once `more` writes beyond those acknowledged now are acknowledged, or `ended` settles (the writers stopped). */
+function acknowledgedMore(shared: Shared, more: number, ended: Promise<unknown>): Promise<void> {
+  const target = shared.acknowledged + more;
+  return new Promise((resolve) => {
+    shared.onAcknowledged = () => {
+      if (shared.acknowledged >= target) resolve();
+    };
+    void ended.finally(resolve);
+  });
+}
+
 for (const c of CASES) {
   test(`SIGKILL ${KILLS} times under concurrent writes: ${c.database}, IMAGE_STORAGE=${c.storage}`, { timeout: 120_000 }, async (t) => {
     const began = Date.now();
@@ -170,11 +181,16 @@ for (const c of CASES) {
 
     for (let round = 1; round <= KILLS; round++) {
       const running = writers.map((w) => w.run());
-      await sleep(700 + Math.random() * 1800);
+      // Writes get through on the new process (as many as there are writers), then the kill comes.
+      await acknowledgedMore(shared, WRITERS, Promise.all(running));
+      // Not a wait for an event: a kill at an arbitrary moment of the writes is what this test is
+      // about, so the moment is drawn at random.
+      await sleep(Math.random() * 1000);
       server.child.kill('SIGKILL');
       assert.deepEqual(await server.exit, { code: null, signal: 'SIGKILL' });
       await Promise.all(running);
-      // Database timestamps have whole seconds: what the killed process staged is then "before now".
+      // Not a wait for an event: database timestamps have whole seconds, and what the killed process
+      // staged must be "before now" by the restarted process's own clock, which a test cannot move.
       await sleep(1000 - (Date.now() % 1000) + 20);
       server = await boot();
       shared.base = server.base;

@@ -80,7 +80,7 @@ export async function runWriter(send: Api, acks: Acknowledgements, options: { se
     for (let attempt = 0; ; attempt++) {
       const answer = await send(method, url, body);
       if (answer.status !== 503 || attempt >= 20) return answer;
-      await sleep(50);
+      await sleep(50); // a client's pause before sending again, not a wait for an event
     }
   };
   const pick = random(seed);
@@ -139,7 +139,7 @@ export async function followFeed(api: Api, writersDone: () => boolean, filter = 
     const answer = await api('GET', `/api/changes?pageSize=${pageSize}${since}${filter}`);
     if (answer.status === 503) {
       // The database could not answer in time (a loaded machine): a syncing client asks again from the same cursor.
-      await sleep(50);
+      await sleep(50); // a client's pause before asking again, not a wait for an event
       continue;
     }
     expectStatus(answer, 200, `GET /api/changes?since=${cursor}`);
@@ -151,7 +151,7 @@ export async function followFeed(api: Api, writersDone: () => boolean, filter = 
     cursor = meta.nextCursor;
     if (data.length < pageSize) {
       if (last) return seen;
-      await sleep(2);
+      await sleep(2); // a follower's pause between polls of a caught-up feed, not a wait for an event
     }
   }
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import { Acknowledgements, type Api, assertRevisionsListed, assertSawEachOnce, followFeed, runWriter } from './feed-writers.js';
 import { addTestSite, createEmptyPostgresDatabase, TEST_DATABASE_URL, type TestSite, tempDir } from './helpers.js';
 import { listening, type Started, start } from './server-process.js';
@@ -33,7 +34,22 @@ test('two nodes on one PostgreSQL: the feed on one shows every write acknowledge
   };
   const [a, b] = await Promise.all([start(t, env), start(t, env)]);
   await Promise.all([listening(a), listening(b)]);
-  const site = await addTestSite(database.open());
+  const handle = database.open();
+  const site = await addTestSite(handle);
+  /**
+   * Once a node's FeedWatch has read the change counters (its query, the last of one of its
+   * connections, shows in pg_stat_activity), a long-poll is held there. Only a held long-poll
+   * reads them, and B holds none. Polled: PostgreSQL tells no one; the attempts only bound a hang.
+   */
+  const untilFeedWatched = async () => {
+    for (let attempt = 1; ; attempt++) {
+      const { rows } = await sql`select 1 from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+        and query like '%from "change_counters" where "site_id" in%'`.execute(handle.kysely);
+      if (rows.length > 0) return;
+      assert.ok(attempt < 1000, 'no long-poll held on A');
+      await sleep(20); // the interval of the poll, not a wait for the event
+    }
+  };
   const onA = apiOf(a, site);
   const onB = apiOf(b, site);
 
@@ -58,25 +74,22 @@ test('two nodes on one PostgreSQL: the feed on one shows every write acknowledge
     await assertRevisionsListed(onB, acks);
   });
 
-  await t.test('a long-poll on A is answered within a second of a write committed on B', async () => {
+  // How soon the answer comes is for bench/; when an empty wait ends is tested on a mocked clock in
+  // src/content/history/feed.test.ts.
+  await t.test('a long-poll held on A is answered with a write committed on B', async () => {
     const caughtUp = (await onA('GET', '/api/changes')).body.meta.nextCursor as string;
-    const waiting = onA('GET', `/api/changes?since=${caughtUp}&wait=10`).then((answer) => ({ answer, at: Date.now() }));
-    await sleep(300);
+    const waiting = onA('GET', `/api/changes?since=${caughtUp}&wait=10`);
+    await untilFeedWatched();
     const created = await onB('POST', '/api/page', { page_usertitle: 'Written on B' });
-    const acknowledgedAt = Date.now();
     assert.equal(created.status, 201);
-    const { answer, at } = await waiting;
+    const answer = await waiting;
     assert.equal(answer.status, 200);
-    assert.ok(at - acknowledgedAt < 1000, `answered ${at - acknowledgedAt} ms after B acknowledged the write`);
     assert.deepEqual(
       answer.body.data.map((e: { id: number; op: string }) => [e.id, e.op]),
       [[created.body.data[0].page, 'create']],
     );
 
-    const started = Date.now();
     const empty = await onB('GET', `/api/changes?since=${answer.body.meta.nextCursor}&wait=1`);
-    const took = Date.now() - started;
-    assert.ok(took >= 950 && took < 2500, `an empty wait=1 took ${took} ms`);
     assert.deepEqual(empty.body, { data: [], meta: { pageSize: 200, nextCursor: answer.body.meta.nextCursor } });
   });
 

@@ -7,6 +7,7 @@ import type { TestContext } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
+import { lowerPasswordCostForTests } from '../src/accounts/secrets.js';
 import { buildApp } from '../src/app.js';
 import type { PrincipalCache } from '../src/auth/principal.js';
 import { type Config, testConfig } from '../src/config.js';
@@ -16,6 +17,10 @@ import type { ImageProcessor } from '../src/storage/image-processor.js';
 import { checkResponses } from './response-contract.js';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;
+
+// Passwords made by a test process are hashed cheaply: scrypt at full cost was most of the time of
+// every test that creates a user or signs in, and no test checks the cost itself.
+lowerPasswordCostForTests();
 
 export interface OwnDatabase {
   readonly name: string;

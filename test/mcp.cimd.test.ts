@@ -92,10 +92,15 @@ test('Client ID Metadata Documents: an MCP client whose client_id is its https d
   assert.equal(elsewhere.location, null);
 });
 
-test('Client ID Metadata Documents: documents that do not describe themselves, carry a secret, break the redirect or name rules, are too large or too slow are refused', async (t) => {
+// A document that never comes is refused when the fetch gives up; were there no limit, the request
+// would hang, and the test's timeout turns that into a failure. The limit is cut from the guard's
+// 5 s so the test does not spend them, and kept wide enough for a busy machine to serve the others.
+test('Client ID Metadata Documents: documents that do not describe themselves, carry a secret, break the redirect or name rules, are too large or too slow are refused', {
+  timeout: 60_000,
+}, async (t) => {
   const tls = certificates(t);
   const site = await agentSite(t, tls);
-  const a = await startOAuthApp(t, { config: { oauth: { ...OAUTH, clientMetadataFetch: { ca: tls.ca } } } });
+  const a = await startOAuthApp(t, { config: { oauth: { ...OAUTH, clientMetadataFetch: { ca: tls.ca, timeoutMs: 2000 } } } });
   const refused = [
     '/other-id.json',
     '/secret.json',
@@ -106,22 +111,18 @@ test('Client ID Metadata Documents: documents that do not describe themselves, c
     '/missing.json',
   ];
   for (const name of [...refused, '/slow.json']) {
-    const started = Date.now();
     const answer = await authorize(a, `${site.origin}${name}`);
     assert.equal(answer.status, 400, name);
     assert.equal(answer.location, null, `${name}: never a redirect`);
     assert.match(answer.html, /This request cannot continue/, name);
-    if (name === '/slow.json') assert.ok(Date.now() - started < 10_000, 'the fetch has a time limit');
   }
   const fetched = (name: string) => site.requests.filter((path) => path === name).length;
   for (const name of [...refused, '/slow.json']) assert.equal(fetched(name), 1, `${name}: one request fetches once`);
 
-  // A failure is remembered: asking again within the window fetches nothing.
+  // A failure is remembered: asking again within the window fetches nothing, so nothing waits for the host.
   for (const name of [...refused, '/slow.json']) {
-    const started = Date.now();
     const answer = await authorize(a, `${site.origin}${name}`);
     assert.equal(answer.status, 400, name);
-    assert.ok(Date.now() - started < 1000, `${name}: answered without waiting for the host`);
     assert.equal(fetched(name), 1, `${name}: not fetched again`);
   }
   const connections = await listConnections(a.db.kysely, a.site.siteId);

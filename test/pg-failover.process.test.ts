@@ -25,6 +25,25 @@ interface Tally {
   refused: number;
   /** Answers that were neither a success nor a 503 with Retry-After, and requests that got no answer. */
   wrong: string[];
+  /** Told of each acknowledged write. */
+  readonly acknowledgedNow: Set<() => void>;
+}
+
+/** Resolves once `more` writes beyond those acknowledged now are acknowledged, or `ended` settles. */
+function acknowledgedMore(tally: Tally, more: number, ended: Promise<unknown>): Promise<void> {
+  const target = tally.acknowledged.size + more;
+  return new Promise((resolve) => {
+    const check = () => {
+      if (tally.acknowledged.size < target) return;
+      tally.acknowledgedNow.delete(check);
+      resolve();
+    };
+    tally.acknowledgedNow.add(check);
+    void ended.finally(() => {
+      tally.acknowledgedNow.delete(check);
+      resolve();
+    });
+  });
 }
 
 /** Creates pages one after another until `stop()` says so, recording each answer. */
@@ -47,13 +66,14 @@ async function writer(base: string, authorization: string, name: string, tally: 
     if (response.status === 201 || response.status === 200) {
       const { data } = JSON.parse(text) as { data: { page: number }[] };
       tally.acknowledged.set(data[0]?.page as number, title);
+      for (const told of [...tally.acknowledgedNow]) told();
     } else if (
       response.status === 503 &&
       response.headers.get('content-type')?.startsWith('application/problem+json') &&
       Number(response.headers.get('retry-after')) > 0
     ) {
       tally.refused += 1;
-      await sleep(20);
+      await sleep(20); // a client's pause before writing again, not a wait for an event
     } else {
       tally.wrong.push(`${title}: ${response.status} ${text}`);
     }
@@ -72,21 +92,24 @@ test('backends terminated again and again under concurrent writes: the process s
   const credentials = JSON.parse(await readFile(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as DemoCredentials;
   const authorization = basic(credentials);
 
-  const tally: Tally = { acknowledged: new Map(), refused: 0, wrong: [] };
+  const tally: Tally = { acknowledged: new Map(), refused: 0, wrong: [], acknowledgedNow: new Set() };
   let stopped = false;
   const writers = Array.from({ length: WRITERS }, (_, i) => writer(server.base, authorization, `w${i}`, tally, () => stopped));
+  const ended = Promise.all(writers);
   let terminated = 0;
+  // Each round waits for writes to get through again (as many as there are writers), then cuts
+  // every backend under the writes in flight.
   for (let round = 0; round < TERMINATIONS && server.child.exitCode === null; round++) {
-    await sleep(700);
+    await acknowledgedMore(tally, WRITERS, ended);
     const { rows } = await admin.query<{ n: number }>(
       'select count(pg_terminate_backend(pid))::int as n from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()',
       [database.name],
     );
     terminated += rows[0]?.n ?? 0;
   }
-  await sleep(500);
+  await acknowledgedMore(tally, WRITERS, ended);
   stopped = true;
-  await Promise.all(writers);
+  await ended;
 
   assert.equal(server.child.exitCode, null, `the process is still running:\n${server.output()}`);
   assert.deepEqual(tally.wrong, [], 'every refusal is a 503 problem with Retry-After');

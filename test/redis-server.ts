@@ -56,7 +56,7 @@ async function portOpen(port: number): Promise<void> {
     });
     socket.destroy();
     if (open) return;
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 100)); // the interval of the poll: redis-server announces nothing we read
   }
   throw new Error('redis-server did not start');
 }

@@ -76,6 +76,7 @@ export async function listening(server: Started): Promise<void> {
     } catch {
       // Not listening yet.
     }
+    // The interval of the poll, not a wait for the event: the process announces nothing a test can await.
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   assert.fail(`the server did not start:\n${server.output()}`);

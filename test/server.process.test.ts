@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import type { DemoCredentials } from '../src/demo/credentials.js';
 import { basic, listening, start } from './server-process.js';
 
-test('npm start: demo data on first start, pages over HTTP, clean SIGTERM, nothing new on restart', async (t) => {
+test('npm start: demo data on first start, pages over HTTP, clean SIGTERM, nothing new on restart', { timeout: 120_000 }, async (t) => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'cms-server-'));
   t.after(() => rm(dataDir, { recursive: true, force: true }));
 
@@ -35,8 +35,19 @@ test('npm start: demo data on first start, pages over HTTP, clean SIGTERM, nothi
 
   // A request the server has started on is answered before it exits.
   const inFlight = fetch(`${first.base}/api/page`, { headers: { authorization: basic(credentials), 'x-request-id': 'in-flight' } });
-  const seen = Date.now() + 10_000;
-  while (!first.output().includes('"reqId":"in-flight"') && Date.now() < seen) await new Promise((resolve) => setTimeout(resolve, 5));
+  // Its log line, awaited on stdout's 'data' events (or the exit, which the status check then reports).
+  await Promise.race([
+    first.exit,
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (!first.output().includes('"reqId":"in-flight"')) return;
+        first.child.stdout!.off('data', check);
+        resolve();
+      };
+      first.child.stdout!.on('data', check);
+      check();
+    }),
+  ]);
   first.child.kill('SIGTERM');
   assert.equal((await inFlight).status, 200);
   assert.deepEqual(await first.exit, { code: 0, signal: null });

@@ -44,24 +44,38 @@ async function stalledServer(t: TestContext): Promise<Started> {
 }
 
 function exitWithin(server: Started, ms: number) {
+  // Not a wait for the exit but its limit: a process that never exits fails the test instead of hanging it.
   return Promise.race([server.exit, new Promise((resolve) => setTimeout(() => resolve('still running'), ms).unref())]);
+}
+
+/** Resolves once what the process wrote matches `pattern` (checked at each chunk it writes to stdout), or it exits. */
+function untilOutput(server: Started, pattern: RegExp): Promise<unknown> {
+  const stdout = server.child.stdout!;
+  const matched = new Promise<void>((resolve) => {
+    const check = () => {
+      if (!pattern.test(server.output())) return;
+      stdout.off('data', check);
+      resolve();
+    };
+    stdout.on('data', check);
+    check();
+  });
+  return Promise.race([matched, server.exit]);
 }
 
 test('SIGTERM ends the process within its grace period while nobody reads its stdout', async (t) => {
   const server = await stalledServer(t);
   assert.equal(await floodLogs(server.base), 600, 'requests are served while the log reader is stalled');
-  const sent = Date.now();
   server.child.kill('SIGTERM');
-  assert.deepEqual(await exitWithin(server, GRACE_MS + MARGIN_MS), { code: 0, signal: null });
-  assert.ok(Date.now() - sent < GRACE_MS, 'exited before the grace period ran out');
+  // Code 0: the shutdown finished; when the grace period runs out the process exits with 1 (src/server.ts).
+  assert.deepEqual(await exitWithin(server, GRACE_MS + MARGIN_MS), { code: 0, signal: null }, 'exited before the grace period ran out');
 });
 
-test('log lines past the bound are dropped, and counted once the reader catches up', async (t) => {
+test('log lines past the bound are dropped, and counted once the reader catches up', { timeout: 120_000 }, async (t) => {
   const server = await stalledServer(t);
   assert.equal(await floodLogs(server.base), 600);
   server.readStdout();
-  const deadline = Date.now() + 10_000;
-  while (!/"dropped":\d+[^\n]*\n/.test(server.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  await untilOutput(server, /"dropped":\d+[^\n]*\n/);
   const report = server
     .output()
     .split('\n')

@@ -205,7 +205,7 @@ test('two nodes, one PostgreSQL, one Redis: one migration, one demo, and logins,
     assert.equal(((await pages.json()) as { meta: { total: number } }).meta.total, treeSize(DEMO_PAGES) + 1, "the demo website's pages");
   });
 
-  await t.test('a connection revoked on A is refused by B once notified, within a second', async () => {
+  await t.test('a connection revoked on A is refused by B once notified', async () => {
     assert.ok(first);
     lb.to(b);
     assert.equal((await api('/api/page', bearer(first.access_token))).status, 200, 'B has just accepted the token');
@@ -216,13 +216,13 @@ test('two nodes, one PostgreSQL, one Redis: one migration, one demo, and logins,
       body: new URLSearchParams({ token: first.access_token, client_id: DEMO_CLIENT_ID }),
     });
     assert.equal(revoked.status, 200);
-    const revokedAt = Date.now();
     lb.to(b);
     // B kept the token it had read; the change notification from PostgreSQL drops it
-    // (docs/deploy.md, Kept credentials). It takes milliseconds; the bound leaves room for a busy machine.
-    while ((await api('/api/page', bearer(first.access_token))).status !== 401) {
-      assert.ok(Date.now() - revokedAt < 1000, 'B refuses the token within a second');
-      await sleep(5);
+    // (docs/deploy.md, Kept credentials). B tells no one when it hears it, so B is asked until it
+    // refuses; the attempts only turn a notification never heard into a failure. How soon is for bench/.
+    for (let attempt = 1; (await api('/api/page', bearer(first.access_token))).status !== 401; attempt++) {
+      assert.ok(attempt < 1000, 'B refuses the token once notified');
+      await sleep(5); // the interval of the poll, not a wait for the event
     }
     assert.equal((await refresh(first.refresh_token)).body.error, 'invalid_grant', "and B refuses the connection's refresh token");
     assert.deepEqual(
@@ -272,6 +272,8 @@ test('two nodes, one PostgreSQL, one Redis: one migration, one demo, and logins,
       for (let i = 0; i < 8; i++) {
         // A node adds its hits to Redis at most every 100 ms until near the quota
         // (docs/rate-limits.md#where-the-counts-live): spaced wider, each answer sees every hit.
+        // Not a wait for an event but the clients' pace, which a busy machine only makes slower;
+        // the nodes' clocks are their own processes', which a test cannot move.
         if (i > 0) await new Promise((resolve) => setTimeout(resolve, 150));
         lb.to(i % 2 ? b : a);
         const response = await api('/api/page', headers);

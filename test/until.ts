@@ -12,6 +12,6 @@ export async function until<T>(what: string, check: () => Promise<T | undefined 
     const value = await check();
     if (value) return value;
     if (Date.now() > deadline) assert.fail(`${what} within ${ms} ms`);
-    await sleep(20);
+    await sleep(20); // the interval of the poll, not a wait for the event
   }
 }

@@ -86,6 +86,7 @@ export async function webhookReceiver(t: TestContext) {
         if (Date.now() > deadline) throw new Error(`${received.length} of ${count} webhook requests arrived within ${ms} ms`);
         await new Promise<void>((resolve) => {
           waiters.push(resolve);
+          // Not a wait for the requests (an arrival resolves at once) but the moment to look at the deadline again.
           setTimeout(resolve, 100);
         });
       }

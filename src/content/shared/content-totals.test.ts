@@ -160,17 +160,35 @@ test('PostgreSQL: the totals lock nothing until the commit, so no later lock can
   skip: !TEST_DATABASE_URL,
 }, async (t) => {
   const app = await buildBlogApp(t);
-  const [first, second] = [await session(t, app.db.schema!), await session(t, app.db.schema!)];
+  const [first, second, observer] = [await session(t, app.db.schema!), await session(t, app.db.schema!), await session(t, app.db.schema!)];
   const insert = (client: pg.Client, alias: string) =>
     client.query(`insert into pages (site_id, page_alias) values ($1, $2)`, [app.site.siteId, alias]);
   await first.query('begin');
   await insert(first, 'first');
   await second.query('begin');
   await second.query('select page from pages where page = $1 for update', [app.pageId]);
+  const secondPid = (await second.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
   // Were the website's row locked by the first insert, this one would wait for the first
-  // transaction, which is about to wait for this one's page lock: a deadlock.
-  const inserted = insert(second, 'second').then(() => 'inserted' as const);
-  const outcome = await Promise.race([inserted, delay(5000, 'waiting' as const, { ref: false })]);
+  // transaction, which is about to wait for this one's page lock: a deadlock. Whichever comes
+  // first decides: the insert's answer, or its backend seen waiting for a lock (PostgreSQL tells
+  // no one, so pg_locks is polled until the insert answers).
+  let answered = false;
+  const inserted = insert(second, 'second').then(() => {
+    answered = true;
+    return 'inserted' as const;
+  });
+  const blocked = (async () => {
+    while (!answered) {
+      const locks = await observer.query<{ n: number }>('select count(*)::int as n from pg_locks where pid = $1 and not granted', [
+        secondPid,
+      ]);
+      if (locks.rows[0]!.n > 0) return 'waiting' as const;
+      await delay(10); // the interval of the poll, not a wait for the event
+    }
+    return 'inserted' as const;
+  })();
+  const outcome = await Promise.race([inserted, blocked]);
+  await blocked;
   if (outcome === 'waiting') {
     await first.query('rollback');
     await inserted;

@@ -200,20 +200,20 @@ test('JSON is taken as application/json, text/json, or the data field of a form,
   }
 });
 
-test('a form that repeats one field many times is read in one pass: an anonymous one is refused at once, not after holding the server', async (t) => {
+// 200,000 fields in 400 KB: copying the field's values for each repeat took minutes of CPU, one
+// pass takes milliseconds; the test's timeout, far from both, tells them apart on any machine.
+test('a form that repeats one field many times is read in one pass: an anonymous one is refused at once, not after holding the server', {
+  timeout: 60_000,
+}, async (t) => {
   const app = await buildTestApp(t);
-  // 200,000 fields in 400 KB: copying the field's values for each repeat took minutes of CPU.
-  const started = performance.now();
   const repeated = await app.app.inject({
     method: 'POST',
     url: '/api/page',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     payload: 'a&'.repeat(200_000),
   });
-  const took = performance.now() - started;
   assert.equal(repeated.statusCode, 400, repeated.body);
   assert.equal(json(repeated).errors[0].field, 'a');
-  assert.ok(took < 5000, `answered in ${Math.round(took)} ms`);
 
   // A field named after an Object property is a field like any other: unknown, and refused.
   for (const name of ['__proto__', 'constructor']) {

@@ -85,11 +85,14 @@ test('metadata documents: each address may cause a few fetches a minute; a refus
   );
 });
 
-test('FailedDocuments: a failure lapses after its window, and the map keeps at most its bound, forgetting the oldest', async () => {
-  const short = new FailedDocuments(0.05);
+test('FailedDocuments: a failure lapses after its window, and the map keeps at most its bound, forgetting the oldest', async (t) => {
+  t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  const short = new FailedDocuments(30);
   short.add('https://a.example/');
-  assert.equal(short.secondsLeft('https://a.example/'), 1);
-  await new Promise((resolve) => setTimeout(resolve, 80));
+  assert.equal(short.secondsLeft('https://a.example/'), 30);
+  t.mock.timers.tick(29_999);
+  assert.equal(short.secondsLeft('https://a.example/'), 1, 'not before the window ends');
+  t.mock.timers.tick(1);
   assert.equal(short.secondsLeft('https://a.example/'), 0);
 
   const small = new FailedDocuments(30, 3);

@@ -70,7 +70,11 @@ interface MetadataDocumentDeps {
 /** The outbound guard for documents; with config.oauth.clientMetadataFetch (tests only) it trusts the test CA and reaches loopback. */
 function documentFetch(config: Config): OutboundFetch {
   const tests = config.oauth.clientMetadataFetch;
-  return outboundFetch({ maxBytes: DOCUMENT_MAX_BYTES, ...(tests ? { testHooks: { ca: tests.ca, loopback: true } } : {}) });
+  return outboundFetch({
+    maxBytes: DOCUMENT_MAX_BYTES,
+    ...(tests ? { testHooks: { ca: tests.ca, loopback: true } } : {}),
+    ...(tests?.timeoutMs ? { timeoutMs: tests.timeoutMs } : {}),
+  });
 }
 
 /**

@@ -369,7 +369,8 @@ export async function retryDelivery(
 export async function sendTest(db: DbHandle, siteId: number, id: number): Promise<DeliveryView> {
   await inTransaction(db, async (trx) => {
     const hook = await hookRow(trx, siteId, id, true);
-    if (hook.status !== 'active') throw new ConflictError(`webhook ${id} is disabled: enable it (PATCH status active) before sending a test`);
+    if (hook.status !== 'active')
+      throw new ConflictError(`webhook ${id} is disabled: enable it (PATCH status active) before sending a test`);
     await enqueueDeliveries(trx, siteId, [id], TEST_EVENT, payloadOf(TEST_EVENT, { webhookId: id }));
   });
   const [latest] = await listDeliveries(db, siteId, id, 1);

@@ -117,9 +117,16 @@ async function secondHandle(t: TestContext): Promise<{ first: Db; second: Db }> 
 test('an API key is read once and then kept; a revocation refuses the very next request', async (t) => {
   const a = await cachedApp(t);
   await untilKept(a);
-  const { read } = cacheOf(a.db).counts;
-  for (let i = 0; i < 5; i++) assert.equal(await status(a), 200);
-  assert.equal(cacheOf(a.db).counts.read, read, 'five more requests, no read of the credential');
+  // The first request recorded the key's use, a write every node hears of (on PostgreSQL by a
+  // notification that may arrive a moment later) and drops what it kept for: one read may follow.
+  // Then five requests in a row are answered with no read of the credential.
+  const { counts } = cacheOf(a.db);
+  for (let attempt = 1, streak = 0; streak < 5; attempt++) {
+    assert.ok(attempt < ATTEMPTS, `no five requests in a row without a read of the credential in ${ATTEMPTS}`);
+    const read = counts.read;
+    assert.equal(await status(a), 200);
+    streak = counts.read === read ? streak + 1 : 0;
+  }
   assert.equal(await revokeCredential(a.db.kysely, a.site.apiId, formatTimestamp(new Date())), true);
   assert.equal(await status(a), 401, 'the next request, without waiting for anything');
 });

@@ -256,6 +256,9 @@ test('in Chromium: / and /try run the whole flow with the demo client and list t
   await shot(page, '0-home');
   await page.getByRole('link', { name: 'Try the OAuth flow' }).click();
   await page.getByRole('heading', { name: 'Try the OAuth flow' }).waitFor();
+  // The button does something once the page's script has run, which the heading does not wait for:
+  // on a busy machine the click came first and did nothing.
+  await page.waitForLoadState('load');
   await page.getByRole('button', { name: 'Run the flow' }).click();
 
   await page.getByLabel('E-mail address').fill(a.owner.email);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { buildTestApp } from '../../../test/helpers.js';
 import { parseArguments } from '../../cli/command.js';
 import { COMMANDS } from '../../cli/commands.js';
@@ -23,12 +23,18 @@ async function unlockedMove(db: DbHandle, siteId: number, id: number, parent: nu
   });
 }
 
-test('a cycle left by unlocked moves is found and broken at its latest move: that page goes back to its parent before it', async (t) => {
+/** A test's website, and a page maker on it. */
+async function website(t: TestContext) {
   const a = await buildTestApp(t);
   const db = a.db.kysely;
   const siteId = a.site.siteId;
   const page = async (title: string, page_parent = 0) =>
     (await savePage(db, siteId, { page_usertitle: title, page_parent }, OWNER)).record.page;
+  return { a, db, siteId, page };
+}
+
+test('a cycle left by unlocked moves is found and broken at its latest move: that page goes back to its parent before it', async (t) => {
+  const { db, siteId, page } = await website(t);
   const home = await page('Home');
   const x = await page('X', home);
   const y = await page('Y');
@@ -68,11 +74,7 @@ test('a cycle left by unlocked moves is found and broken at its latest move: tha
 });
 
 test('the page that closed a cycle goes back under its parent before the move when that parent still holds it; `cms doctor` reports it', async (t) => {
-  const a = await buildTestApp(t);
-  const db = a.db.kysely;
-  const siteId = a.site.siteId;
-  const page = async (title: string, page_parent = 0) =>
-    (await savePage(db, siteId, { page_usertitle: title, page_parent }, OWNER)).record.page;
+  const { a, db, siteId, page } = await website(t);
   const home = await page('Home');
   const first = await page('First', home);
   const second = await page('Second');

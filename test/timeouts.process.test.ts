@@ -6,26 +6,14 @@
  * about the longest wait, 30 s, and almost no CPU.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import { connect, type Socket } from 'node:net';
 import path from 'node:path';
-import { type TestContext, test } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DemoCredentials } from '../src/demo/credentials.js';
 import { tempDir } from './helpers.js';
+import { rawSocket } from './raw-socket.js';
 import { basic, feedEnd, listening, start } from './server-process.js';
-
-function open(t: TestContext, base: string): { socket: Socket; received: () => string; closed: Promise<unknown> } {
-  const url = new URL(base);
-  const socket = connect(Number(url.port), url.hostname);
-  t.after(() => socket.destroy());
-  let received = '';
-  socket.setEncoding('latin1');
-  socket.on('data', (chunk: string) => (received += chunk));
-  socket.on('error', () => {});
-  return { socket, received: () => received, closed: once(socket, 'close') };
-}
 
 test('at the default limits: a silent connection is closed, slow headers get a 408, a long-poll of the longest wait is answered', {
   timeout: 120_000,
@@ -44,10 +32,10 @@ test('at the default limits: a silent connection is closed, slow headers get a 4
   });
 
   // Never sends a byte: the headers limit (20 s) ends it before the idle limit would.
-  const silent = open(t, server.base);
+  const silent = rawSocket(t, Number(new URL(server.base).port));
 
   // Headers a byte every 5 s: never idle, never done.
-  const slow = open(t, server.base);
+  const slow = rawSocket(t, Number(new URL(server.base).port));
   void (async () => {
     for (const byte of `GET /api/page HTTP/1.1\r\nHost: ${host}\r\n\r\n`) {
       if (slow.socket.destroyed) return;

@@ -7,9 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { type TestContext, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { rawSocket } from '../../test/raw-socket.js';
 import { closeIdleConnections } from './idle-timeout.js';
 
 const IDLE_MS = 100;
@@ -33,16 +34,6 @@ async function server(t: TestContext, routes: (app: FastifyInstance) => void): P
   const address = app.server.address();
   assert.ok(address && typeof address === 'object');
   return { port: address.port, serverSockets };
-}
-
-function open(t: TestContext, port: number): { socket: Socket; received: () => string; closed: Promise<unknown> } {
-  const socket = connect(port, '127.0.0.1');
-  t.after(() => socket.destroy());
-  let received = '';
-  socket.setEncoding('latin1');
-  socket.on('data', (chunk: string) => (received += chunk));
-  socket.on('error', () => {});
-  return { socket, received: () => received, closed: once(socket, 'close') };
 }
 
 test('a request that arrived whole is answered however long past the idle limit its answer takes', { timeout: 10_000 }, async (t) => {
@@ -71,7 +62,7 @@ test('a request that arrived whole is answered however long past the idle limit 
 
 test('a connection that sends nothing is closed by the idle limit, and is sent nothing', { timeout: 10_000 }, async (t) => {
   const { port } = await server(t, () => {});
-  const silent = open(t, port);
+  const silent = rawSocket(t, port);
   await silent.closed;
   assert.equal(silent.received(), '');
 });
@@ -84,7 +75,7 @@ test('a request whose body stops arriving is closed by the idle limit', { timeou
       return {};
     });
   });
-  const stalled = open(t, port);
+  const stalled = rawSocket(t, port);
   stalled.socket.write('POST /body HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"a":');
   await stalled.closed;
   assert.equal(stalled.received(), '');
@@ -103,7 +94,7 @@ test('an answer the client does not read is closed by the idle limit', { timeout
       return reply.type('application/octet-stream').send(Buffer.alloc(64 * 1024 * 1024));
     });
   });
-  const reader = open(t, port);
+  const reader = rawSocket(t, port);
   reader.socket.pause();
   reader.socket.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\n');
   const serverSide = await answering;

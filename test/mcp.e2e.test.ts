@@ -122,11 +122,15 @@ test('MCP with the SDK client: the owner picks a website and approves reading on
   );
   for (const tool of tools) {
     assert.equal(tool.inputSchema.type, 'object', tool.name);
-    assert.equal(tool.outputSchema?.type, 'object', tool.name);
-    assert.ok((tool.description ?? '').length > 40, `${tool.name} has the reference text`);
+    assert.equal(
+      tool.outputSchema,
+      undefined,
+      `${tool.name}: results are the records as get_* answers them, described by save_*'s arguments`,
+    );
+    assert.ok((tool.description ?? '').length > 25, `${tool.name} says what it does`);
   }
   const savePage = tools.find((tool) => tool.name === 'save_page');
-  assert.match(String(savePage?.description), /Insert or update a page\.[\s\S]*page_parent[\s\S]*Needs scope everything:write/);
+  assert.match(String(savePage?.description), /Inserts a page[\s\S]*page_parent[\s\S]*Needs scope everything:write/);
   assert.equal(savePage?.inputSchema.additionalProperties, false, 'unknown fields are refused, as in the REST API');
 
   const listed = await ok(agent, 'list_pages', {});
@@ -175,7 +179,21 @@ test('MCP tools with good and bad input: the REST rules, validation naming the f
   assert.deepEqual(fields(await refused(agent, 'get_page', {})), ['id']);
   assert.equal((await refused(agent, 'get_page', { id: 999999 })).status, 404);
 
-  assert.equal((await ok(agent, 'list_pages', {})).meta?.total, 2);
+  const listed = await ok(agent, 'list_pages', {});
+  assert.equal(listed.meta?.total, 2);
+  // A few fields by default (content.tools.ts, MCP_PAGE_FIELDS); fields or allFields ask for others.
+  const keys = (record: object | undefined) => Object.keys(record ?? {}).sort();
+  assert.deepEqual(keys(listed.data?.[0]), [
+    'id',
+    'page',
+    'page_alias',
+    'page_lastmodified',
+    'page_parent',
+    'page_privacy',
+    'page_usertitle',
+  ]);
+  assert.deepEqual(keys((await ok(agent, 'list_pages', { fields: 'page_menuname' })).data?.[0]), ['id', 'page', 'page_menuname']);
+  assert.ok(Object.keys((await ok(agent, 'list_pages', { allFields: 'true' })).data?.[0] ?? {}).length > 30);
   assert.deepEqual(
     (await ok(agent, 'list_pages', { publicContentOnly: 'true' })).data?.map((p) => p.page_usertitle),
     ['Home Page'],
@@ -247,7 +265,9 @@ test('MCP history: a change made through MCP is listed with actor kind mcp and t
   t.after(() => reader.client.close());
 
   const { tools } = await agent.client.listTools();
-  const annotations = (name: string) => tools.find((tool) => tool.name === name)?.annotations;
+  // A hint a tool leaves out has the specification's default.
+  const DEFAULT_HINTS = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
+  const annotations = (name: string) => ({ ...DEFAULT_HINTS, ...tools.find((tool) => tool.name === name)?.annotations });
   assert.equal(annotations('list_changes')?.readOnlyHint, true);
   assert.equal(annotations('list_revisions')?.readOnlyHint, true);
   // Destructive as the delete tools are; not idempotent, since each call records a new revision.

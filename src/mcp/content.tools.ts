@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Scope } from '../auth/principal.js';
-import type { BlogField } from '../content/blogs/blog.fields.js';
+import { BLOG_SYSTEM_FIELDS, type BlogField } from '../content/blogs/blog.fields.js';
 import * as blogs from '../content/blogs/blog.service.js';
 import type { ActorRef, RecordType } from '../content/history/change-log.js';
 import { type ChangeEntry, listRevisions, readFeed, restoreRevision, sinceOf } from '../content/history/history.service.js';
-import type { PageField } from '../content/pages/page.fields.js';
+import { PAGE_SYSTEM_FIELDS, type PageField } from '../content/pages/page.fields.js';
 import * as pages from '../content/pages/page.service.js';
 import { type Listed, listMeta } from '../content/shared/envelope.js';
 import { DEFAULT_PAGE_SIZE } from '../content/shared/schemas.js';
@@ -14,6 +14,7 @@ import { ValidationError } from '../errors.js';
 import { validatorFor } from '../http/validation.js';
 import type { RouteInfo } from '../reference/reference.js';
 import type { ImageStorage } from '../storage/image-storage.js';
+import { plain, type Schema, shown } from './tool-schema.js';
 
 export interface ToolDeps {
   readonly db: DbHandle;
@@ -39,10 +40,18 @@ interface Operation {
   readonly part: Part;
   /** The title of a per-type tool: each route's summary names its own type. */
   readonly title?: string;
-  /** What the REST reference says that MCP does differently. */
-  readonly note?: string;
+  /**
+   * What an agent reads to choose the tool and build its call. Written for agents rather than
+   * taken from the REST reference, which speaks of headers, status codes and media types a tool
+   * call does not have; each argument has its own description in the schema.
+   */
+  readonly description: string;
+  /** Argument descriptions that differ over MCP (its defaults, its field set). */
+  readonly describe?: Readonly<Record<string, string>>;
   /** Arguments of the route that the tool does not take (its validator refuses them as unknown). */
   readonly without?: readonly string[];
+  /** Arguments the tool takes as the route does but does not show: an agent has no use for them. */
+  readonly hidden?: readonly string[];
   /** The tool's defaults where they differ from the route's. */
   readonly defaults?: Readonly<Record<string, unknown>>;
   /** Replaces a record's content as a delete removes it: annotated destructive. */
@@ -56,7 +65,6 @@ export interface ContentTool {
   readonly description: string;
   readonly scope: Scope;
   readonly inputSchema: Record<string, unknown>;
-  readonly outputSchema: Record<string, unknown>;
   readonly annotations: Record<string, boolean | string>;
   /** The arguments, validated, coerced and defaulted as the REST route does; a ValidationError names each bad field. */
   readonly validate: (args: unknown) => Input;
@@ -79,17 +87,17 @@ const revisionOf = ({ revision, seq, op, at, actor }: ChangeEntry) => ({ revisio
 
 /**
  * Over MCP a list answers fewer records and fields unless the arguments ask otherwise (pageSize,
- * fields, allFields): an agent's tool result should stay well under its 25,000-token limit, and a
- * REST default list of 200 full records is several times that (docs/mcp.md has the figures).
+ * fields, allFields): every record an agent lists costs it context, and a REST default list of 200
+ * full records is several times its 25,000-token limit for a tool result. The default fields are
+ * what an agent needs to pick a record (its title, its address, where it sits, whether it is
+ * public or shown, when it changed) and then read it whole with get_*; no free text, which is
+ * what made a record long.
  */
 export const MCP_PAGE_SIZE = 20;
 export const MCP_PAGE_FIELDS = [
   'page_usertitle',
-  'page_menuname',
   'page_alias',
   'page_parent',
-  'page_order',
-  'page_summary',
   'page_privacy',
   'page_lastmodified',
 ] as const satisfies readonly PageField[];
@@ -97,11 +105,8 @@ export const MCP_BLOG_FIELDS = [
   'page',
   'info_title',
   'info_filename',
-  'info_summary',
-  'info_tags',
   'info_show',
   'info_date',
-  'info_order',
   'info_timestamp',
 ] as const satisfies readonly BlogField[];
 
@@ -116,14 +121,30 @@ function smallList<Q extends { pageSize?: number | string; fields?: string; allF
   return query;
 }
 
-const listNote = (fields: readonly string[], ids: string) =>
-  `Over MCP: pageSize defaults to ${MCP_PAGE_SIZE}, and unless \`fields\` or \`allFields\` is sent only ${ids} and ${fields.join(', ')} are returned; send \`allFields=true\` for every field, or \`fields\` for others.`;
+/** The arguments that choose a list tool's records and fields, as they work over MCP. */
+const listArguments = (ids: string, fields: readonly string[]) => ({
+  ...LIST_ARGUMENTS,
+  pageSize: `Records per answer, 1 to 999; default ${MCP_PAGE_SIZE}.`,
+  fields: `Comma-separated field names to return; ${ids} always come. Default: ${fields.join(',')}. Takes precedence over allFields.`,
+  allFields: 'true: every field; false: all but the HTML bodies. Without this or fields: the default fields.',
+});
 
-const WRITE_NOTE =
-  'Over MCP: the arguments are the JSON body; blog images are referenced by path (info_img, info_more_images: paths this website already uses), files cannot be uploaded; If-Match is not used.';
-const DELETE_NOTE = 'Over MCP: If-Match is not used; the result names the deleted ID.';
-const CHANGES_NOTE = `Over MCP: there is no \`wait\` (long-poll): a tool call is answered at once, and an agent asks again with meta.nextCursor as \`since\` when it wants what changed since; pageSize defaults to ${MCP_PAGE_SIZE}.`;
-const RESTORE_NOTE = 'Over MCP: If-Match is not used; the result is the record as restored.';
+/**
+ * Other spellings of list arguments (`orderby` for orderBy, `tag` for tags; for pages `page_parent`
+ * for parent and `page` for id) that the REST routes take for the hosted original's clients. Still taken, but not
+ * shown: an agent has the schema, and each alias would cost every agent its description.
+ */
+const ALIASES = ['orderby', 'tag'];
+
+/** Shorter texts of the list arguments whose REST descriptions explain what the tool's description says once. */
+const LIST_ARGUMENTS = {
+  matchType: 'How text filters compare; default like.',
+  cursor: 'Cursor paging: "" for the first page, then meta.nextCursor; not with offset.',
+  orderDirection: "asc or desc; reverse: the opposite of the order's default direction.",
+};
+
+const LIST_TEXT =
+  'Filters combine (AND); text filters are case-insensitive patterns (% any text, _ one character; without either the whole value must match).';
 
 /**
  * The MCP tools, one per REST operation on pages, blogs and their history (one for both types of
@@ -136,7 +157,9 @@ const OPERATIONS: readonly Operation[] = [
     method: 'GET',
     endpoint: '/api/page',
     part: 'querystring',
-    note: listNote(MCP_PAGE_FIELDS, 'page, id'),
+    description: `The website's pages in menu order (or orderBy), ${MCP_PAGE_SIZE} at a time, with a few fields each unless fields or allFields asks for more; get_page reads one whole. ${LIST_TEXT}`,
+    describe: listArguments('page and id', MCP_PAGE_FIELDS),
+    hidden: [...ALIASES, 'page_parent', 'page'],
     run: async (d, site, input) => listed(await pages.listPages(d.db, site, smallList(input, MCP_PAGE_FIELDS))),
   },
   {
@@ -144,6 +167,7 @@ const OPERATIONS: readonly Operation[] = [
     method: 'GET',
     endpoint: '/api/page/:id',
     part: 'params',
+    description: 'One page by id, every field.',
     run: async (d, site, input) => one(await pages.getPage(d.db, site, id(input))),
   },
   {
@@ -151,7 +175,10 @@ const OPERATIONS: readonly Operation[] = [
     method: 'POST',
     endpoint: '/api/page',
     part: 'body',
-    note: WRITE_NOTE,
+    description:
+      'Inserts a page (without id) or updates one (with id; fields left out stay as they are); answers the page as saved. page_parent must be 0 or a page of this website, and may not make a cycle. page_alias is generated from the title when absent, and kept unique.',
+    // The fields the service sets: a record read may be sent back whole, so they are taken, and ignored.
+    hidden: PAGE_SYSTEM_FIELDS,
     run: async (d, site, input, actor) => saved(await pages.savePage(d.db, site, input as pages.PageInput, actor)),
   },
   {
@@ -159,7 +186,7 @@ const OPERATIONS: readonly Operation[] = [
     method: 'DELETE',
     endpoint: '/api/page/:id',
     part: 'params',
-    note: DELETE_NOTE,
+    description: 'Deletes a page; refused (409) while it has sub pages or blogs. Answers {"deleted": id}; restore_revision brings it back.',
     run: async (d, site, input, actor) => {
       await pages.deletePage(d.db, site, id(input), actor);
       return { deleted: id(input) };
@@ -170,7 +197,9 @@ const OPERATIONS: readonly Operation[] = [
     method: 'GET',
     endpoint: '/api/blog',
     part: 'querystring',
-    note: listNote(MCP_BLOG_FIELDS, 'info_id, id'),
+    description: `The website's blogs in list order (info_order, then newest info_date; or orderBy), ${MCP_PAGE_SIZE} at a time, with a few fields each unless fields or allFields asks for more; get_blog reads one whole. ${LIST_TEXT}`,
+    describe: listArguments('info_id and id', MCP_BLOG_FIELDS),
+    hidden: ALIASES,
     run: async (d, site, input) => listed(await blogs.listBlogs(d.db, site, smallList(input, MCP_BLOG_FIELDS))),
   },
   {
@@ -178,6 +207,7 @@ const OPERATIONS: readonly Operation[] = [
     method: 'GET',
     endpoint: '/api/blog/:id',
     part: 'params',
+    description: 'One blog by id, every field.',
     run: async (d, site, input) => one(await blogs.getBlog(d.db, site, id(input))),
   },
   {
@@ -185,7 +215,10 @@ const OPERATIONS: readonly Operation[] = [
     method: 'POST',
     endpoint: '/api/blog',
     part: 'body',
-    note: WRITE_NOTE,
+    description:
+      'Inserts a blog (without id; page, the page that holds it, is required) or updates one (with id; fields left out stay as they are); answers the blog as saved. info_filename is generated from the title when absent, and kept unique. Images are paths this website already stores (info_img, info_more_images); files cannot be uploaded over MCP (the REST API takes them).',
+    hidden: BLOG_SYSTEM_FIELDS,
+    describe: { migrateMode: 'true: a repeatable migration; images already on the blog are kept, and not added again.' },
     run: async (d, site, input, actor) => saved(await blogs.saveBlog(d, site, input as blogs.BlogInput, actor)),
   },
   {
@@ -193,7 +226,7 @@ const OPERATIONS: readonly Operation[] = [
     method: 'DELETE',
     endpoint: '/api/blog/:id',
     part: 'params',
-    note: DELETE_NOTE,
+    description: 'Deletes a blog, and its image files that no other record uses. Answers {"deleted": id}; restore_revision brings it back.',
     run: async (d, site, input, actor) => {
       await blogs.deleteBlog(d, site, id(input), actor);
       return { deleted: id(input) };
@@ -204,11 +237,13 @@ const OPERATIONS: readonly Operation[] = [
     method: 'GET',
     endpoint: '/api/changes',
     part: 'querystring',
-    note: CHANGES_NOTE,
+    description:
+      "What changed in the website's pages and blogs, oldest first: each entry names the record (type, id), op (create, update, delete, restore), at, actor and the revision it made. Send meta.nextCursor back as since for what changed after. A since older than the history kept is refused (410): read the records again, then follow from a call without since.",
     // A long-poll would hold the tool call and a database poll for up to its wait; an agent is no
     // syncing client that waits on the feed.
     without: ['wait'],
     defaults: { pageSize: MCP_PAGE_SIZE },
+    describe: { pageSize: `Entries per answer, 1 to 999; default ${MCP_PAGE_SIZE}.` },
     run: async (d, site, input) => {
       const { since, type, id, pageSize } = input as { since?: string; type?: RecordType; id?: number; pageSize: number };
       const feed = await readFeed(d.db, site, { since: sinceOf(since, site), type, id, pageSize });
@@ -221,6 +256,8 @@ const OPERATIONS: readonly Operation[] = [
     endpoint: '/api/{type}/:id/revisions',
     part: 'params',
     title: "List a page's or a blog's revisions",
+    description:
+      'The revisions of a page or a blog (type), newest first, one per change, deletes included; a deleted record keeps its revisions and can be restored.',
     run: async (d, site, input) => ({ data: (await listRevisions(d.db, site, recordType(input), id(input))).map(revisionOf) }),
   },
   {
@@ -229,29 +266,13 @@ const OPERATIONS: readonly Operation[] = [
     endpoint: '/api/{type}/:id/revisions/:revision/restore',
     part: 'params',
     title: 'Restore a revision of a page or a blog',
-    note: RESTORE_NOTE,
+    description:
+      'Makes a revision (from list_revisions) the current content of its page or blog (type), deleted or not, and records a new revision; answers the record as restored. Refused (409) when the parent page is gone.',
     destructive: true,
     run: async (d, site, input, actor) =>
       saved(await restoreRevision(d.db, site, recordType(input), id(input), Number(input.revision), actor)),
   },
 ];
-
-/** DELETE answers 204 without a body; a tool result must be an object. */
-const DELETED_OUTPUT = {
-  type: 'object',
-  properties: { deleted: { type: 'integer', description: 'ID of the deleted record' } },
-  required: ['deleted'],
-  additionalProperties: false,
-};
-
-/**
- * A route schema as a plain JSON Schema: TypeBox's symbol keys go with the JSON round trip, and
- * $id is dropped, since a client compiles every tool's schema into one validator and the same
- * record schema (PageRecord) appears in several tools.
- */
-function plain(schema: unknown): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(schema), (key, value) => (key === '$id' ? undefined : value)) as Record<string, unknown>;
-}
 
 function inputSchemaOf(schema: RouteInfo['schema'], part: Part): unknown {
   const declared = schema[part];
@@ -259,7 +280,11 @@ function inputSchemaOf(schema: RouteInfo['schema'], part: Part): unknown {
   return declared && 'content' in declared && declared.content ? declared.content['application/json']?.schema : declared;
 }
 
-type Schema = Record<string, unknown> & { properties?: Record<string, Record<string, unknown>>; required?: string[] };
+function withoutProperties(schema: Schema, names: readonly string[]): Schema {
+  if (names.length === 0) return schema;
+  const properties = Object.fromEntries(Object.entries(schema.properties ?? {}).filter(([name]) => !names.includes(name)));
+  return { ...schema, properties };
+}
 
 /** The route an operation stands for, with the type put in for a per-type one. */
 function routeOf(app: FastifyInstance, op: Operation, type?: RecordType): RouteInfo {
@@ -271,7 +296,7 @@ function routeOf(app: FastifyInstance, op: Operation, type?: RecordType): RouteI
 
 /**
  * The tool's arguments: the route's schema for `part`, without what the tool does not take and
- * with its own defaults; a per-type tool's routes must agree on it, and it gains `type`.
+ * with its own defaults and descriptions; a per-type tool's routes must agree on it, and it gains `type`.
  */
 function argumentsOf(op: Operation, routes: readonly RouteInfo[], perType: boolean): Schema {
   const [first, ...others] = routes.map((route) => {
@@ -282,23 +307,15 @@ function argumentsOf(op: Operation, routes: readonly RouteInfo[], perType: boole
   if (others.some((other) => JSON.stringify(other) !== JSON.stringify(first)))
     throw new Error(`the routes of ${op.endpoint} take different ${op.part}: one ${op.name} tool cannot stand for them`);
   const schema: Schema = { ...first! };
-  if (!op.without && !op.defaults && !perType) return schema;
+  if (!op.without && !op.defaults && !op.describe && !perType) return schema;
   const properties = { ...schema.properties };
   for (const name of op.without ?? []) delete properties[name];
   for (const [name, value] of Object.entries(op.defaults ?? {})) properties[name] = { ...properties[name], default: value };
+  for (const [name, description] of Object.entries(op.describe ?? {})) properties[name] = { ...properties[name], description };
   const required = schema.required?.filter((name) => name in properties);
   if (!perType) return { ...schema, properties, ...(required ? { required } : {}) };
   const type = { type: 'string', enum: [...RECORD_TYPES], description: 'page or blog' };
   return { ...schema, properties: { type, ...properties }, required: ['type', ...(required ?? [])] };
-}
-
-/** The result's schema: the route's 200 answer; for a per-type tool, either route's. */
-function resultOf(routes: readonly RouteInfo[]): Record<string, unknown> {
-  const answers = routes.map((route) => route.schema.response?.['200']);
-  if (answers.some((answer) => !answer)) return DELETED_OUTPUT;
-  const [first, ...others] = answers.map(plain);
-  // MCP asks for an object at the root of an output schema, so the alternatives go below it.
-  return others.every((other) => JSON.stringify(other) === JSON.stringify(first)) ? first! : { type: 'object', anyOf: [first, ...others] };
 }
 
 /**
@@ -318,6 +335,18 @@ function copyOf(value: unknown, depth = 0, field = 'arguments'): unknown {
   return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, copyOf(item, depth + 1, depth === 0 ? key : field)]));
 }
 
+/**
+ * The tool's annotations, those that differ from the MCP specification's defaults (readOnlyHint
+ * false, destructiveHint true, idempotentHint false, openWorldHint true): a client applies the
+ * defaults to the rest. The destructive and idempotent hints mean nothing for a read-only tool.
+ */
+function hintsOf(op: Operation): Record<string, boolean> {
+  if (op.method === 'GET') return { readOnlyHint: true, openWorldHint: false };
+  const destructive = op.method === 'DELETE' || op.destructive === true;
+  const idempotent = op.method !== 'POST';
+  return { ...(destructive ? {} : { destructiveHint: false }), ...(idempotent ? { idempotentHint: true } : {}), openWorldHint: false };
+}
+
 /** Builds the tools from the routes registered so far; call it after the content and history routes. */
 export function contentTools(app: FastifyInstance): ContentTool[] {
   return OPERATIONS.map((op) => {
@@ -326,26 +355,19 @@ export function contentTools(app: FastifyInstance): ContentTool[] {
     const route = routes[0]!;
     if (routes.some((r) => r.scope !== route.scope)) throw new Error(`the routes of ${op.endpoint} need different scopes`);
     const input = argumentsOf(op, routes, perType);
-    // The arguments are checked against the schema the tool shows, by the validator of the route's part.
+    // The arguments are checked against the route's own schema for its part, by that part's
+    // validator; the agent is shown the same schema without what only keeps values storable.
     const check = validatorFor<Input>(app, { schema: input, method: op.method, url: op.endpoint, httpPart: op.part }, 'arguments');
     const readOnly = op.method === 'GET';
-    const scopeText = `Needs scope ${route.scope}${readOnly ? ' (or everything:write)' : ''}.`;
-    const title = op.title ?? route.schema.summary ?? op.name;
-    // A per-type tool gives each route's reference text, under its type.
-    const reference = perType ? routes.map((r, i) => `type ${RECORD_TYPES[i]}: ${r.schema.description}`) : [route.schema.description];
+    // Every connection may read; a write needs a scope the owner may have withheld.
+    const scopeText = readOnly ? '' : ` Needs scope ${route.scope}.`;
     return {
       name: op.name,
-      title,
-      description: [`${title}.`, ...reference, op.note, scopeText].filter(Boolean).join('\n\n'),
+      title: op.title ?? route.schema.summary ?? op.name,
+      description: `${op.description}${scopeText}`,
       scope: route.scope as Scope,
-      inputSchema: input,
-      outputSchema: resultOf(routes),
-      annotations: {
-        readOnlyHint: readOnly,
-        destructiveHint: op.method === 'DELETE' || op.destructive === true,
-        idempotentHint: op.method !== 'POST',
-        openWorldHint: false,
-      },
+      inputSchema: shown(withoutProperties(input, op.hidden ?? [])) as Schema,
+      annotations: hintsOf(op),
       validate(args) {
         // The validator coerces and fills defaults in place, as it does for a request.
         return check(copyOf(args && typeof args === 'object' ? args : {}));

@@ -23,7 +23,12 @@ async function mcpServer(t: TestContext) {
   const post = async (body: string, headers: Record<string, string> = { authorization: `Bearer ${token}` }) => {
     const response = await fetch(`${a.base}/mcp`, { method: 'POST', headers: { ...HEADERS, ...headers }, body });
     const text = await response.text();
-    return { status: response.status, type: response.headers.get('content-type'), body: text ? JSON.parse(text) : undefined };
+    return {
+      status: response.status,
+      type: response.headers.get('content-type'),
+      bytes: Buffer.byteLength(text),
+      body: text ? JSON.parse(text) : undefined,
+    };
   };
   return { a, token, post };
 }
@@ -96,4 +101,18 @@ test('GET, HEAD and DELETE on /mcp are 405 with Allow: POST, with or without a t
       assert.equal(response.headers.get('www-authenticate'), null);
     }
   }
+});
+
+/**
+ * What every agent pays in context before its first call. The limit is the point: a tool, an
+ * argument or a description that would take tools/list past it has to make room first.
+ */
+const TOOLS_LIST_LIMIT = 20_000;
+
+test('the tools/list answer stays under 20 KB', async (t) => {
+  const { post } = await mcpServer(t);
+  const answer = await post(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }));
+  assert.equal(answer.status, 200);
+  assert.equal(answer.body.result.tools.length, 11);
+  assert.ok(answer.bytes <= TOOLS_LIST_LIMIT, `tools/list is ${answer.bytes} bytes, more than ${TOOLS_LIST_LIMIT}`);
 });

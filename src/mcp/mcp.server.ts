@@ -71,12 +71,11 @@ function serverFor(
     { name: 'content-api', title: 'Content API', version },
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
   );
-  const listing = [...tools.values()].map(({ name, title, description, inputSchema, outputSchema, annotations }) => ({
+  const listing = [...tools.values()].map(({ name, title, description, inputSchema, annotations }) => ({
     name,
     title,
     description,
     inputSchema,
-    outputSchema,
     annotations,
   }));
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }) as never);

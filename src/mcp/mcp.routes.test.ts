@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { type TestContext, test } from 'node:test';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { connectAgent } from '../../test/mcp.helpers.js';
 import { startOAuthApp } from '../../test/oauth.helpers.js';
 
@@ -115,4 +117,62 @@ test('the tools/list answer stays under 20 KB', async (t) => {
   assert.equal(answer.status, 200);
   assert.equal(answer.body.result.tools.length, 11);
   assert.ok(answer.bytes <= TOOLS_LIST_LIMIT, `tools/list is ${answer.bytes} bytes, more than ${TOOLS_LIST_LIMIT}`);
+});
+
+/** A POST to /mcp with the bytes as they came over the wire (fetch would decode them, and asks for gzip and br itself). */
+function rawPost(url: string, headers: Record<string, string>, body: string) {
+  return new Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }>((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers: { ...HEADERS, ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('MCP answers are compressed when Accept-Encoding asks (br, gzip), plain otherwise, with the headers of every answer', async (t) => {
+  const { a, token } = await mcpServer(t);
+  const auth = { authorization: `Bearer ${token}` };
+  const list = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+  const plain = await rawPost(`${a.base}/mcp`, auth, list);
+  assert.equal(plain.status, 200);
+  assert.equal(plain.headers['content-encoding'], undefined);
+  assert.match(String(plain.headers['content-type']), /^application\/json/);
+  assert.match(String(plain.headers.vary), /accept-encoding/i, 'a cache keys the answer on Accept-Encoding');
+  assert.equal(plain.headers['cache-control'], 'no-store');
+  assert.ok(plain.headers['x-request-id']);
+  const tools = JSON.parse(plain.body.toString()).result.tools as unknown[];
+  assert.equal(tools.length, 11);
+
+  for (const [encoding, decode] of [
+    ['gzip', gunzipSync],
+    ['br', brotliDecompressSync],
+  ] as const) {
+    const packed = await rawPost(`${a.base}/mcp`, { ...auth, 'accept-encoding': encoding }, list);
+    assert.equal(packed.status, 200);
+    assert.equal(packed.headers['content-encoding'], encoding);
+    assert.ok(packed.body.length < plain.body.length / 2, `${encoding}: ${packed.body.length} of ${plain.body.length} bytes`);
+    assert.deepEqual(JSON.parse(decode(packed.body).toString()), JSON.parse(plain.body.toString()));
+  }
+
+  // A tool call's answer too, and a notification's 202 has no body to compress.
+  for (let i = 0; i < 5; i++) {
+    const page = { page_usertitle: `Page ${i}`, page_html_content: '<p>Fresh bread every morning.</p>'.repeat(20) };
+    assert.equal((await a.app.inject({ method: 'POST', url: '/api/page', headers: a.site.headers, payload: page })).statusCode, 201);
+  }
+  const listPages = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_pages', arguments: { allFields: 'true' } } };
+  const call = await rawPost(`${a.base}/mcp`, { ...auth, 'accept-encoding': 'gzip' }, JSON.stringify(listPages));
+  assert.equal(call.status, 200);
+  assert.equal(call.headers['content-encoding'], 'gzip');
+  assert.equal(JSON.parse(gunzipSync(call.body).toString()).result.structuredContent.meta.total, 5);
+  const notified = await rawPost(
+    `${a.base}/mcp`,
+    { ...auth, 'accept-encoding': 'gzip' },
+    JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  );
+  assert.equal(notified.status, 202);
+  assert.equal(notified.body.length, 0);
 });

@@ -57,14 +57,12 @@ export async function registerMcp(app: FastifyInstance, { deps }: { deps: ToolDe
         throw new ForbiddenError(`The tool ${name} needs the scope ${tool.scope}.`, tool.scope);
       }
     }
-    reply.hijack();
-    // Headers the hooks set (request id, rate limit fields) would be lost with the hijacked reply.
-    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
-    reply.raw.setHeader('x-request-id', request.id);
-    reply.raw.setHeader('cache-control', 'no-store');
     // The SDK is loaded by the first MCP request (mcp.server.ts says why).
-    const { serve } = await import('./mcp.server.js');
-    await serve(request, reply, { principal, tools, deps, version });
+    const { answer } = await import('./mcp.server.js');
+    const answered = await answer(request, { principal, tools, deps, version });
+    reply.code(answered.status).header('cache-control', 'no-store');
+    for (const [name, value] of answered.headers) if (name !== 'content-length') reply.header(name, value);
+    return reply.send(answered.body === '' ? undefined : answered.body);
   }
 
   await app.register(async (mcp) => {

@@ -4,9 +4,9 @@
  * process's memory, used or not.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { type CallToolResult, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { hasScope, type Principal } from '../auth/principal.js';
 import { actorOf } from '../content/history/change-log.js';
 import { AppError, ForbiddenError } from '../errors.js';
@@ -102,26 +102,46 @@ function serverFor(
   return server;
 }
 
-/** Answers one hijacked request with a fresh server and transport, closed with the connection. */
-export async function serve(
+/** The request as a fetch Request, for the SDK's transport; its body is passed already parsed. */
+function webRequestOf(request: FastifyRequest): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  return new Request(`${request.protocol}://${request.host}${request.url}`, { method: request.method, headers });
+}
+
+/** An answer of the SDK's transport, read whole. */
+export interface McpAnswer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: string;
+}
+
+/**
+ * Answers one request with a fresh server and transport, closed once the answer is read. The
+ * answer is returned rather than written to the socket, so the app sends it as any other
+ * (compressed when the client asks, with the headers every answer carries). It is read whole:
+ * the transport answers JSON (enableJsonResponse), never an event stream, and the GET that would
+ * open one is a 405 (mcp.routes.ts).
+ */
+export async function answer(
   request: FastifyRequest,
-  reply: FastifyReply,
   { principal, tools, deps, version }: { principal: Principal; tools: ReadonlyMap<string, ContentTool>; deps: ToolDeps; version: string },
-): Promise<void> {
+): Promise<McpAnswer> {
   const server = serverFor(principal, tools, deps, version, request.log);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  reply.raw.on('close', () => {
-    void transport.close();
-    void server.close();
-  });
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   try {
     await server.connect(transport);
-    await transport.handleRequest(request.raw, reply.raw, request.body);
+    const response = await transport.handleRequest(webRequestOf(request), { parsedBody: request.body });
+    return { status: response.status, headers: response.headers, body: await response.text() };
   } catch (error) {
     request.log.error({ err: error }, 'MCP request failed');
-    if (!reply.raw.headersSent) {
-      reply.raw.writeHead(500, { 'content-type': 'application/json' });
-      reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: ErrorCode.InternalError, message: 'Internal error' }, id: null }));
-    }
+    const body = JSON.stringify({ jsonrpc: '2.0', error: { code: ErrorCode.InternalError, message: 'Internal error' }, id: null });
+    return { status: 500, headers: new Headers({ 'content-type': 'application/json' }), body };
+  } finally {
+    await transport.close();
+    await server.close();
   }
 }

@@ -3,7 +3,7 @@
  * default fields and every field), each as sent without Accept-Encoding and with gzip and br.
  * Tokens are estimated as bytes / 4 of the plain JSON (no tokenizer is bundled). One app in this
  * process on an in-memory SQLite database with 60 pages of realistic text, an agent connected
- * through the real OAuth flow (test/mcp.helpers.ts). `node dist/bench/mcp-size.js [-- --json]`.
+ * through the real OAuth flow (test/mcp.helpers.ts). `npm run bench:mcp [-- --json]`.
  * A measurement, not a test: exits 0 unless it crashed.
  */
 import { request as httpRequest } from 'node:http';

@@ -132,3 +132,52 @@ test('the history tools: one tool for both record types, the arguments of the RE
   );
   await assert.rejects(run('list_revisions', { type: 'blog', id }), /no blog/);
 });
+
+test('a tool shows less than it takes: aliases, system fields and far bounds are left out of the schema, and still validated', async (t) => {
+  const app = await buildBlogApp(t);
+  const tools = new Map(contentTools(app.app).map((tool) => [tool.name, tool]));
+  const shownArguments = (name: string) => tools.get(name)!.inputSchema.properties as Record<string, Record<string, unknown>>;
+  const fieldOf = (e: { errors: { field: string }[] }) => e.errors[0]?.field;
+
+  // The REST aliases: not shown, still taken.
+  const listPages = tools.get('list_pages')!;
+  for (const alias of ['orderby', 'tag', 'page_parent', 'page']) assert.equal(shownArguments('list_pages')[alias], undefined, alias);
+  assert.deepEqual(listPages.validate({ tag: 'news', orderby: 'title' }), { tag: 'news', orderby: 'title' });
+  // Unions of string values as one enum, still refusing others.
+  assert.deepEqual(shownArguments('list_pages').matchType?.enum, ['like', 'exact', 'contains', 'startsWith', 'endsWith']);
+  assert.throws(
+    () => listPages.validate({ matchType: 'regex' }),
+    (e: { errors: { field: string }[] }) => fieldOf(e) === 'matchType',
+  );
+
+  // System fields a save ignores: not shown, taken so a record read can be sent back whole.
+  const savePage = tools.get('save_page')!;
+  for (const field of ['page', 'page_dt_begin', 'page_lastmodified']) assert.equal(shownArguments('save_page')[field], undefined, field);
+  assert.equal(
+    savePage.validate({ page_usertitle: 'x', page_lastmodified: '2020-01-01 00:00:00' }).page_lastmodified,
+    '2020-01-01 00:00:00',
+  );
+  for (const field of ['info_id', 'info_timestamp', 'info_img_json', 'cid'])
+    assert.equal(shownArguments('save_blog')[field], undefined, field);
+
+  // Bounds no meant value reaches: not shown, still enforced.
+  const order = shownArguments('save_page').page_order!;
+  assert.deepEqual([order.minimum, order.maximum], [undefined, undefined]);
+  assert.throws(
+    () => savePage.validate({ page_order: 2 ** 31 }),
+    (e: { errors: { field: string }[] }) => fieldOf(e) === 'page_order',
+  );
+  assert.equal(shownArguments('list_pages').title?.pattern, undefined);
+  assert.equal(shownArguments('list_pages').title?.maxLength, undefined);
+  assert.throws(
+    () => listPages.validate({ title: 'a\u0000b' }),
+    (e: { errors: { field: string }[] }) => fieldOf(e) === 'title',
+  );
+  assert.throws(
+    () => listPages.validate({ title: 'a'.repeat(1001) }),
+    (e: { errors: { field: string }[] }) => fieldOf(e) === 'title',
+  );
+  // Bounds that say what a value is stay shown.
+  assert.equal(shownArguments('save_page').page_alias?.maxLength, 200);
+  assert.equal(shownArguments('list_pages').parent?.minimum, 0);
+});

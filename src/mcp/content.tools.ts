@@ -148,8 +148,8 @@ const LIST_TEXT =
 
 /**
  * The MCP tools, one per REST operation on pages, blogs and their history (one for both types of
- * a per-type route). Each calls the service its route calls; everything else (schemas,
- * descriptions, scope) is read from the registered route.
+ * a per-type route). Each calls the service its route calls; its arguments' schema, their
+ * descriptions and its scope are read from the registered route, its own description is here.
  */
 const OPERATIONS: readonly Operation[] = [
   {

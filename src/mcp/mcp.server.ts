@@ -14,7 +14,7 @@ import { PROBLEM_TYPE_BASE } from '../http/problem.js';
 import type { ContentTool, ToolDeps } from './content.tools.js';
 
 const INSTRUCTIONS =
-  'Pages and blogs of the one website this connection was approved for. list_* filter and page through records, get_* read one, save_* insert (without id) or update (with id), delete_* delete; list_changes reads what changed after a cursor, list_revisions lists the earlier versions of a page or blog, restore_revision brings one back. Errors come back as tool errors whose text is an RFC 9457 problem naming the fields at fault.';
+  'Pages and blogs of the one website this connection was approved for. list_* filter and page through records (a few fields each unless fields or allFields asks for more), get_* read one whole, save_* insert (without id) or update (with id), delete_* delete; list_changes reads what changed after a cursor, list_revisions lists the earlier versions of a page or blog, restore_revision brings one back. Errors come back as tool errors whose text is an RFC 9457 problem naming the fields at fault.';
 
 /** An AppError as a tool error: the problem document the REST API would have sent, as text. */
 function problemResult(error: AppError): CallToolResult {

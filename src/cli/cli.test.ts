@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { buildApp } from '../app.js';
 import { testConfig } from '../config.js';
 import { createDatabase } from '../db/database.js';
+import { main } from './main.js';
 
 const CLI = fileURLToPath(new URL('./main.js', import.meta.url));
 
@@ -17,11 +18,28 @@ interface Run {
   stderr: string;
 }
 
-/** Runs the compiled CLI as a user would, with only the environment the test gives it. */
-function cms(env: Record<string, string>, ...args: string[]): Promise<Run> {
-  const { DATABASE_URL: _url, DEMO_PASSWORD: _password, ...inherited } = process.env;
+/** Runs the CLI in this process, with only the environment the test gives it and its output caught. */
+async function cms(env: Record<string, string>, ...args: string[]): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(args, {
+    env: { ...inherited(), LOG_LEVEL: 'silent', ...env },
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+  });
+  return { code: code ?? null, stdout, stderr };
+}
+
+/** The environment without what would point a run at another database or demo. */
+function inherited(): Record<string, string | undefined> {
+  const { DATABASE_URL: _url, DEMO_PASSWORD: _password, ...rest } = process.env;
+  return rest;
+}
+
+/** Runs the compiled CLI as a user would: its own process, its exit code and its streams. */
+function cmsProcess(env: Record<string, string>, ...args: string[]): Promise<Run> {
   const child = spawn(process.execPath, [CLI, ...args], {
-    env: { ...inherited, LOG_LEVEL: 'silent', ...env },
+    env: { ...inherited(), LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -220,7 +238,8 @@ test('mistakes exit 2 (usage) or 1 (failure) with one JSON error on stderr and n
     assert.match(error.error, message, args.join(' '));
   }
 
-  const human = await cms(env, 'site', 'create');
+  // As its own process too: the exit code is the process's, and the message is on its stderr.
+  const human = await cmsProcess(env, 'site', 'create');
   assert.equal(human.code, 2);
   assert.equal(human.stderr, "cms: --name is required\nRun 'cms help' for usage.\n");
 
@@ -252,7 +271,7 @@ test('cms help lists every command with its usage; no command means help', async
     commands.find((c: { name: string }) => c.name === 'apikey create').usage,
     'cms apikey create --site ID --label LABEL [--default-page PAGE_ID] [--json]',
   );
-  const bare = await cms({});
+  const bare = await cmsProcess({});
   assert.equal(bare.code, 0);
   assert.match(bare.stdout, /Usage: cms <command>/);
   const one = await cms({}, 'apikey', 'revoke', '--help');

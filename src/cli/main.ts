@@ -7,7 +7,7 @@ import { migrateToLatest } from '../db/migrate.js';
 import { isEntryPoint } from '../entry-point.js';
 import { type Command, type CommandContext, type CommandResult, parseArguments, UsageError } from './command.js';
 import { COMMANDS } from './commands.js';
-import { printError, printResult } from './output.js';
+import { type Output, printError, printResult } from './output.js';
 
 const help: Command = {
   name: 'help',
@@ -58,8 +58,18 @@ function findCommand(argv: readonly string[]): { command: Command; rest: string[
   throw new UsageError(`unknown command "${words[0]}"`);
 }
 
+/** What one run reads and writes besides its arguments: the process's own, unless a test gives its own. */
+export interface CliIo {
+  readonly env: NodeJS.ProcessEnv;
+  readonly stdout: Output;
+  readonly stderr: Output;
+}
+
 /** Runs one command; resolves with the exit code, or undefined while a command keeps running (serve). */
-export async function main(argv: readonly string[]): Promise<number | undefined> {
+export async function main(
+  argv: readonly string[],
+  io: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr },
+): Promise<number | undefined> {
   const json = argv.includes('--json');
   let db: Db | undefined;
   let config: Config | undefined;
@@ -70,6 +80,7 @@ export async function main(argv: readonly string[]): Promise<number | undefined>
       printResult(
         { json: { usage: usageLine(command), summary: command.summary }, text: `Usage: ${usageLine(command)}\n${command.summary}` },
         json,
+        io.stdout,
       );
       return 0;
     }
@@ -84,7 +95,7 @@ export async function main(argv: readonly string[]): Promise<number | undefined>
       values,
       positionals,
       config: () => {
-        config ??= loadConfig(process.env);
+        config ??= loadConfig(io.env);
         return config;
       },
       async db({ migrate = true } = {}) {
@@ -97,10 +108,10 @@ export async function main(argv: readonly string[]): Promise<number | undefined>
     };
     const result = await command.run(ctx);
     if (result === undefined) return undefined;
-    printResult(result, json);
+    printResult(result, json, io.stdout);
     return 0;
   } catch (error) {
-    return printError(error, json);
+    return printError(error, json, io.stderr);
   } finally {
     await db?.close();
   }

@@ -5,8 +5,13 @@ import { type CommandResult, UsageError } from './command.js';
 const EXIT_FAILURE = 1;
 const EXIT_USAGE = 2;
 
-export function printResult(result: CommandResult, json: boolean): void {
-  process.stdout.write(json ? `${JSON.stringify(camelCased(result.json))}\n` : `${result.text}\n`);
+/** Where a run of the command line writes: the process's own streams, or a test's. */
+export interface Output {
+  write(text: string): unknown;
+}
+
+export function printResult(result: CommandResult, json: boolean, stdout: Output = process.stdout): void {
+  stdout.write(json ? `${JSON.stringify(camelCased(result.json))}\n` : `${result.text}\n`);
 }
 
 /**
@@ -22,11 +27,11 @@ export function camelCased(value: unknown): unknown {
 }
 
 /** Prints the error on stderr (as {"error": …} with --json) and returns the exit code. */
-export function printError(error: unknown, json: boolean): number {
+export function printError(error: unknown, json: boolean, stderr: Output = process.stderr): number {
   const usage = error instanceof UsageError;
   const message = describe(error);
-  if (json) process.stderr.write(`${JSON.stringify({ error: message })}\n`);
-  else process.stderr.write(`cms: ${message}\n${usage ? "Run 'cms help' for usage.\n" : ''}`);
+  if (json) stderr.write(`${JSON.stringify({ error: message })}\n`);
+  else stderr.write(`cms: ${message}\n${usage ? "Run 'cms help' for usage.\n" : ''}`);
   return usage ? EXIT_USAGE : EXIT_FAILURE;
 }
 

@@ -73,7 +73,7 @@ export interface TestApp {
 
 /**
  * A fresh database for one test: in-memory SQLite, or (with TEST_DATABASE_URL) a PostgreSQL
- * schema of its own that is dropped afterwards. Migrated, empty apart from what the caller adds.
+ * schema to itself, migrated and empty apart from what the caller adds.
  */
 export async function createTestDatabase(t: TestContext, options: Pick<DatabaseOptions, 'log'> = {}): Promise<Db> {
   if (!TEST_DATABASE_URL) {
@@ -82,32 +82,122 @@ export async function createTestDatabase(t: TestContext, options: Pick<DatabaseO
     t.after(() => db.close());
     return db;
   }
-  const schema = `t_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await admin.connect();
+  const schema = await takeEmptySchema();
   // Room for the tests that send several writes at once (six concurrent inserts, four feed
   // writers): with fewer connections than requests, the ones waiting for a connection got a 503
   // after the pool's 5 s wait on a loaded CI machine, which is the service's backpressure, not
   // what those tests check.
-  const db = createDatabase(TEST_DATABASE_URL, { ...options, schema, poolSize: 8 });
-  const drop = async () => {
+  const db = createDatabase(TEST_DATABASE_URL, { ...options, schema: schema.name, poolSize: 8 });
+  t.after(async () => {
     await db.close();
-    await underSchemaLock(admin, () => admin.query(`drop schema if exists ${schema} cascade`));
-    await admin.end();
-  };
-  try {
-    // Kysely's migrator inspects every schema's tables; a schema dropped meanwhile by another test
-    // process makes that inspection fail. Creating, migrating and dropping take turns.
-    await underSchemaLock(admin, async () => {
-      await admin.query(`create schema ${schema}`);
-      await migrateToLatest(db);
-    });
-  } catch (error) {
-    await drop();
-    throw error;
-  }
-  t.after(drop);
+    await giveBackSchema(schema);
+  });
   return db;
+}
+
+/**
+ * The PostgreSQL schemas of this test process. Migrating a schema took about a second, under a
+ * lock all test processes share, and most tests need one: so a schema a test is done with is
+ * emptied and handed to the next test of the same process, unless the test changed its tables,
+ * columns or triggers, which a migration test may do: then it is dropped. The migrations leave
+ * every table empty on an empty database (their inserts only copy existing rows), so an emptied
+ * schema is a fresh one: each table written to is truncated, which also gives the planner back
+ * the statistics of an empty table (a DELETE would leave its pages behind), and every sequence
+ * restarts, so ids start at 1 again. The schemas still waiting are dropped when the process has
+ * nothing left to do (beforeExit), in a test file or in a script that imports these helpers.
+ */
+interface TestSchema {
+  readonly name: string;
+  /** The shape of the schema as migrated: its relations, columns and triggers. */
+  readonly shape: string;
+}
+
+const emptySchemas: TestSchema[] = [];
+
+/** A connection of its own for one piece of schema work, closed after it. */
+async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+if (TEST_DATABASE_URL) {
+  process.once('beforeExit', () => {
+    const left = emptySchemas.splice(0);
+    if (left.length === 0) return;
+    withAdmin(async (client) => {
+      for (const schema of left) await dropSchema(client, schema);
+    }).catch((error: unknown) => console.error('could not drop the test schemas', left.map((schema) => schema.name).join(', '), error));
+  });
+}
+
+async function schemaShape(client: pg.Client, schema: string): Promise<string> {
+  const { rows } = await client.query<{ shape: string }>(
+    `select md5(coalesce(string_agg(item, ',' order by item), '')) as shape from (
+       select c.relname || '.' || c.relkind::text || '.' || coalesce(a.attname || ':' || a.atttypid::regtype::text, '') as item
+         from pg_class c join pg_namespace n on n.oid = c.relnamespace
+         left join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+        where n.nspname = $1
+       union all
+       select 'trigger ' || tg.tgname || ' on ' || c.relname
+         from pg_trigger tg join pg_class c on c.oid = tg.tgrelid join pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = $1 and not tg.tgisinternal
+     ) items`,
+    [schema],
+  );
+  return rows[0]?.shape ?? '';
+}
+
+async function takeEmptySchema(): Promise<TestSchema> {
+  const reused = emptySchemas.pop();
+  if (reused) return reused;
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  return withAdmin(async (client) => {
+    const db = createDatabase(TEST_DATABASE_URL as string, { schema: name, poolSize: 1 });
+    try {
+      // Kysely's migrator inspects every schema's tables; a schema dropped meanwhile by another
+      // test process makes that inspection fail. Creating, migrating and dropping take turns.
+      await underSchemaLock(client, async () => {
+        await client.query(`create schema ${name}`);
+        await migrateToLatest(db);
+      });
+    } catch (error) {
+      await db.close();
+      await dropSchema(client, { name, shape: '' });
+      throw error;
+    }
+    await db.close();
+    return { name, shape: await schemaShape(client, name) };
+  });
+}
+
+async function giveBackSchema(schema: TestSchema): Promise<void> {
+  await withAdmin(async (client) => {
+    if ((await schemaShape(client, schema.name)) !== schema.shape) {
+      await dropSchema(client, schema);
+      return;
+    }
+    const { rows } = await client.query<{ name: string; kind: string }>(
+      `select format('%I.%I', schemaname, tablename) as name, 'table' as kind from pg_tables
+        where schemaname = $1 and tablename not like 'kysely\\_migration%'
+          and pg_relation_size(format('%I.%I', schemaname, tablename)) > 0
+       union all
+       select format('%I.%I', schemaname, sequencename), 'sequence' from pg_sequences where schemaname = $1`,
+      [schema.name],
+    );
+    const tables = rows.filter((row) => row.kind === 'table').map((row) => row.name);
+    const sequences = rows.filter((row) => row.kind === 'sequence').map((row) => `alter sequence ${row.name} restart`);
+    await client.query(['begin', ...(tables.length ? [`truncate ${tables.join(', ')} cascade`] : []), ...sequences, 'commit'].join('; '));
+    emptySchemas.push(schema);
+  });
+}
+
+function dropSchema(client: pg.Client, schema: TestSchema): Promise<unknown> {
+  return underSchemaLock(client, () => client.query(`drop schema if exists ${schema.name} cascade`));
 }
 
 /**

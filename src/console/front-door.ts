@@ -7,6 +7,7 @@ import type { DbHandle } from '../db/schema.js';
 import { DEMO_CLIENT_ID, readClientMetadata } from '../oauth/clients/client.service.js';
 import { AUTH_PATH } from '../oauth/oauth.service.js';
 import { packageVersion } from '../reference/package-version.js';
+import { toPublicAddress } from '../web/public-address.js';
 import { sendPage, VIEWS_DIR } from '../web/views.js';
 
 /** The /try page's script: a file beside the templates, read once, served as it is (no build step). */
@@ -19,7 +20,7 @@ export function registerFrontDoor(app: FastifyInstance, { config, db }: { config
     sendPage(reply, 200, 'home', { base: config.publicUrl, version: VERSION, scopes: SCOPES, wide: true }),
   );
 
-  app.get('/try', { schema: { hide: true } }, async (_request, reply) => {
+  app.get('/try', { schema: { hide: true }, onRequest: toPublicAddress(config.publicUrl) }, async (_request, reply) => {
     const redirectUri = `${config.publicUrl}/try`;
     const demo = await readClientMetadata(db, DEMO_CLIENT_ID);
     const available = Boolean((demo?.redirect_uris as string[] | undefined)?.includes(redirectUri));

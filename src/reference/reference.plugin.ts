@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import { mediaRanges } from '../http/accept.js';
 import { addVary } from '../http/representation.js';
 import { DEMO_CLIENT_ID } from '../oauth/clients/client.service.js';
+import { toPublicAddress } from '../web/public-address.js';
 import { openapiOptions } from './openapi.document.js';
 import { buildReference, type EndpointReference, type RouteInfo, renderMarkdown } from './reference.js';
 
@@ -126,6 +127,7 @@ export async function registerReference(app: FastifyInstance, config: Config): P
   });
 
   await app.register(swagger, openapiOptions(config));
+  const atPublicAddress = toPublicAddress(config.publicUrl);
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     uiConfig: { docExpansion: 'list', deepLinking: true },
@@ -158,9 +160,9 @@ export async function registerReference(app: FastifyInstance, config: Config): P
       "frame-ancestors 'none'",
     ].join('; '),
     uiHooks: {
-      onRequest: (_request, reply, done) => {
+      onRequest: (request, reply, done) => {
         reply.header('x-frame-options', 'DENY').header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer');
-        done();
+        atPublicAddress(request, reply, done);
       },
     },
   });

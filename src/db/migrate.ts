@@ -19,6 +19,7 @@ import * as m0017 from './migrations/0017_connection_resource.js';
 import * as m0018 from './migrations/0018_webhooks.js';
 import * as m0019 from './migrations/0019_webhook_credentials.js';
 import * as m0020 from './migrations/0020_image_owners.js';
+import * as m0021 from './migrations/0021_text_fold.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0018_webhooks': m0018,
   '0019_webhook_credentials': m0019,
   '0020_image_owners': m0020,
+  '0021_text_fold': m0021,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

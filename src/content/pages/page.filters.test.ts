@@ -111,6 +111,25 @@ test('page filters, alone and combined', async (t) => {
   assert.equal((await titles(app, 'publicContentOnly=0')).length, 8);
 });
 
+test('text filters ignore case and accents on both databases, as keywords does', async (t) => {
+  const app = await buildTestApp(t);
+  await post(app, { page_usertitle: 'Crème brûlée', page_menuname: 'Desserts', page_order: 1, page_keywords: 'Pâtisserie, ÉTÉ' });
+  await post(app, { page_usertitle: 'ÉLAN Vital', page_alias: 'elan', page_order: 2, page_keywords: 'naïve' });
+  await post(app, { page_usertitle: 'Cream', page_order: 3 });
+  assert.deepEqual(await titles(app, 'title=creme%25'), ['Crème brûlée'], 'no accent in the pattern finds the accented title');
+  assert.deepEqual(await titles(app, `title=${encodeURIComponent('CRÈME BRÛLÉE')}`), ['Crème brûlée'], 'non-ASCII capitals too');
+  assert.deepEqual(await titles(app, `title=${encodeURIComponent('élan%')}`), ['ÉLAN Vital']);
+  assert.deepEqual(await titles(app, 'title=cre%25&matchType=like'), ['Crème brûlée', 'Cream']);
+  assert.deepEqual(await titles(app, 'title=brulee&matchType=contains'), ['Crème brûlée']);
+  assert.deepEqual(await titles(app, 'tags=patisserie'), ['Crème brûlée'], 'list items fold alike');
+  assert.deepEqual(await titles(app, 'tags=ete'), ['Crème brûlée']);
+  assert.deepEqual(await titles(app, 'tags=NAIVE'), ['ÉLAN Vital']);
+  assert.deepEqual(await titles(app, 'keywords=creme'), ['Crème brûlée'], 'the same as the full-text search');
+  // Wildcards and escapes keep their meaning through the folding.
+  assert.deepEqual(await titles(app, 'title=cr_me%25'), ['Crème brûlée']);
+  assert.deepEqual(await titles(app, 'title=cr%5C_me%25'), [], 'an escaped _ is a literal underscore');
+});
+
 test('keyword search follows edits and deletes', async (t) => {
   const app = await buildTestApp(t);
   const page = await post(app, { page_usertitle: 'Cakes', page_html_content: '<p>chocolate</p>' });

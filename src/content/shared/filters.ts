@@ -1,6 +1,7 @@
 import { decodeHTML } from 'entities';
 import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { DialectName } from '../../db/database.js';
+import { FOLD_FUNCTION, withoutAccents } from '../../db/text-fold.js';
 import type { MatchType } from './schemas.js';
 
 /** `value` as a LIKE pattern (with `escape '\'`) that matches it literally: %, _ and \ escaped. */
@@ -36,25 +37,24 @@ export function likePattern(value: string, matchType: MatchType = 'like'): strin
   }
 }
 
-/** Case-insensitive pattern match on both databases (SQLite's LIKE already ignores ASCII case). */
-export function textMatches(dialect: DialectName, column: Expression<string>, value: string, matchType?: MatchType): RawBuilder<SqlBool> {
-  const op = dialect === 'postgres' ? sql`ilike` : sql`like`;
-  return sql<SqlBool>`${column} ${op} ${likePattern(value, matchType)} escape '\\'`;
+/** The SQL that folds case and accents (db/text-fold.ts), the same function on both databases. */
+const fold = (text: unknown) => sql`${sql.raw(FOLD_FUNCTION)}(${text})`;
+
+/**
+ * Pattern match ignoring case and accents on both databases: `creme%` finds "Crème" as `keywords`
+ * does. The dialect is not needed for it, and kept so the callers read alike.
+ */
+export function textMatches(_dialect: DialectName, column: Expression<string>, value: string, matchType?: MatchType): RawBuilder<SqlBool> {
+  return sql<SqlBool>`${fold(column)} like ${fold(likePattern(value, matchType))} escape '\\'`;
 }
 
 /**
- * Text as the full-text index and its queries see it: decomposed, stripped of its combining
- * diacritical marks (U+0300–U+036F: é → e, ï → i, ё → е, ά → α) and composed again. The stored
- * search text (search-text.ts) and every query go through it, so accents never decide a match and
- * both databases agree: PostgreSQL's `simple` configuration keeps accents, and SQLite's unicode61
- * removes only those of Latin letters.
+ * Text as the full-text index and its queries see it: without its combining diacritical marks
+ * (db/text-fold.ts). The stored search text (search-text.ts) and every query go through it, so
+ * accents never decide a match and both databases agree: PostgreSQL's `simple` configuration keeps
+ * accents, and SQLite's unicode61 removes only those of Latin letters.
  */
-export function foldForSearch(text: string): string {
-  return text
-    .normalize('NFD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .normalize('NFC');
-}
+export const foldForSearch = withoutAccents;
 
 /**
  * Words of a full-text query: letters, digits and underscores, as both tokenizers split them,
@@ -80,16 +80,15 @@ export function fullTextMatches(dialect: DialectName, table: string, key: string
 
 /** Any of a comma-separated list matches: `a, b,c` is split and each item compared. */
 export function anyListItemMatches(
-  dialect: DialectName,
+  _dialect: DialectName,
   column: Expression<string>,
   value: string,
   matchType?: MatchType,
 ): RawBuilder<SqlBool> {
   // Normalise the list to ",a,b,c," (no spaces around commas) and look for ",<pattern>,".
-  const normalised = sql`',' || replace(replace(${column}, ', ', ','), ' ,', ',') || ','`;
+  const normalised = sql`',' || replace(replace(${fold(column)}, ', ', ','), ' ,', ',') || ','`;
   const pattern = `%,${likePattern(value, matchType)},%`;
-  const op = dialect === 'postgres' ? sql`ilike` : sql`like`;
-  return sql<SqlBool>`${normalised} ${op} ${pattern} escape '\\'`;
+  return sql<SqlBool>`${normalised} like ${fold(pattern)} escape '\\'`;
 }
 
 /**

@@ -33,7 +33,7 @@ const Actor = Type.Object(
     id: Type.String({ description: 'The API ID, the OAuth connection id, the console user id, the operating system user of the CLI' }),
     name: Type.String({ description: "The credential's label, the OAuth application's name, the console user's e-mail, the CLI command" }),
   },
-  { additionalProperties: false },
+  { $id: 'Actor', additionalProperties: false },
 );
 
 const Op = Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('delete'), Type.Literal('restore')]);
@@ -48,7 +48,7 @@ const ChangeEntry = Type.Object(
     actor: Actor,
     revision: Type.Integer({ description: 'The revision of the record this change made: GET …/revisions/<revision>' }),
   },
-  { additionalProperties: false },
+  { $id: 'Change', additionalProperties: false },
 );
 
 const ChangesQuery = Type.Object(
@@ -81,7 +81,7 @@ const ChangesListing = Type.Object(
       { additionalProperties: false },
     ),
   },
-  { additionalProperties: false },
+  { $id: 'ChangeList', additionalProperties: false },
 );
 
 const Revision = Type.Object(
@@ -92,10 +92,10 @@ const Revision = Type.Object(
     at: Type.String({ description: 'YYYY-MM-DD HH:MM:SS, UTC' }),
     actor: Actor,
   },
-  { additionalProperties: false },
+  { $id: 'Revision', additionalProperties: false },
 );
 
-const RevisionsListing = Type.Object({ data: Type.Array(Revision) }, { additionalProperties: false });
+const RevisionsListing = Type.Object({ data: Type.Array(Revision) }, { $id: 'RevisionList', additionalProperties: false });
 
 const RevisionParams = Type.Object(
   {
@@ -136,7 +136,12 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
 
   routes.get(
     '/changes',
-    read('List changes', DOCS.changes, { querystring: ChangesQuery, response: { 200: ChangesListing } }, [410]),
+    read(
+      'List changes',
+      DOCS.changes,
+      { operationId: 'listChanges', querystring: ChangesQuery, response: { 200: ChangesListing } },
+      { problems: [410] },
+    ),
     async (request, reply) => {
       const { since, type, id, pageSize = 200, wait = 0 } = request.query;
       const { siteId } = principalOf(request);
@@ -156,9 +161,11 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
   ] as const) {
     const ops = operations(type === 'page' ? 'pages' : 'blogs', prefix);
     const noun: RecordType = type;
+    const Noun = type === 'page' ? 'Page' : 'Blog';
     routes.get(
       `/${type}/:id/revisions`,
       ops.read(`List a ${type}'s revisions`, DOCS.revisions(noun), {
+        operationId: `list${Noun}Revisions`,
         params: IdParams,
         querystring: NoQuery,
         response: { 200: RevisionsListing },
@@ -171,6 +178,7 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
     routes.get(
       `/${type}/:id/revisions/:revision`,
       ops.read(`Get a revision of a ${type}`, DOCS.revision(noun), {
+        operationId: `get${Noun}Revision`,
         params: RevisionParams,
         querystring: NoQuery,
         response: { 200: written },
@@ -186,8 +194,8 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
       ops.write(
         `Restore a revision of a ${type}`,
         DOCS.restore(noun),
-        { params: RevisionParams, querystring: NoQuery, response: { 200: written, 201: written } },
-        [409, 412],
+        { operationId: `restore${Noun}Revision`, params: RevisionParams, querystring: NoQuery, response: { 200: written, 201: written } },
+        { problems: [409], conditional: true },
       ),
       async (request, reply) => {
         const principal = principalOf(request);

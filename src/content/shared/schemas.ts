@@ -53,12 +53,13 @@ export const BodyBoolean = Type.Union([Type.Boolean(), Type.Integer({ minimum: 0
  * A POST body: `id` selects the record to update; every field is optional; unknown fields are
  * refused. System fields are accepted so a GET → edit → POST round trip works (they are ignored).
  * `overrides` narrows a field's schema; `extra` adds fields that are not stored (migrateMode).
+ * `name` is the schema's name in the OpenAPI document.
  */
 export function writeSchema<
   F extends Catalogue,
   O extends TProperties = Record<never, TSchema>,
   X extends TProperties = Record<never, TSchema>,
->(fields: F, overrides: O = {} as O, extra: X = {} as X): TObject<WriteProperties<F, O, X>> {
+>(name: string, fields: F, overrides: O = {} as O, extra: X = {} as X): TObject<WriteProperties<F, O, X>> {
   const properties: TProperties = {
     id: Type.Optional(Type.Integer({ minimum: 1, maximum: INT32.maximum, description: 'ID of the record to update; absent to insert' })),
   };
@@ -71,7 +72,7 @@ export function writeSchema<
     else properties[field] = Type.Optional(Type.String({ description }));
   }
   for (const [field, schema] of Object.entries(extra)) properties[field] = Type.Optional(schema);
-  return Type.Object(properties, { additionalProperties: false }) as TObject<WriteProperties<F, O, X>>;
+  return Type.Object(properties, { $id: name, additionalProperties: false }) as TObject<WriteProperties<F, O, X>>;
 }
 
 /**
@@ -84,30 +85,35 @@ export function listedRecordSchema(name: string, record: TObject, ids: readonly 
   return Type.Object(properties, { $id: name, additionalProperties: false });
 }
 
-export function envelopeSchema(record: TSchema) {
+/** A list's meta: offset paging answers total, offset and pageSize; cursor paging pageSize and nextCursor. */
+export const ListMeta = Type.Object(
+  {
+    total: Type.Optional(Type.Integer({ description: 'Records matching the filters, before offset and pageSize (not in cursor mode)' })),
+    offset: Type.Optional(Type.Integer({ description: 'The offset asked for (not in cursor mode)' })),
+    pageSize: Type.Integer(),
+    nextCursor: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description: 'Cursor mode only: send it as `cursor` for the next page; null on the last page',
+      }),
+    ),
+  },
+  { $id: 'ListMeta' },
+);
+
+/** The list envelope of `record`, named `name` in the OpenAPI document. */
+export function envelopeSchema(name: string, record: TSchema) {
   return Type.Object(
     {
       data: Type.Array(record),
-      // Offset paging answers total, offset and pageSize; cursor paging pageSize and nextCursor.
-      meta: Type.Object({
-        total: Type.Optional(
-          Type.Integer({ description: 'Records matching the filters, before offset and pageSize (not in cursor mode)' }),
-        ),
-        offset: Type.Optional(Type.Integer({ description: 'The offset asked for (not in cursor mode)' })),
-        pageSize: Type.Integer(),
-        nextCursor: Type.Optional(
-          Type.Union([Type.String(), Type.Null()], {
-            description: 'Cursor mode only: send it as `cursor` for the next page; null on the last page',
-          }),
-        ),
-      }),
+      meta: ListMeta,
     },
-    { additionalProperties: false },
+    { $id: name, additionalProperties: false },
   );
 }
 
-export function writtenSchema(record: TSchema) {
-  return Type.Object({ data: Type.Array(record) }, { additionalProperties: false });
+/** `{"data": [record]}`: what a write or a revision answers, named `name` in the OpenAPI document. */
+export function writtenSchema(name: string, record: TSchema) {
+  return Type.Object({ data: Type.Array(record) }, { $id: name, additionalProperties: false });
 }
 
 export const IdParams = Type.Object(

@@ -1,7 +1,7 @@
 import { SCOPES } from '../auth/principal.js';
 import type { Config } from '../config.js';
 import { AUTH_PATH } from '../oauth/provider/provider.js';
-import { COUNTED } from './openapi.finish.js';
+import { COUNTED, SAME_ORIGIN } from './openapi.finish.js';
 
 /**
  * The authorization server's endpoints as OpenAPI paths. Hidden catch-all routes hand them to
@@ -33,6 +33,8 @@ function query(name: string, description: string, schema: object = { type: 'stri
 
 function authorize(publicUrl: string) {
   return {
+    // An HTML page: it answers no other origin.
+    [SAME_ORIGIN]: true,
     operationId: 'authorize',
     tags,
     summary: 'Authorization request (browser)',

@@ -25,7 +25,8 @@ export function openapiOptions(config: Config): SwaggerOptions {
         description:
           'Pages and blogs of one website. The page and blog endpoints (/api/page…, /api/blog…) and the change feed (/api/changes) are also served under /webapps/api/… with the same behaviour, and answer their own reference in Markdown to `Accept: text/markdown` at both addresses; every other endpoint, the OAuth ones included, has the one address listed here. Errors are RFC 9457 `application/problem+json` (the `Problem` schema); the OAuth endpoints under /api/auth answer RFC 6749 errors instead, except a 429 beyond a rate limit.',
       },
-      servers: [{ url: config.publicUrl }],
+      // Public: every client of a deployment calls it here.
+      servers: [{ url: config.publicUrl, 'x-internal': false } as { url: string }],
       // Declared tags set the order of /docs: the content first, the authorization server last.
       tags: [
         { name: 'pages', description: 'The website’s pages' },
@@ -73,6 +74,7 @@ export function openapiOptions(config: Config): SwaggerOptions {
         bodyBytes: BODY_LIMIT_BYTES,
         headerBytes: HEADER_LIMIT_BYTES,
         fileBytes: config.uploads.maxFileBytes,
+        files: config.uploads.maxFiles,
       }) as never,
   };
 }

@@ -11,6 +11,8 @@ export const COMPONENT = 'x-component';
 export const CONDITIONAL = 'x-conditional';
 /** Marks an operation whose answers a rate limit counts (RateLimit and RateLimit-Policy on them). */
 export const COUNTED = 'x-counted';
+/** Marks an operation that answers no other origin: an HTML page (src/http/cors.ts). */
+export const SAME_ORIGIN = 'x-same-origin';
 
 /** The limits the document's scalars are bounded by where their schema names none. */
 export interface DocumentLimits {
@@ -20,6 +22,8 @@ export interface DocumentLimits {
   readonly headerBytes: number;
   /** The largest uploaded file (UPLOAD_MAX_FILE_BYTES). */
   readonly fileBytes: number;
+  /** The most files in one upload (UPLOAD_MAX_FILES). */
+  readonly files: number;
 }
 
 const INT32_MIN = -2147483648;
@@ -56,6 +60,10 @@ export function documentHeaders(limits: DocumentLimits) {
         maxLength: 500,
       }),
       'Retry-After': header('Seconds to wait before trying again', { type: 'integer', format: 'int32', minimum: 0, maximum: 3600 }),
+      'Access-Control-Allow-Origin': header(
+        'Which origins’ browser apps may read the answer: * (CORS_ORIGINS default), or the request’s Origin when CORS_ORIGINS lists it',
+        { type: 'string', maxLength: limits.headerBytes },
+      ),
     },
     parameters: {
       IfMatch: {
@@ -122,10 +130,13 @@ function hoistComponents(node: unknown, schemas: Record<string, Json>): void {
 function finishOperation(method: string, operation: Json): void {
   const conditional = operation[CONDITIONAL] === true;
   const counted = operation[COUNTED] === true;
+  const sameOrigin = operation[SAME_ORIGIN] === true;
   delete operation[CONDITIONAL];
   delete operation[COUNTED];
+  delete operation[SAME_ORIGIN];
   // An operation that names no credentials takes none: said outright, as generators need.
   operation.security ??= [];
+  const authenticated = (operation.security as unknown[]).length > 0;
   const responses = (operation.responses ?? {}) as Record<string, Response>;
   // A GET that answers 304 has an ETag on its 200 (the authorization server's own documents have none).
   const reads = method === 'get' && '304' in responses;
@@ -139,12 +150,15 @@ function finishOperation(method: string, operation: Json): void {
     // Every GET's 200 has a strong ETag; a conditional write answers the record's, its 304 the current one.
     if ((success && method !== 'delete' && (reads || conditional)) || status === '304') headers.ETag = ref('headers', 'ETag');
     if (status === '201') headers.Location = ref('headers', 'Location');
-    // A request without valid credentials is refused before it is counted.
-    if (counted && status !== '401' && status !== '304') {
+    // A request without valid credentials is refused before it is counted (the token endpoints
+    // count first: their 401 is counted too).
+    if (counted && !(authenticated && status === '401') && status !== '304') {
       headers.RateLimit = ref('headers', 'RateLimit');
       headers['RateLimit-Policy'] = ref('headers', 'RateLimit-Policy');
     }
     if (status === '429' || status === '503') headers['Retry-After'] = ref('headers', 'Retry-After');
+    // Every answer of the API's paths, errors included, may be read by browser apps of other origins.
+    if (!sameOrigin) headers['Access-Control-Allow-Origin'] = ref('headers', 'Access-Control-Allow-Origin');
     if (Object.keys(headers).length > 0) response.headers = headers;
   }
 }
@@ -169,6 +183,10 @@ function bound(node: unknown, part: 'body' | 'header', limits: DocumentLimits): 
   const types = Array.isArray(schema.type) ? schema.type : [schema.type];
   if (types.includes('string') && schema.maxLength === undefined && schema.enum === undefined && schema.const === undefined) {
     schema.maxLength = schema.format === 'binary' ? limits.fileBytes : part === 'header' ? limits.headerBytes : limits.bodyBytes;
+  }
+  // A form's file fields (repeatable) hold at most the upload's files.
+  if (types.includes('array') && schema.maxItems === undefined && (schema.items as Json | undefined)?.format === 'binary') {
+    schema.maxItems = limits.files;
   }
   if (types.includes('integer')) {
     if (schema.minimum === undefined && schema.exclusiveMinimum === undefined) schema.minimum = INT32_MIN;

@@ -11,6 +11,9 @@ import { writePreconditions } from '../http/representation.js';
 import { EVENTS } from './webhook.events.js';
 import * as hooks from './webhook.service.js';
 
+/** The most deliveries one answer lists. */
+const MAX_DELIVERIES_PAGE = 200;
+
 const Events = Type.Array(Type.String({ maxLength: 40 }), {
   minItems: 1,
   maxItems: EVENTS.length,
@@ -27,7 +30,7 @@ const Webhook = Type.Object(
   {
     id: Type.Integer(),
     url: Type.String(),
-    events: Type.Array(Type.String()),
+    events: Type.Array(Type.String(), { maxItems: EVENTS.length }),
     description: Type.String(),
     status: Status,
     disabledReason: Type.Union(
@@ -47,7 +50,10 @@ const Webhook = Type.Object(
   },
   { $id: 'Webhook', additionalProperties: false },
 );
-const Webhooks = Type.Object({ data: Type.Array(Webhook) }, { $id: 'WebhookList', additionalProperties: false });
+const Webhooks = Type.Object(
+  { data: Type.Array(Webhook, { maxItems: hooks.MAX_HOOKS_PER_SITE }) },
+  { $id: 'WebhookList', additionalProperties: false },
+);
 
 const Attempt = Type.Object(
   {
@@ -70,7 +76,10 @@ const Delivery = Type.Object(
   },
   { $id: 'WebhookDelivery', additionalProperties: false },
 );
-const Deliveries = Type.Object({ data: Type.Array(Delivery) }, { $id: 'WebhookDeliveryList', additionalProperties: false });
+const Deliveries = Type.Object(
+  { data: Type.Array(Delivery, { maxItems: MAX_DELIVERIES_PAGE }) },
+  { $id: 'WebhookDeliveryList', additionalProperties: false },
+);
 
 const NewWebhook = Type.Object(
   { url: Url, events: Events, description: Type.Optional(Description) },
@@ -87,7 +96,12 @@ const DeliveryParams = Type.Object(
 const DeliveriesQuery = Type.Object(
   {
     pageSize: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'Deliveries per answer, newest first, 1–200 (50)' }),
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_DELIVERIES_PAGE,
+        default: 50,
+        description: 'Deliveries per answer, newest first, 1–200 (50)',
+      }),
     ),
   },
   { additionalProperties: false },

@@ -6,7 +6,7 @@ import { writePreconditions } from '../../http/representation.js';
 import { BlogWritten } from '../blogs/blog.schemas.js';
 import { PageWritten } from '../pages/page.schemas.js';
 import { NoQuery, operations, sendSaved } from '../shared/envelope.js';
-import { IdParams } from '../shared/schemas.js';
+import { IdParams, MAX_PAGE_SIZE } from '../shared/schemas.js';
 import { actorOf, type RecordType } from './change-log.js';
 import { FeedWatch } from './feed-watch.js';
 import { getRevision, type HistoryDeps, listRevisions, readFeed, restoreRevision, sinceOf } from './history.service.js';
@@ -58,7 +58,9 @@ const ChangesQuery = Type.Object(
     ),
     type: Type.Optional(Type.Union([Type.Literal('page'), Type.Literal('blog')], { description: 'Only changes of pages, or of blogs' })),
     id: Type.Optional(Type.Integer({ minimum: 1, maximum: 2147483647, description: 'Only changes of this record (with type)' })),
-    pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 999, default: 200, description: 'Entries per answer, 1–999 (200)' })),
+    pageSize: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 200, description: 'Entries per answer, 1–999 (200)' }),
+    ),
     wait: Type.Optional(
       Type.Integer({
         minimum: 0,
@@ -72,7 +74,7 @@ const ChangesQuery = Type.Object(
 
 const ChangesListing = Type.Object(
   {
-    data: Type.Array(ChangeEntry),
+    data: Type.Array(ChangeEntry, { maxItems: MAX_PAGE_SIZE }),
     meta: Type.Object(
       {
         pageSize: Type.Integer(),

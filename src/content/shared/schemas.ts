@@ -104,7 +104,7 @@ export const ListMeta = Type.Object(
 export function envelopeSchema(name: string, record: TSchema) {
   return Type.Object(
     {
-      data: Type.Array(record),
+      data: Type.Array(record, { maxItems: MAX_PAGE_SIZE }),
       meta: ListMeta,
     },
     { $id: name, additionalProperties: false },
@@ -113,7 +113,7 @@ export function envelopeSchema(name: string, record: TSchema) {
 
 /** `{"data": [record]}`: what a write or a revision answers, named `name` in the OpenAPI document. */
 export function writtenSchema(name: string, record: TSchema) {
-  return Type.Object({ data: Type.Array(record) }, { $id: name, additionalProperties: false });
+  return Type.Object({ data: Type.Array(record, { minItems: 1, maxItems: 1 }) }, { $id: name, additionalProperties: false });
 }
 
 export const IdParams = Type.Object(
@@ -213,11 +213,13 @@ export function listViewProperties(orders: readonly string[], bodies: readonly s
 }
 
 export const DEFAULT_PAGE_SIZE = 200;
+/** The largest page of a list (spec §8). */
+export const MAX_PAGE_SIZE = 999;
 
 /** Spec §8: 1–999 is taken as is; absent or anything else (0, 1000, -5, "abc") means 200. */
 export function pageSizeOf(raw: number | string | undefined): number {
   const n = typeof raw === 'number' ? raw : raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  return Number.isInteger(n) && n >= 1 && n <= 999 ? n : DEFAULT_PAGE_SIZE;
+  return Number.isInteger(n) && n >= 1 && n <= MAX_PAGE_SIZE ? n : DEFAULT_PAGE_SIZE;
 }
 
 export function queryBoolean(raw: string | undefined): boolean {

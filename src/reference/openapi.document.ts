@@ -93,7 +93,7 @@ const NOT_MODIFIED = { description: 'Not modified: If-None-Match names the curre
  */
 function offeredBodies(body: unknown): unknown {
   const content = (body as { content?: Record<string, { schema: { $id?: unknown } }> } | undefined)?.content;
-  if (!content) return body;
+  if (!content) return named(body);
   const offered: Record<string, { schema: unknown }> = {};
   const record = content['application/json']?.schema;
   if (record) offered['application/json'] = { schema: named(record) };

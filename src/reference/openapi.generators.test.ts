@@ -25,8 +25,9 @@ function operations(doc: Doc): [string, string, Doc][] {
 
 /** Every schema object in `node`, with where it is. */
 function schemasIn(node: unknown, where: string, found: [string, Doc][] = []): [string, Doc][] {
-  if (Array.isArray(node)) node.forEach((item, i) => schemasIn(item, `${where}/${i}`, found));
-  else if (node && typeof node === 'object') {
+  if (Array.isArray(node)) {
+    for (const [i, item] of node.entries()) schemasIn(item, `${where}/${i}`, found);
+  } else if (node && typeof node === 'object') {
     const object = node as Doc;
     if (typeof object.type === 'string' || Array.isArray(object.type)) found.push([where, object]);
     for (const [key, value] of Object.entries(object)) schemasIn(value, `${where}/${key}`, found);

@@ -24,6 +24,10 @@ const html = { 'text/html': { schema: { type: 'string' } } };
  */
 const tooManyRequests = (description: string) => ({ description, content: problem });
 const counted = { [COUNTED]: true };
+/** The database went away under the request: nothing was granted or rotated (src/oauth/provider/provider.ts). */
+const unavailable = oauthError(
+  'temporarily_unavailable: the database could not answer; nothing changed, try again after Retry-After seconds',
+);
 const PER_CLIENT_AND_ADDRESS = 'too-many-requests: the client or the address made more than RATE_LIMIT_TOKEN requests this minute';
 const tags = ['oauth'];
 
@@ -89,6 +93,7 @@ const token = {
     ),
     401: oauthError('invalid_client: an unknown client_id'),
     429: tooManyRequests(PER_CLIENT_AND_ADDRESS),
+    503: unavailable,
   },
 };
 
@@ -105,6 +110,7 @@ const revoke = {
     400: oauthError('invalid_request: no token or no client_id'),
     401: oauthError('invalid_client: an unknown client_id'),
     429: tooManyRequests(PER_CLIENT_AND_ADDRESS),
+    503: unavailable,
   },
 };
 
@@ -123,6 +129,7 @@ const register = {
     429: tooManyRequests(
       'too-many-requests: the address made more than RATE_LIMIT_TOKEN requests this minute or 20 registrations this hour',
     ),
+    503: unavailable,
   },
 };
 

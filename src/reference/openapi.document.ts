@@ -107,6 +107,15 @@ function offeredBodies(body: unknown): unknown {
   return { content: offered };
 }
 
+/** @fastify/swagger's key for a response's description, kept apart from its schema's. */
+const RESPONSE_DESCRIPTION = 'x-response-description';
+
+/** What a success answer is, in words: a read answers what its summary names; a write says what it did. */
+function successDescription(status: string, read: boolean, summary: string | undefined): string | undefined {
+  if (status === '200') return read ? summary : 'Done: the record as it is now';
+  return { 201: 'Created: the new record, with its address in Location', 202: 'Accepted: queued', 204: 'Done; no body' }[status];
+}
+
 /** A schema with an $id, marked to become the component of that name (openapi.finish.ts). */
 function named(schema: unknown): unknown {
   if (!schema || typeof schema !== 'object' || typeof (schema as { $id?: unknown }).$id !== 'string') return schema;
@@ -126,11 +135,14 @@ function named(schema: unknown): unknown {
 export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
   if (!schema || schema.hide) return { schema, url };
   const scope = route.config?.scope;
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
   const declared = Object.fromEntries(
-    Object.entries((schema.response ?? {}) as Record<string, unknown>).map(([status, response]) => [status, named(response)]),
+    Object.entries((schema.response ?? {}) as Record<string, object>).map(([status, response]) => [
+      status,
+      { ...(named(response) as object), [RESPONSE_DESCRIPTION]: successDescription(status, methods.includes('GET'), schema.summary) },
+    ]),
   );
   const succeeds = Object.keys(declared).some((status) => status.startsWith('2'));
-  const methods = Array.isArray(route.method) ? route.method : [route.method];
   const response = {
     ...problemResponses(problemStatuses(route)),
     ...(succeeds ? {} : { 200: { description: schema.summary ?? 'Success', type: 'null' } }),

@@ -17,6 +17,8 @@ import { FIELDS_MAX } from './projection.js';
 /** The range of the integer columns (PostgreSQL refuses a query with a value outside it). */
 const INT32 = { minimum: -2147483648, maximum: 2147483647 };
 export const INT32_MAX = INT32.maximum;
+/** The largest page of a list (spec §8). */
+export const MAX_PAGE_SIZE = 999;
 
 type Catalogue = Record<string, FieldSpec>;
 
@@ -88,11 +90,17 @@ export function listedRecordSchema(name: string, record: TObject, ids: readonly 
 /** A list's meta: offset paging answers total, offset and pageSize; cursor paging pageSize and nextCursor. */
 export const ListMeta = Type.Object(
   {
-    total: Type.Optional(Type.Integer({ description: 'Records matching the filters, before offset and pageSize (not in cursor mode)' })),
-    offset: Type.Optional(Type.Integer({ description: 'The offset asked for (not in cursor mode)' })),
-    pageSize: Type.Integer(),
+    total: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: INT32.maximum,
+        description: 'Records matching the filters, before offset and pageSize (not in cursor mode)',
+      }),
+    ),
+    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: INT32.maximum, description: 'The offset asked for (not in cursor mode)' })),
+    pageSize: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),
     nextCursor: Type.Optional(
-      Type.Union([Type.String(), Type.Null()], {
+      Type.Union([Type.String({ maxLength: CURSOR_MAX }), Type.Null()], {
         description: 'Cursor mode only: send it as `cursor` for the next page; null on the last page',
       }),
     ),
@@ -213,8 +221,6 @@ export function listViewProperties(orders: readonly string[], bodies: readonly s
 }
 
 export const DEFAULT_PAGE_SIZE = 200;
-/** The largest page of a list (spec §8). */
-export const MAX_PAGE_SIZE = 999;
 
 /** Spec §8: 1–999 is taken as is; absent or anything else (0, 1000, -5, "abc") means 200. */
 export function pageSizeOf(raw: number | string | undefined): number {

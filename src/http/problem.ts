@@ -13,6 +13,7 @@ import {
 } from '../errors.js';
 import { exposeToOtherOrigins } from './cors.js';
 import { deleteWithBody } from './json-body.js';
+import { HEADER_LIMIT_BYTES } from './limits.js';
 import { pathOf, RouteMethods } from './route-methods.js';
 import { fieldErrors } from './validation.js';
 
@@ -76,9 +77,6 @@ function requestLineTooLong(error: NodeJS.ErrnoException & { rawPacket?: Buffer 
   const packet = error.rawPacket;
   return packet !== undefined && !packet.subarray(0, HEADER_LIMIT_BYTES).includes('\r\n');
 }
-
-/** Node's limit on the request line and headers together (--max-http-header-size, 16 KiB by default). */
-const HEADER_LIMIT_BYTES = 16 * 1024;
 
 /**
  * Requests Node's HTTP parser refuses before Fastify sees them (bytes that are not HTTP, a raw

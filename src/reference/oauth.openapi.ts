@@ -1,6 +1,7 @@
 import { SCOPES } from '../auth/principal.js';
 import type { Config } from '../config.js';
 import { AUTH_PATH } from '../oauth/provider/provider.js';
+import { COUNTED, SAME_ORIGIN } from './openapi.finish.js';
 
 /**
  * The authorization server's endpoints as OpenAPI paths. Hidden catch-all routes hand them to
@@ -13,22 +14,20 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object) => ({ 'application/json': { schema } });
 const form = (name: string) => ({ required: true, content: { 'application/x-www-form-urlencoded': { schema: ref(name) } } });
 const oauthError = (description: string) => ({ description, content: json(ref('OAuthError')) });
-const noStore = { 'Cache-Control': { description: 'no-store', schema: { type: 'string' } } };
-const field = (description: string, type = 'string') => ({ description, schema: { type } });
-/** RATE_LIMIT_TOKEN's fields, on every answer of the token, revocation and registration endpoints. */
-const rateLimitFields = {
-  'RateLimit-Policy': field(
-    'The counters of this request: "token-client" and "token-ip" (RATE_LIMIT_TOKEN a minute), and on registration "registration" (20 an hour)',
-  ),
-  RateLimit: field('What is left of each counter (r) and the seconds until its window ends (t)'),
-};
+const noStore = { 'Cache-Control': { description: 'no-store', schema: { type: 'string', enum: ['no-store'] } } };
 const problem = { 'application/problem+json': { schema: ref('Problem') } };
-/** Beyond a limit these endpoints answer problem+json like the rest of the service (docs/rate-limits.md). */
-const tooManyRequests = (description: string) => ({
-  description,
-  headers: { 'Retry-After': field('Seconds to wait', 'integer'), ...rateLimitFields },
-  content: problem,
-});
+const html = { 'text/html': { schema: { type: 'string' } } };
+/**
+ * Beyond a limit these endpoints answer problem+json like the rest of the service
+ * (docs/rate-limits.md). Every answer of theirs is counted ("token-client" and "token-ip", and on
+ * registration "registration"), so it carries RateLimit and RateLimit-Policy (openapi.finish.ts).
+ */
+const tooManyRequests = (description: string) => ({ description, content: problem });
+const counted = { [COUNTED]: true };
+/** The database went away under the request: nothing was granted or rotated (src/oauth/provider/provider.ts). */
+const unavailable = oauthError(
+  'temporarily_unavailable: the database could not answer; nothing changed, try again after Retry-After seconds',
+);
 const PER_CLIENT_AND_ADDRESS = 'too-many-requests: the client or the address made more than RATE_LIMIT_TOKEN requests this minute';
 const tags = ['oauth'];
 
@@ -38,6 +37,9 @@ function query(name: string, description: string, schema: object = { type: 'stri
 
 function authorize(publicUrl: string) {
   return {
+    // An HTML page: it answers no other origin.
+    [SAME_ORIGIN]: true,
+    operationId: 'authorize',
     tags,
     summary: 'Authorization request (browser)',
     description:
@@ -51,74 +53,100 @@ function authorize(publicUrl: string) {
       query('code_challenge', 'BASE64URL(SHA-256(code_verifier)) (RFC 7636)'),
       query('code_challenge_method', 'Only S256', { type: 'string', enum: ['S256'] }),
       query('resource', `The protected API, exactly ${publicUrl} (RFC 8707)`, { type: 'string', enum: [publicUrl] }),
+      query(
+        'response_mode',
+        'How the result reaches redirect_uri: query (the default for code), fragment, or form_post (an HTML form the browser posts)',
+        { type: 'string', enum: ['query', 'fragment', 'form_post'] },
+        false,
+      ),
     ],
     responses: {
+      200: {
+        description:
+          'With response_mode=form_post, once the user is done: an HTML page whose form posts code (or error), state and iss to redirect_uri',
+        content: html,
+      },
       303: {
         description: 'To the login, website and consent pages, then to redirect_uri with code (or error), state and iss',
-        headers: { Location: { schema: { type: 'string' } } },
+        headers: { Location: { schema: { type: 'string', format: 'uri-reference' } } },
       },
       400: {
         description: 'Unknown client_id or a redirect_uri not registered: an HTML error page, no redirect',
-        content: { 'text/html': {} },
+        content: html,
       },
     },
   };
 }
 
 const token = {
+  ...counted,
+  operationId: 'token',
   tags,
   summary: 'Token request: code exchange or refresh',
   description:
     'Form-encoded. `authorization_code` exchanges a code with its PKCE code_verifier; `refresh_token` rotates the refresh token (a rotated one used again revokes the connection). Errors are RFC 6749 JSON.',
   requestBody: form('TokenRequest'),
   responses: {
-    200: { description: 'Tokens', headers: { ...noStore, ...rateLimitFields }, content: json(ref('TokenResponse')) },
+    200: { description: 'Tokens', headers: noStore, content: json(ref('TokenResponse')) },
     400: oauthError(
       'invalid_request, invalid_grant (a used, expired or foreign code or refresh token, a wrong code_verifier), invalid_scope, invalid_target, unsupported_grant_type',
     ),
     401: oauthError('invalid_client: an unknown client_id'),
     429: tooManyRequests(PER_CLIENT_AND_ADDRESS),
+    503: unavailable,
   },
 };
 
 const revoke = {
+  ...counted,
+  operationId: 'revoke',
   tags,
   summary: 'Token revocation (RFC 7009)',
   description:
     'Revoking either token of a connection revokes the connection. Unknown tokens and other clients’ tokens get 200 and change nothing.',
   requestBody: form('RevocationRequest'),
   responses: {
-    200: { description: 'Revoked, or nothing to revoke (empty body)', headers: rateLimitFields },
+    200: { description: 'Revoked, or nothing to revoke (empty body)' },
     400: oauthError('invalid_request: no token or no client_id'),
     401: oauthError('invalid_client: an unknown client_id'),
     429: tooManyRequests(PER_CLIENT_AND_ADDRESS),
+    503: unavailable,
   },
 };
 
 const register = {
+  ...counted,
+  operationId: 'registerClient',
   tags,
   summary: 'Dynamic client registration (RFC 7591)',
   description:
     'Registers a public client (no secret, PKCE). At most RATE_LIMIT_TOKEN requests a minute and 20 registrations an hour per IP address.',
   requestBody: { required: true, content: json(ref('ClientMetadata')) },
   responses: {
-    201: { description: 'Registered', headers: { ...noStore, ...rateLimitFields }, content: json(ref('RegisteredClient')) },
+    201: { description: 'Registered', headers: noStore, content: json(ref('RegisteredClient')) },
     400: oauthError('invalid_redirect_uri or invalid_client_metadata'),
     413: { description: 'payload-too-large: a body over 64 KiB, refused before the provider reads it', content: problem },
     429: tooManyRequests(
       'too-many-requests: the address made more than RATE_LIMIT_TOKEN requests this minute or 20 registrations this hour',
     ),
+    503: unavailable,
   },
 };
 
-const serverMetadata = {
+/** Any request whose request line and headers exceed Node's limit, before any route runs. */
+const uriTooLong = { description: 'uri-too-long: the request line and headers are longer than 16 KiB', content: problem };
+
+/** The same document at two addresses, so two operations, each with its own operationId. */
+const serverMetadata = (operationId: string, address: string) => ({
+  operationId,
   tags,
   summary: 'Authorization server metadata (RFC 8414)',
-  description: 'The same document at both addresses; every URL in it is built from PUBLIC_URL.',
-  responses: { 200: { description: 'Metadata', content: json(ref('AuthorizationServerMetadata')) } },
-};
+  description: `The same document at both addresses (this is ${address}); every URL in it is built from PUBLIC_URL.`,
+  responses: { 200: { description: 'Metadata', content: json(ref('AuthorizationServerMetadata')) }, 414: uriTooLong },
+});
 
 const resourceMetadata = {
+  operationId: 'getProtectedResourceMetadata',
   tags,
   summary: 'Protected resource metadata (RFC 9728)',
   description: 'Linked from the resource_metadata parameter of every 401 challenge.',
@@ -127,8 +155,8 @@ const resourceMetadata = {
     // A Fastify route, so it has the ETag of every GET (src/http/representation.ts); oidc-provider's server metadata has none.
     304: {
       description: 'Not modified: If-None-Match names the current ETag; no body',
-      headers: { ETag: field('The current strong entity tag') },
     },
+    414: uriTooLong,
   },
 };
 
@@ -138,8 +166,12 @@ export function oauthPaths(config: Config): Record<string, Record<string, object
     [`${AUTH_PATH}/token`]: { post: token },
     [`${AUTH_PATH}/revoke`]: { post: revoke },
     ...(config.oauth.dynamicRegistration ? { [`${AUTH_PATH}/reg`]: { post: register } } : {}),
-    [`/.well-known/oauth-authorization-server${AUTH_PATH}`]: { get: serverMetadata },
-    [`${AUTH_PATH}/.well-known/oauth-authorization-server`]: { get: serverMetadata },
+    [`/.well-known/oauth-authorization-server${AUTH_PATH}`]: {
+      get: serverMetadata('getAuthorizationServerMetadata', 'the RFC 8414 address, the one the issuer implies'),
+    },
+    [`${AUTH_PATH}/.well-known/oauth-authorization-server`]: {
+      get: serverMetadata('getIssuerAuthorizationServerMetadata', 'the address under the issuer, where OpenID Connect clients look'),
+    },
     '/.well-known/oauth-protected-resource': { get: resourceMetadata },
   };
 }

@@ -12,6 +12,10 @@ declare module 'fastify' {
      * the route throws.
      */
     problems?: readonly number[];
+    /** Documentation only: the route honours If-Match and If-None-Match, and a write answers the record's ETag. */
+    conditional?: boolean;
+    /** Documentation only: a rate limit counts the route's answers (a route with a scope is always counted). */
+    counted?: boolean;
   }
 }
 
@@ -44,11 +48,12 @@ const PROBLEM_STATUSES: Readonly<Record<number, string>> = {
   403: 'The credentials lack the scope this operation needs (WWW-Authenticate: error="insufficient_scope")',
   404: 'The id (or name) names nothing on this website; another website’s record counts as absent',
   409: 'The write conflicts with other records, e.g. a page_alias or info_filename another record has',
-  412: 'If-Match does not match the record’s current ETag',
+  412: 'If-Match does not name the record’s current ETag, or If-None-Match does; nothing was written',
   413: 'The body, a form field or an uploaded file is too large, or the upload has too many files',
   414: 'A path parameter is longer than 100 characters (uri-too-long)',
   415: 'The body’s content type is not accepted, or an uploaded file is not a supported image',
-  429: 'These credentials made more requests this minute than RATE_LIMIT_API allows; Retry-After says when to try again',
+  429: 'More requests this minute than the rate limit allows (RATE_LIMIT_API per credential; for image variants RATE_LIMIT_IMAGE_VARIANTS per address); Retry-After says when to try again',
+  503: 'The database, or the image variant queue, is busy or unavailable for a moment; Retry-After says when to try again',
 };
 
 type DocumentedRoute = Pick<RouteOptions, 'method' | 'url' | 'schema' | 'config'>;
@@ -61,15 +66,18 @@ export function problemStatuses(route: DocumentedRoute): number[] {
   const add = (...codes: number[]) => {
     for (const code of codes) statuses.add(code);
   };
-  // Every authenticated route counts against its credential's RATE_LIMIT_API.
-  if (route.config?.scope) add(401, 403, 429);
+  // Every authenticated route counts against its credential's RATE_LIMIT_API, and reads the
+  // database, which may be unavailable for a moment (503 with Retry-After).
+  if (route.config?.scope) add(401, 403, 429, 503);
   if (schema.querystring || schema.params || schema.body) add(400);
   // A path parameter (`:id`, an image's `:name`) names something that may not exist, and the
   // router refuses one over its maxParamLength (100 characters) before the route runs.
   if (/\/:\w/.test(route.url)) add(404, 414);
-  // An update names an id that may not exist; conditional writes, body limits and media types apply.
-  if (methods.includes('POST') || methods.includes('PATCH')) add(404, 409, 412, 413, 415);
-  if (methods.includes('DELETE')) add(404, 412);
+  // An update names an id that may not exist; body limits and media types apply.
+  if (methods.includes('POST') || methods.includes('PATCH')) add(404, 409, 413, 415);
+  if (methods.includes('DELETE')) add(404);
+  // If-Match or If-None-Match that does not hold.
+  if (route.config?.conditional) add(412);
   return [...statuses].sort((a, b) => a - b);
 }
 

@@ -128,9 +128,13 @@ export function registerImageFiles(app: FastifyInstance, storage: ImageStorage, 
         description:
           'Serves an image stored by a blog upload, under the path found in info_img or info_more_images; a thumbnail under the same path with -thumb before the extension. With width, height, fit, format or quality: another size or format of it, made once and kept. Strong ETag; If-None-Match answers 304.',
         tags: ['images'],
-        params: Type.Object({ name: Type.String({ description: 'Generated file name, e.g. 3f…9a.jpg' }) }),
+        operationId: 'getImage',
+        // The router refuses a longer path parameter (maxParamLength) before the route runs.
+        params: Type.Object({ name: Type.String({ maxLength: 100, description: 'Generated file name, e.g. 3f…9a.jpg' }) }),
         querystring: VariantQuery,
       },
+      // A new variant counts against RATE_LIMIT_IMAGE_VARIANTS (429); a full variant queue is a 503.
+      config: { counted: true, problems: [429, 503] },
     },
     async (request, reply) => {
       const { name } = request.params;

@@ -11,6 +11,9 @@ import { writePreconditions } from '../http/representation.js';
 import { EVENTS } from './webhook.events.js';
 import * as hooks from './webhook.service.js';
 
+/** The most deliveries one answer lists. */
+const MAX_DELIVERIES_PAGE = 200;
+
 const Events = Type.Array(Type.String({ maxLength: 40 }), {
   minItems: 1,
   maxItems: EVENTS.length,
@@ -27,7 +30,7 @@ const Webhook = Type.Object(
   {
     id: Type.Integer(),
     url: Type.String(),
-    events: Type.Array(Type.String()),
+    events: Type.Array(Type.String(), { maxItems: EVENTS.length }),
     description: Type.String(),
     status: Status,
     disabledReason: Type.Union(
@@ -45,9 +48,12 @@ const Webhook = Type.Object(
       Type.String({ description: 'The signing secret (whsec_…): in the answers to create and rotate-secret only, never again' }),
     ),
   },
-  { additionalProperties: false },
+  { $id: 'Webhook', additionalProperties: false },
 );
-const Webhooks = Type.Object({ data: Type.Array(Webhook) }, { additionalProperties: false });
+const Webhooks = Type.Object(
+  { data: Type.Array(Webhook, { maxItems: hooks.MAX_HOOKS_PER_SITE }) },
+  { $id: 'WebhookList', additionalProperties: false },
+);
 
 const Attempt = Type.Object(
   {
@@ -57,7 +63,7 @@ const Attempt = Type.Object(
     durationMs: Type.Integer(),
     at: Type.String({ description: 'YYYY-MM-DD HH:MM:SS, UTC' }),
   },
-  { additionalProperties: false },
+  { $id: 'WebhookDeliveryAttempt', additionalProperties: false },
 );
 const Delivery = Type.Object(
   {
@@ -68,14 +74,20 @@ const Delivery = Type.Object(
     createdAt: Type.String(),
     attempts: Type.Array(Attempt),
   },
-  { additionalProperties: false },
+  { $id: 'WebhookDelivery', additionalProperties: false },
 );
-const Deliveries = Type.Object({ data: Type.Array(Delivery) }, { additionalProperties: false });
+const Deliveries = Type.Object(
+  { data: Type.Array(Delivery, { maxItems: MAX_DELIVERIES_PAGE }) },
+  { $id: 'WebhookDeliveryList', additionalProperties: false },
+);
 
-const NewWebhook = Type.Object({ url: Url, events: Events, description: Type.Optional(Description) }, { additionalProperties: false });
+const NewWebhook = Type.Object(
+  { url: Url, events: Events, description: Type.Optional(Description) },
+  { $id: 'WebhookCreate', additionalProperties: false },
+);
 const WebhookPatch = Type.Object(
   { url: Type.Optional(Url), events: Type.Optional(Events), description: Type.Optional(Description), status: Type.Optional(Status) },
-  { additionalProperties: false },
+  { $id: 'WebhookUpdate', additionalProperties: false },
 );
 const DeliveryParams = Type.Object(
   { id: IdParams.properties.id, delivery: Type.Integer({ minimum: 1, maximum: 2147483647, description: 'Delivery id' }) },
@@ -84,7 +96,12 @@ const DeliveryParams = Type.Object(
 const DeliveriesQuery = Type.Object(
   {
     pageSize: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'Deliveries per answer, newest first, 1–200 (50)' }),
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_DELIVERIES_PAGE,
+        default: 50,
+        description: 'Deliveries per answer, newest first, 1–200 (50)',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -121,7 +138,12 @@ export async function registerWebhooks(
 
   routes.post(
     '/webhooks',
-    write('Create a webhook', DOCS.create, { querystring: NoQuery, body: NewWebhook, response: { 201: Webhooks } }, [409]),
+    write(
+      'Create a webhook',
+      DOCS.create,
+      { operationId: 'createWebhook', querystring: NoQuery, body: NewWebhook, response: { 201: Webhooks } },
+      { problems: [409] },
+    ),
     async (request, reply) => {
       const principal = principalOf(request);
       const created = await hooks.createWebhook(db, guard, principal.siteId, request.body, credentialOf(principal));
@@ -129,12 +151,16 @@ export async function registerWebhooks(
       return { data: [created] };
     },
   );
-  routes.get('/webhooks', write('List webhooks', DOCS.list, { querystring: NoQuery, response: { 200: Webhooks } }), async (request) => ({
-    data: await hooks.listWebhooks(db, principalOf(request).siteId),
-  }));
+  routes.get(
+    '/webhooks',
+    write('List webhooks', DOCS.list, { operationId: 'listWebhooks', querystring: NoQuery, response: { 200: Webhooks } }),
+    async (request) => ({
+      data: await hooks.listWebhooks(db, principalOf(request).siteId),
+    }),
+  );
   routes.get(
     '/webhooks/:id',
-    write('Get a webhook', DOCS.get, { params: IdParams, querystring: NoQuery, response: { 200: Webhooks } }),
+    write('Get a webhook', DOCS.get, { operationId: 'getWebhook', params: IdParams, querystring: NoQuery, response: { 200: Webhooks } }),
     async (request, reply) => {
       const hook = await hooks.getWebhook(db, principalOf(request).siteId, request.params.id);
       // The tag If-Match on PATCH and DELETE is compared with, whatever the serializer writes.
@@ -144,7 +170,12 @@ export async function registerWebhooks(
   );
   routes.patch(
     '/webhooks/:id',
-    write('Update a webhook', DOCS.update, { params: IdParams, querystring: NoQuery, body: WebhookPatch, response: { 200: Webhooks } }),
+    write(
+      'Update a webhook',
+      DOCS.update,
+      { operationId: 'updateWebhook', params: IdParams, querystring: NoQuery, body: WebhookPatch, response: { 200: Webhooks } },
+      { conditional: true },
+    ),
     async (request, reply) => {
       const principal = principalOf(request);
       const hook = await hooks.updateWebhook(
@@ -162,7 +193,12 @@ export async function registerWebhooks(
   );
   routes.delete(
     '/webhooks/:id',
-    write('Delete a webhook', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }),
+    write(
+      'Delete a webhook',
+      DOCS.delete,
+      { operationId: 'deleteWebhook', params: IdParams, querystring: NoQuery, response: { 204: Deleted } },
+      { conditional: true },
+    ),
     async (request, reply) => {
       await hooks.deleteWebhook(db, principalOf(request).siteId, request.params.id, writePreconditions(request));
       return reply.code(204).send(null);
@@ -170,19 +206,34 @@ export async function registerWebhooks(
   );
   routes.post(
     '/webhooks/:id/rotate-secret',
-    write('Rotate a webhook secret', DOCS.rotate, { params: IdParams, querystring: NoQuery, response: { 200: Webhooks } }, [409]),
+    write(
+      'Rotate a webhook secret',
+      DOCS.rotate,
+      { operationId: 'rotateWebhookSecret', params: IdParams, querystring: NoQuery, response: { 200: Webhooks } },
+      { problems: [409] },
+    ),
     async (request) => ({ data: [await hooks.rotateSecret(db, principalOf(request).siteId, request.params.id)] }),
   );
   routes.get(
     '/webhooks/:id/deliveries',
-    write('List webhook deliveries', DOCS.deliveries, { params: IdParams, querystring: DeliveriesQuery, response: { 200: Deliveries } }),
+    write('List webhook deliveries', DOCS.deliveries, {
+      operationId: 'listWebhookDeliveries',
+      params: IdParams,
+      querystring: DeliveriesQuery,
+      response: { 200: Deliveries },
+    }),
     async (request) => ({
       data: await hooks.listDeliveries(db, principalOf(request).siteId, request.params.id, request.query.pageSize ?? 50),
     }),
   );
   routes.post(
     '/webhooks/:id/deliveries/:delivery/retry',
-    write('Retry a webhook delivery', DOCS.retry, { params: DeliveryParams, querystring: NoQuery, response: { 202: Deliveries } }, [409]),
+    write(
+      'Retry a webhook delivery',
+      DOCS.retry,
+      { operationId: 'retryWebhookDelivery', params: DeliveryParams, querystring: NoQuery, response: { 202: Deliveries } },
+      { problems: [409] },
+    ),
     async (request, reply) => {
       const { id, delivery } = request.params;
       reply.code(202);
@@ -191,7 +242,12 @@ export async function registerWebhooks(
   );
   routes.post(
     '/webhooks/:id/test',
-    write('Send a test delivery', DOCS.test, { params: IdParams, querystring: NoQuery, response: { 202: Deliveries } }, [409]),
+    write(
+      'Send a test delivery',
+      DOCS.test,
+      { operationId: 'testWebhook', params: IdParams, querystring: NoQuery, response: { 202: Deliveries } },
+      { problems: [409] },
+    ),
     async (request, reply) => {
       reply.code(202);
       return { data: [await hooks.sendTest(db, principalOf(request).siteId, request.params.id)] };

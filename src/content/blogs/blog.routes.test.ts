@@ -181,8 +181,10 @@ test('the blog endpoint answers its reference and is in the OpenAPI document wit
 
   const doc = json(await app.app.inject({ url: '/api/openapi.json' }));
   const body = doc.paths['/api/blog'].post.requestBody.content;
-  assert.ok(body['application/json'].schema.properties.info_title);
-  assert.ok(body['multipart/form-data'].schema.properties.uploadPrimaryImage);
+  assert.deepEqual(body['application/json'].schema, { $ref: '#/components/schemas/BlogInput' });
+  assert.ok(doc.components.schemas.BlogInput.properties.info_title);
+  assert.deepEqual(body['multipart/form-data'].schema, { $ref: '#/components/schemas/BlogForm' });
+  assert.ok(doc.components.schemas.BlogForm.properties.uploadPrimaryImage);
   assert.ok(doc.paths['/api/blog'].get.parameters.some((p: { name: string }) => p.name === 'tags'));
   assert.equal(doc.paths['/webapps/api/blog'], undefined);
 });

@@ -63,18 +63,21 @@ export async function registerBlogs(
   const deps: blogs.BlogDeps = { db, images, processor, warn: (message, error) => app.log.warn({ err: error }, message) };
   const checkData = dataValidator(app, `${prefix}/blog`);
 
-  routes.get('/blog', read('List blogs', DOCS.list, { querystring: BlogQuery, response: { 200: BlogListing } }), async (request, reply) =>
-    sendList(
-      reply,
-      await withinBudget(lists, reply, pageSizeOf(request.query.pageSize), () =>
-        blogs.listBlogs(db, principalOf(request).siteId, request.query),
+  routes.get(
+    '/blog',
+    read('List blogs', DOCS.list, { operationId: 'listBlogs', querystring: BlogQuery, response: { 200: BlogListing } }),
+    async (request, reply) =>
+      sendList(
+        reply,
+        await withinBudget(lists, reply, pageSizeOf(request.query.pageSize), () =>
+          blogs.listBlogs(db, principalOf(request).siteId, request.query),
+        ),
       ),
-    ),
   );
 
   routes.get(
     '/blog/:id',
-    read('Get one blog', DOCS.get, { params: IdParams, querystring: NoQuery, response: { 200: BlogList } }),
+    read('Get one blog', DOCS.get, { operationId: 'getBlog', params: IdParams, querystring: NoQuery, response: { 200: BlogList } }),
     (request, reply) => sendStored(reply, blogs.getStoredBlog(db, principalOf(request).siteId, request.params.id)),
   );
 
@@ -84,11 +87,12 @@ export async function registerBlogs(
   routes.post<{ Body: blogs.BlogInput | undefined; Querystring: Static<typeof BlogWriteQuery> }>(
     '/blog',
     takingForms(
-      write('Insert or update a blog', DOCS.post, {
-        querystring: BlogWriteQuery,
-        body: BlogBodies,
-        response: { 200: BlogWritten, 201: BlogWritten },
-      }),
+      write(
+        'Insert or update a blog',
+        DOCS.post,
+        { operationId: 'createBlog', querystring: BlogWriteQuery, body: BlogBodies, response: { 200: BlogWritten, 201: BlogWritten } },
+        { conditional: true },
+      ),
       checkData,
       { multipart: false },
     ),
@@ -111,7 +115,14 @@ export async function registerBlogs(
 
   routes.patch<{ Body: blogs.BlogInput | undefined; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
     '/blog/:id',
-    patchOptions(app, write, { prefix, noun: 'blog', record: BlogWrite, written: BlogWritten, description: DOCS.patch }),
+    patchOptions(app, write, {
+      operationId: 'updateBlog',
+      prefix,
+      noun: 'blog',
+      record: BlogWrite,
+      written: BlogWritten,
+      description: DOCS.patch,
+    }),
     async (request, reply) => {
       const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'blog') };
       const principal = principalOf(request);
@@ -122,7 +133,12 @@ export async function registerBlogs(
 
   routes.delete(
     '/blog/:id',
-    write('Delete a blog', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }),
+    write(
+      'Delete a blog',
+      DOCS.delete,
+      { operationId: 'deleteBlog', params: IdParams, querystring: NoQuery, response: { 204: Deleted } },
+      { conditional: true },
+    ),
     async (request, reply) => {
       const principal = principalOf(request);
       await blogs.deleteBlog(deps, principal.siteId, request.params.id, actorOf(principal), writePreconditions(request));

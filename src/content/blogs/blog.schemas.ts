@@ -42,10 +42,10 @@ export const ImageMetadata = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false, description: 'The stored image, after the page’s image rules' },
+  { $id: 'ImageMetadata', additionalProperties: false, description: 'The stored image, after the page’s image rules' },
 );
 
-export const BlogRecord = recordSchema('BlogRecord', BLOG_FIELDS, {
+export const BlogRecord = recordSchema('Blog', BLOG_FIELDS, {
   info_show: Type.Union([Type.Literal('Y'), Type.Literal('N')], { description: d('info_show') }),
   info_img_json: Type.Union([ImageMetadata, Type.Null()], { description: d('info_img_json') }),
   info_more_images: Type.Array(Type.String(), { description: d('info_more_images') }),
@@ -56,6 +56,7 @@ const MIGRATE_MODE_DESCRIPTION =
   'Repeatable migration: a primary image or additional images already on the blog are kept, not replaced; additional images only add originals not seen before (same file name and content); the primary image is never listed in info_more_images. true or 1.';
 
 export const BlogWrite = writeSchema(
+  'BlogInput',
   BLOG_FIELDS,
   {
     page: Type.Integer({ minimum: 1, maximum: INT32_MAX, description: d('page') }),
@@ -103,10 +104,10 @@ const BLOG_FILES = {
 /** The bodies POST /api/blog takes: JSON, or a form with `data`, the credentials and the files. */
 export const BlogBodies = writeBodies(BlogWrite, 'blog', BLOG_FILES);
 
-export const BlogList = envelopeSchema(BlogRecord);
+export const BlogList = envelopeSchema('BlogEnvelope', BlogRecord);
 /** The list's envelope: every field, unless fields or allFields=false chose fewer. */
-export const BlogListing = envelopeSchema(listedRecordSchema('BlogListItem', BlogRecord, BLOGS.fields.ids));
-export const BlogWritten = writtenSchema(BlogRecord);
+export const BlogListing = envelopeSchema('BlogList', listedRecordSchema('BlogListItem', BlogRecord, BLOGS.fields.ids));
+export const BlogWritten = writtenSchema('BlogData', BlogRecord);
 
 export const BlogQuery = Type.Object(
   {

@@ -6,7 +6,7 @@ import { writePreconditions } from '../../http/representation.js';
 import { BlogWritten } from '../blogs/blog.schemas.js';
 import { PageWritten } from '../pages/page.schemas.js';
 import { NoQuery, operations, sendSaved } from '../shared/envelope.js';
-import { IdParams } from '../shared/schemas.js';
+import { IdParams, MAX_PAGE_SIZE } from '../shared/schemas.js';
 import { actorOf, type RecordType } from './change-log.js';
 import { FeedWatch } from './feed-watch.js';
 import { getRevision, type HistoryDeps, listRevisions, readFeed, restoreRevision, sinceOf } from './history.service.js';
@@ -33,7 +33,7 @@ const Actor = Type.Object(
     id: Type.String({ description: 'The API ID, the OAuth connection id, the console user id, the operating system user of the CLI' }),
     name: Type.String({ description: "The credential's label, the OAuth application's name, the console user's e-mail, the CLI command" }),
   },
-  { additionalProperties: false },
+  { $id: 'Actor', additionalProperties: false },
 );
 
 const Op = Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('delete'), Type.Literal('restore')]);
@@ -48,7 +48,7 @@ const ChangeEntry = Type.Object(
     actor: Actor,
     revision: Type.Integer({ description: 'The revision of the record this change made: GET …/revisions/<revision>' }),
   },
-  { additionalProperties: false },
+  { $id: 'Change', additionalProperties: false },
 );
 
 const ChangesQuery = Type.Object(
@@ -58,7 +58,9 @@ const ChangesQuery = Type.Object(
     ),
     type: Type.Optional(Type.Union([Type.Literal('page'), Type.Literal('blog')], { description: 'Only changes of pages, or of blogs' })),
     id: Type.Optional(Type.Integer({ minimum: 1, maximum: 2147483647, description: 'Only changes of this record (with type)' })),
-    pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 999, default: 200, description: 'Entries per answer, 1–999 (200)' })),
+    pageSize: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 200, description: 'Entries per answer, 1–999 (200)' }),
+    ),
     wait: Type.Optional(
       Type.Integer({
         minimum: 0,
@@ -72,7 +74,7 @@ const ChangesQuery = Type.Object(
 
 const ChangesListing = Type.Object(
   {
-    data: Type.Array(ChangeEntry),
+    data: Type.Array(ChangeEntry, { maxItems: MAX_PAGE_SIZE }),
     meta: Type.Object(
       {
         pageSize: Type.Integer(),
@@ -81,7 +83,7 @@ const ChangesListing = Type.Object(
       { additionalProperties: false },
     ),
   },
-  { additionalProperties: false },
+  { $id: 'ChangeList', additionalProperties: false },
 );
 
 const Revision = Type.Object(
@@ -92,10 +94,10 @@ const Revision = Type.Object(
     at: Type.String({ description: 'YYYY-MM-DD HH:MM:SS, UTC' }),
     actor: Actor,
   },
-  { additionalProperties: false },
+  { $id: 'Revision', additionalProperties: false },
 );
 
-const RevisionsListing = Type.Object({ data: Type.Array(Revision) }, { additionalProperties: false });
+const RevisionsListing = Type.Object({ data: Type.Array(Revision) }, { $id: 'RevisionList', additionalProperties: false });
 
 const RevisionParams = Type.Object(
   {
@@ -136,7 +138,12 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
 
   routes.get(
     '/changes',
-    read('List changes', DOCS.changes, { querystring: ChangesQuery, response: { 200: ChangesListing } }, [410]),
+    read(
+      'List changes',
+      DOCS.changes,
+      { operationId: 'listChanges', querystring: ChangesQuery, response: { 200: ChangesListing } },
+      { problems: [410] },
+    ),
     async (request, reply) => {
       const { since, type, id, pageSize = 200, wait = 0 } = request.query;
       const { siteId } = principalOf(request);
@@ -156,9 +163,11 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
   ] as const) {
     const ops = operations(type === 'page' ? 'pages' : 'blogs', prefix);
     const noun: RecordType = type;
+    const Noun = type === 'page' ? 'Page' : 'Blog';
     routes.get(
       `/${type}/:id/revisions`,
       ops.read(`List a ${type}'s revisions`, DOCS.revisions(noun), {
+        operationId: `list${Noun}Revisions`,
         params: IdParams,
         querystring: NoQuery,
         response: { 200: RevisionsListing },
@@ -171,6 +180,7 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
     routes.get(
       `/${type}/:id/revisions/:revision`,
       ops.read(`Get a revision of a ${type}`, DOCS.revision(noun), {
+        operationId: `get${Noun}Revision`,
         params: RevisionParams,
         querystring: NoQuery,
         response: { 200: written },
@@ -186,8 +196,8 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
       ops.write(
         `Restore a revision of a ${type}`,
         DOCS.restore(noun),
-        { params: RevisionParams, querystring: NoQuery, response: { 200: written, 201: written } },
-        [409, 412],
+        { operationId: `restore${Noun}Revision`, params: RevisionParams, querystring: NoQuery, response: { 200: written, 201: written } },
+        { problems: [409], conditional: true },
       ),
       async (request, reply) => {
         const principal = principalOf(request);

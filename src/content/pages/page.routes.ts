@@ -49,18 +49,21 @@ export async function registerPages(
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
   const { read, write } = operations('pages', prefix);
 
-  routes.get('/page', read('List pages', DOCS.list, { querystring: PageQuery, response: { 200: PageListing } }), async (request, reply) =>
-    sendList(
-      reply,
-      await withinBudget(lists, reply, pageSizeOf(request.query.pageSize), () =>
-        pages.listPages(db, principalOf(request).siteId, request.query),
+  routes.get(
+    '/page',
+    read('List pages', DOCS.list, { operationId: 'listPages', querystring: PageQuery, response: { 200: PageListing } }),
+    async (request, reply) =>
+      sendList(
+        reply,
+        await withinBudget(lists, reply, pageSizeOf(request.query.pageSize), () =>
+          pages.listPages(db, principalOf(request).siteId, request.query),
+        ),
       ),
-    ),
   );
 
   routes.get(
     '/page/:id',
-    read('Get one page', DOCS.get, { params: IdParams, querystring: NoQuery, response: { 200: PageList } }),
+    read('Get one page', DOCS.get, { operationId: 'getPage', params: IdParams, querystring: NoQuery, response: { 200: PageList } }),
     (request, reply) => sendStored(reply, pages.getStoredPage(db, principalOf(request).siteId, request.params.id)),
   );
 
@@ -69,11 +72,17 @@ export async function registerPages(
   routes.post<{ Body: pages.PageInput | undefined; Querystring: Record<string, never> }>(
     '/page',
     takingForms(
-      write('Insert or update a page', DOCS.post, {
-        querystring: NoQuery,
-        body: writeBodies(PageWrite, 'page'),
-        response: { 200: PageWritten, 201: PageWritten },
-      }),
+      write(
+        'Insert or update a page',
+        DOCS.post,
+        {
+          operationId: 'createPage',
+          querystring: NoQuery,
+          body: writeBodies(PageWrite, 'page'),
+          response: { 200: PageWritten, 201: PageWritten },
+        },
+        { conditional: true },
+      ),
       validatorFor(app, { schema: PageWrite, method: 'POST', url: `${prefix}/page`, httpPart: 'body' }, 'data'),
     ),
     async (request, reply) => {
@@ -85,7 +94,14 @@ export async function registerPages(
 
   routes.patch<{ Body: pages.PageInput | undefined; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
     '/page/:id',
-    patchOptions(app, write, { prefix, noun: 'page', record: PageWrite, written: PageWritten, description: DOCS.patch }),
+    patchOptions(app, write, {
+      operationId: 'updatePage',
+      prefix,
+      noun: 'page',
+      record: PageWrite,
+      written: PageWritten,
+      description: DOCS.patch,
+    }),
     async (request, reply) => {
       const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'page') };
       const principal = principalOf(request);
@@ -96,7 +112,12 @@ export async function registerPages(
 
   routes.delete(
     '/page/:id',
-    write('Delete a page', DOCS.delete, { params: IdParams, querystring: NoQuery, response: { 204: Deleted } }, [409]),
+    write(
+      'Delete a page',
+      DOCS.delete,
+      { operationId: 'deletePage', params: IdParams, querystring: NoQuery, response: { 204: Deleted } },
+      { problems: [409], conditional: true },
+    ),
     async (request, reply) => {
       const principal = principalOf(request);
       await pages.deletePage(db, principal.siteId, request.params.id, actorOf(principal), writePreconditions(request));

@@ -13,11 +13,11 @@ import {
 import { PAGE_BODY_FIELDS, PAGE_FIELDS } from './page.fields.js';
 import { PAGES } from './page.repository.js';
 
-export const PageRecord = recordSchema('PageRecord', PAGE_FIELDS, {
+export const PageRecord = recordSchema('Page', PAGE_FIELDS, {
   id: Type.Integer({ description: 'The same as page' }),
 });
 
-export const PageWrite = writeSchema(PAGE_FIELDS, {
+export const PageWrite = writeSchema('PageInput', PAGE_FIELDS, {
   page_parent: Type.Integer({ minimum: 0, maximum: INT32_MAX, description: PAGE_FIELDS.page_parent.description }),
   page_alias: Type.String({ maxLength: 200, pattern: '^[^/?#\\s]*$', description: PAGE_FIELDS.page_alias.description }),
   page_alttemplate: Type.String({ pattern: '^[A-Fa-f]?$', description: PAGE_FIELDS.page_alttemplate.description }),
@@ -25,10 +25,10 @@ export const PageWrite = writeSchema(PAGE_FIELDS, {
   page_notify: Type.Union([Type.Literal(''), Type.String({ format: 'email' })], { description: PAGE_FIELDS.page_notify.description }),
 });
 
-export const PageList = envelopeSchema(PageRecord);
+export const PageList = envelopeSchema('PageEnvelope', PageRecord);
 /** The list's envelope: every field, unless fields or allFields=false chose fewer. */
-export const PageListing = envelopeSchema(listedRecordSchema('PageListItem', PageRecord, PAGES.fields.ids));
-export const PageWritten = writtenSchema(PageRecord);
+export const PageListing = envelopeSchema('PageList', listedRecordSchema('PageListItem', PageRecord, PAGES.fields.ids));
+export const PageWritten = writtenSchema('PageData', PageRecord);
 
 export const PageQuery = Type.Object(
   {

@@ -123,20 +123,27 @@ export const Deleted = Type.Null({ description: 'Deleted' });
 /** Routes that take no query parameters still refuse unknown ones, as lists do. */
 export const NoQuery = Type.Object({}, { additionalProperties: false });
 
+/** What a route's declaration adds to its OpenAPI operation beyond its schemas. */
+export interface OperationNotes {
+  /** Error statuses beyond those the OpenAPI document derives from the route's shape. */
+  readonly problems?: readonly number[];
+  /** The route honours If-Match and If-None-Match (writePreconditions), and a write answers the record's ETag. */
+  readonly conditional?: boolean;
+}
+
 /**
  * A route's declaration for one resource: its OpenAPI tag, hidden under the /webapps alias, the
- * summary and description of its reference, its schemas, the scope it needs, and any error
- * statuses its shape does not imply. The schemas keep
- * their types, so the handler's request is typed by them.
+ * summary and description of its reference, its schemas (with the operationId), the scope it
+ * needs, and the notes of its operation. The schemas keep their types, so the handler's request is
+ * typed by them.
  */
 export function operations(tag: string, prefix: string) {
   const doc = { tags: [tag], hide: prefix !== '/api' };
   const declare =
     (scope: 'everything:read' | 'everything:write') =>
-    <S extends FastifySchema>(summary: string, description: string, schema: S, problems?: readonly number[]) => ({
+    <S extends FastifySchema & { operationId: string }>(summary: string, description: string, schema: S, notes: OperationNotes = {}) => ({
       schema: { ...doc, summary, description, ...schema },
-      // problems: error statuses beyond those the OpenAPI document derives from the route's shape.
-      config: { scope, ...(problems ? { problems } : {}) },
+      config: { scope, ...notes },
     });
   return { read: declare('everything:read'), write: declare('everything:write') };
 }

@@ -298,15 +298,22 @@ export function takingForms<O extends { config: object }>(
 export function patchOptions<S extends TSchema, W extends TSchema>(
   app: FastifyInstance,
   write: ReturnType<typeof operations>['write'],
-  { prefix, noun, record, written, description }: { prefix: string; noun: string; record: S; written: W; description: string },
+  {
+    operationId,
+    prefix,
+    noun,
+    record,
+    written,
+    description,
+  }: { operationId: string; prefix: string; noun: string; record: S; written: W; description: string },
 ) {
   return takingForms(
-    write(`Update a ${noun}`, description, {
-      params: IdParams,
-      querystring: NoQuery,
-      body: writeBodies(record, noun),
-      response: { 200: written },
-    }),
+    write(
+      `Update a ${noun}`,
+      description,
+      { operationId, params: IdParams, querystring: NoQuery, body: writeBodies(record, noun), response: { 200: written } },
+      { conditional: true },
+    ),
     validatorFor(app, { schema: record, method: 'PATCH', url: `${prefix}/${noun}/:id`, httpPart: 'body' }, 'data'),
   );
 }

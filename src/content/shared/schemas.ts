@@ -17,6 +17,8 @@ import { FIELDS_MAX } from './projection.js';
 /** The range of the integer columns (PostgreSQL refuses a query with a value outside it). */
 const INT32 = { minimum: -2147483648, maximum: 2147483647 };
 export const INT32_MAX = INT32.maximum;
+/** The largest page of a list (spec §8). */
+export const MAX_PAGE_SIZE = 999;
 
 type Catalogue = Record<string, FieldSpec>;
 
@@ -53,12 +55,13 @@ export const BodyBoolean = Type.Union([Type.Boolean(), Type.Integer({ minimum: 0
  * A POST body: `id` selects the record to update; every field is optional; unknown fields are
  * refused. System fields are accepted so a GET → edit → POST round trip works (they are ignored).
  * `overrides` narrows a field's schema; `extra` adds fields that are not stored (migrateMode).
+ * `name` is the schema's name in the OpenAPI document.
  */
 export function writeSchema<
   F extends Catalogue,
   O extends TProperties = Record<never, TSchema>,
   X extends TProperties = Record<never, TSchema>,
->(fields: F, overrides: O = {} as O, extra: X = {} as X): TObject<WriteProperties<F, O, X>> {
+>(name: string, fields: F, overrides: O = {} as O, extra: X = {} as X): TObject<WriteProperties<F, O, X>> {
   const properties: TProperties = {
     id: Type.Optional(Type.Integer({ minimum: 1, maximum: INT32.maximum, description: 'ID of the record to update; absent to insert' })),
   };
@@ -71,7 +74,7 @@ export function writeSchema<
     else properties[field] = Type.Optional(Type.String({ description }));
   }
   for (const [field, schema] of Object.entries(extra)) properties[field] = Type.Optional(schema);
-  return Type.Object(properties, { additionalProperties: false }) as TObject<WriteProperties<F, O, X>>;
+  return Type.Object(properties, { $id: name, additionalProperties: false }) as TObject<WriteProperties<F, O, X>>;
 }
 
 /**
@@ -84,30 +87,41 @@ export function listedRecordSchema(name: string, record: TObject, ids: readonly 
   return Type.Object(properties, { $id: name, additionalProperties: false });
 }
 
-export function envelopeSchema(record: TSchema) {
+/** A list's meta: offset paging answers total, offset and pageSize; cursor paging pageSize and nextCursor. */
+export const ListMeta = Type.Object(
+  {
+    total: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: INT32.maximum,
+        description: 'Records matching the filters, before offset and pageSize (not in cursor mode)',
+      }),
+    ),
+    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: INT32.maximum, description: 'The offset asked for (not in cursor mode)' })),
+    pageSize: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),
+    nextCursor: Type.Optional(
+      Type.Union([Type.String({ maxLength: CURSOR_MAX }), Type.Null()], {
+        description: 'Cursor mode only: send it as `cursor` for the next page; null on the last page',
+      }),
+    ),
+  },
+  { $id: 'ListMeta' },
+);
+
+/** The list envelope of `record`, named `name` in the OpenAPI document. */
+export function envelopeSchema(name: string, record: TSchema) {
   return Type.Object(
     {
-      data: Type.Array(record),
-      // Offset paging answers total, offset and pageSize; cursor paging pageSize and nextCursor.
-      meta: Type.Object({
-        total: Type.Optional(
-          Type.Integer({ description: 'Records matching the filters, before offset and pageSize (not in cursor mode)' }),
-        ),
-        offset: Type.Optional(Type.Integer({ description: 'The offset asked for (not in cursor mode)' })),
-        pageSize: Type.Integer(),
-        nextCursor: Type.Optional(
-          Type.Union([Type.String(), Type.Null()], {
-            description: 'Cursor mode only: send it as `cursor` for the next page; null on the last page',
-          }),
-        ),
-      }),
+      data: Type.Array(record, { maxItems: MAX_PAGE_SIZE }),
+      meta: ListMeta,
     },
-    { additionalProperties: false },
+    { $id: name, additionalProperties: false },
   );
 }
 
-export function writtenSchema(record: TSchema) {
-  return Type.Object({ data: Type.Array(record) }, { additionalProperties: false });
+/** `{"data": [record]}`: what a write or a revision answers, named `name` in the OpenAPI document. */
+export function writtenSchema(name: string, record: TSchema) {
+  return Type.Object({ data: Type.Array(record, { minItems: 1, maxItems: 1 }) }, { $id: name, additionalProperties: false });
 }
 
 export const IdParams = Type.Object(
@@ -211,7 +225,7 @@ export const DEFAULT_PAGE_SIZE = 200;
 /** Spec §8: 1–999 is taken as is; absent or anything else (0, 1000, -5, "abc") means 200. */
 export function pageSizeOf(raw: number | string | undefined): number {
   const n = typeof raw === 'number' ? raw : raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  return Number.isInteger(n) && n >= 1 && n <= 999 ? n : DEFAULT_PAGE_SIZE;
+  return Number.isInteger(n) && n >= 1 && n <= MAX_PAGE_SIZE ? n : DEFAULT_PAGE_SIZE;
 }
 
 export function queryBoolean(raw: string | undefined): boolean {

@@ -5,13 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { readDemoCredentials } from '../src/demo/credentials.js';
 import { createEmptyPostgresDatabase, ownPostgresDatabase, TEST_DATABASE_URL } from './helpers.js';
 import { basic, listening, type Started, start } from './server-process.js';
+import { until } from './until.js';
 import { webhookReceiver } from './webhook-receiver.js';
 
 async function dataDir(t: TestContext): Promise<string> {
@@ -28,6 +29,15 @@ async function api(base: string, authorization: string, method: string, target: 
   });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Resolves once the hook's `count` deliveries are each recorded delivered, as the API lists them. */
+function recorded(base: string, authorization: string, hookId: number, count: number): Promise<unknown> {
+  return until(`${count} deliveries recorded delivered`, async () => {
+    const { body } = await api(base, authorization, 'GET', `/api/webhooks/${hookId}/deliveries`);
+    const list = body.data as { state: string }[];
+    return list.length === count && list.every((d) => d.state === 'delivered');
+  });
 }
 
 const CASES = [{ database: 'sqlite' }, ...(TEST_DATABASE_URL ? [{ database: 'postgres' }] : [])] as const;
@@ -68,19 +78,31 @@ for (const c of CASES) {
 
     server = await start(t, env);
     await listening(server);
-    const received = await receiver.waitFor(5, 20_000);
-    await sleep(500);
-    assert.equal(receiver.received.length, 5);
+    await receiver.waitFor(5, 20_000);
+    // None of the five is sent again: once they are recorded, one more write's delivery is awaited.
+    // The poll that sent it came after those records and would have claimed any of the five still
+    // due (older ones first); stopping the server then ends every attempt it had begun.
+    const hookId = created.body.data[0].id as number;
+    await recorded(server.base, authorization, hookId, 5);
+    const later = await api(server.base, authorization, 'POST', '/api/page', { page_usertitle: 'After the restart' });
+    assert.equal(later.status, 201);
+    pages.push(later.body.data[0].page);
+    await receiver.waitFor(6, 20_000);
+    server.child.kill('SIGTERM');
+    await server.exit;
+    const { received } = receiver;
+    assert.equal(received.length, 6, 'no delivery sent twice');
     assert.ok(
       received.every((r) => r.verified),
       'each verified with standardwebhooks',
     );
     assert.deepEqual(received.map((r) => r.verified!.data.id).sort(), [...pages].sort(), 'one delivery per acknowledged write');
-    assert.equal(new Set(received.map((r) => r.id)).size, 5);
-    server.child.kill('SIGTERM');
-    await server.exit;
+    assert.equal(new Set(received.map((r) => r.id)).size, 6);
   });
 }
+
+/** Attempts one node has in flight at once for one website's hooks, in the two-node test. */
+const PER_SITE = 5;
 
 test('two nodes on one PostgreSQL database: 20 writes across both, 20 deliveries, none twice', {
   skip: TEST_DATABASE_URL ? false : 'needs PostgreSQL (set TEST_DATABASE_URL): several nodes cannot share a SQLite file',
@@ -89,14 +111,24 @@ test('two nodes on one PostgreSQL database: 20 writes across both, 20 deliveries
   const database = await createEmptyPostgresDatabase(t);
   const dir = await dataDir(t);
   const receiver = await webhookReceiver(t);
-  // Each attempt takes a while, so that both nodes have deliveries due at once to contend for.
-  receiver.answerWith((_request, response) => setTimeout(() => response.writeHead(200).end(), 20));
+  // The receiver holds its answers until both nodes have their site's share of attempts in flight:
+  // then each node has claimed, deliveries are still due, and both nodes claim again at once when
+  // the answers go out. Later requests are answered at once.
+  let held: ServerResponse[] | undefined = [];
+  receiver.answerWith((_request, response) => {
+    if (!held) return void response.writeHead(200).end();
+    held.push(response);
+    if (held.length < 2 * PER_SITE) return;
+    for (const waiting of held) waiting.writeHead(200).end();
+    held = undefined;
+  });
   const env = {
     DATABASE_URL: database.url,
     DATA_DIR: dir,
     RATE_LIMIT_API: '0',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     WEBHOOK_POLL_MS: '10',
+    WEBHOOK_CONCURRENCY_PER_SITE: String(PER_SITE),
   };
   const [a, b] = await Promise.all([start(t, env), start(t, env)]);
   await Promise.all([listening(a!), listening(b!)]);
@@ -113,9 +145,15 @@ test('two nodes on one PostgreSQL database: 20 writes across both, 20 deliveries
     ),
   );
   assert.ok(writes.every((w) => w.status === 201));
-  const received = await receiver.waitFor(20, 20_000);
-  await sleep(1000);
-  assert.equal(receiver.received.length, 20, 'no delivery twice');
+  await receiver.waitFor(20, 20_000);
+  // A delivery two nodes both claimed would be sent by both in the polls that sent it first. Once
+  // each is recorded and both nodes have stopped, which ends every attempt they had begun, the
+  // receiver has all it will get.
+  await recorded(a!.base, authorization, created.body.data[0].id, 20);
+  for (const node of [a!, b!]) node.child.kill('SIGTERM');
+  await Promise.all([a!.exit, b!.exit]);
+  const { received } = receiver;
+  assert.equal(received.length, 20, 'no delivery twice');
   assert.ok(received.every((r) => r.verified));
   assert.equal(new Set(received.map((r) => r.id)).size, 20, 'twenty distinct webhook-ids');
   assert.deepEqual(received.map((r) => r.verified!.data.id).sort(), writes.map((w) => w.body.data[0].page).sort());

@@ -211,7 +211,7 @@ test('a Bearer token is kept, still refused once it expires, and refused at once
   // The clock stands still until ticked past the expiry, which is well short of that time.
   const short = (await connect(a)).tokens.access_token;
   t.mock.timers.enable({ apis: ['Date'], now: Date.now() });
-  const soon = formatTimestamp(new Date(Date.now() + 3000));
+  const soon = formatTimestamp(new Date(Date.now() + 3000)); // on the mocked clock
   await a.db.kysely
     .updateTable('oauth_payloads')
     .set({ expires_at: soon })

@@ -318,7 +318,7 @@ test('a failed delivery is due again after each delay of the schedule (±10 %), 
   await worker.settled();
   for (const [step, delayS] of schedule.entries()) {
     const row = await deliveryRow(db, id);
-    const waitMs = row.due_ms - Date.now();
+    const waitMs = row.due_ms - Date.now(); // the mocked clock: it moves only when ticked
     assert.ok(waitMs >= delayS * 900 && waitMs <= delayS * 1100, `retry ${step + 1} due in ${waitMs} ms`);
     t.mock.timers.tick(waitMs - 1);
     await worker.poll();

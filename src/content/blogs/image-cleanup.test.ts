@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sql } from 'kysely';
+import { SqliteDriver, sql } from 'kysely';
 import { type BlogTestApp, buildBlogApp, DRIVERS, image, postForm, storageOf, storedImages } from '../../../test/blog-fixtures.js';
 import { buildTestApp, json } from '../../../test/helpers.js';
 import { dialectOf } from '../../db/database.js';
@@ -46,24 +46,37 @@ async function crashLeftovers(app: BlogTestApp) {
 }
 
 /**
- * Until `work` waits for a lock the open transaction `trx` holds (PostgreSQL), or has settled. On
- * SQLite a write waits for the one connection an open transaction holds, which cannot be seen: a
- * pause.
+ * Until `work` waits for a lock the open transaction `trx` holds, or has settled. SQLite: the
+ * transaction holds the one connection, and `work` asks for it (Kysely's driver queues it until
+ * the transaction ends); `asked` is that request. PostgreSQL: its backend waits for a row lock.
  */
-async function untilBlockedBy(db: DbHandle, trx: DbHandle, work: Promise<unknown>): Promise<void> {
+async function untilBlockedBy(db: DbHandle, trx: DbHandle, work: Promise<unknown>, asked: Promise<void>): Promise<void> {
   let settled = false;
-  void work.finally(() => {
+  const end = () => {
     settled = true;
-  });
-  // Not a wait for an event: SQLite's one connection makes the write wait whether or not it got
-  // there first, so the outcome is the same; the pause only makes the race likelier to be run.
-  if (dialectOf(db) !== 'postgres') return sleep(200);
+  };
+  const done = work.then(end, end);
+  if (dialectOf(db) !== 'postgres') {
+    await Promise.race([asked, done]);
+    return;
+  }
   const holder = (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!.pid;
   // PostgreSQL tells no one a backend waits: pg_stat_activity is polled, the attempts only bound a hang.
   for (let attempt = 0; !settled && attempt < 1000; attempt++, await sleep(10)) {
     const blocked = await sql`select 1 from pg_stat_activity where ${holder} = any(pg_blocking_pids(pid))`.execute(db);
     if (blocked.rows.length > 0) return;
   }
+}
+
+/** SQLite: resolves at the next request for the one connection, made once `armed()` says so. */
+function connectionAsked(t: TestContext, armed: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const acquire = SqliteDriver.prototype.acquireConnection;
+    t.mock.method(SqliteDriver.prototype, 'acquireConnection', function (this: SqliteDriver) {
+      if (armed()) resolve();
+      return acquire.call(this);
+    });
+  });
 }
 
 for (const driver of DRIVERS) {
@@ -93,6 +106,7 @@ for (const driver of DRIVERS) {
     const { info_id: dropping, info_img: path } = json(saved).data[0] as { info_id: number; info_img: string };
     const db = app.db.kysely;
     let drop: Promise<{ statusCode: number; body: string }> | undefined;
+    const asked = connectionAsked(t, () => drop !== undefined);
     const referring = await db.transaction().execute(async (trx) => {
       const write = await saveBlog(
         { db: trx, images: storageOf(app) },
@@ -106,7 +120,7 @@ for (const driver of DRIVERS) {
       );
       drop = app.app.inject({ method: 'POST', url: '/api/blog', headers: app.site.headers, payload: { id: dropping, info_img: '' } });
       // The drop must now wait for this transaction to end.
-      await untilBlockedBy(db, trx, drop);
+      await untilBlockedBy(db, trx, drop, asked);
       return write.record;
     });
     const dropped = await drop!;

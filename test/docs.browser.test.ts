@@ -84,7 +84,7 @@ test('in Chromium: /docs Authorize runs PKCE with the demo client, and Try it ou
   await dialog.locator('button.modal-btn', { hasText: /^Logout$/ }).waitFor();
   await page.screenshot({ path: path.join(SCREENSHOTS, 'docs-authorize-2-authorized.png') });
   await page.locator('.btn-done').first().click();
-  const operation = page.locator('#operations-pages-get_api_page');
+  const operation = page.locator('#operations-pages-listPages');
   await operation.locator('.opblock-summary').click();
   await operation.getByRole('button', { name: 'Try it out' }).click();
   const [response] = await Promise.all([

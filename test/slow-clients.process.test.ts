@@ -15,6 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { DemoCredentials } from '../src/demo/credentials.js';
 import { tempDir } from './helpers.js';
 import { basic, feedEnd, listening, type Started, start } from './server-process.js';
+import { until } from './until.js';
 
 interface Opened {
   socket: Socket;
@@ -42,7 +43,7 @@ async function trickle(socket: Socket, bytes: string, everyMs: number): Promise<
   for (const byte of bytes) {
     if (socket.destroyed || !socket.writable) return;
     socket.write(byte);
-    await sleep(everyMs);
+    await sleep(everyMs); // the slow client's own pace, the behaviour under test, not a wait for an event
   }
 }
 
@@ -67,7 +68,8 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
   await t.test('a connection that sends nothing is closed after the idle timeout', async (t) => {
     const idle = await open(t, server.base);
     const ms = await idle.closed;
-    assert.ok(ms >= 900 && ms < 5000, `closed after ${ms} ms`);
+    // Not before the idle limit; how much after is the machine's (a hang is the test's timeout).
+    assert.ok(ms >= 900, `closed after ${ms} ms`);
     assert.equal(idle.received(), '', 'nothing is sent to a connection that asked nothing');
   });
 
@@ -88,11 +90,11 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
       `GET /api/page HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${authorization}\r\nX-Filler: ${'x'.repeat(200)}\r\n\r\n`,
       300,
     );
-    const ms = await slow.closed;
+    // The trickle would take a minute and a half: a 408 is the request timeout's, not its end.
+    await slow.closed;
     const { status, body } = answer(slow.received());
     assert.equal(status, 408, slow.received());
     assert.equal(body.type, '/problems/request-timeout');
-    assert.ok(ms < 6000, `closed after ${ms} ms`);
   });
 
   await t.test('a JSON body that stops arriving gets a 408 problem and writes nothing', async (t) => {
@@ -104,12 +106,11 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
     );
     // A byte every 300 ms: never idle for a second, but never done either.
     void trickle(slow.socket, json + ' '.repeat(50), 300);
-    const ms = await slow.closed;
+    await slow.closed;
     const { status, headers, body } = answer(slow.received());
     assert.equal(status, 408, slow.received());
     assert.match(headers, /content-type: application\/problem\+json/);
     assert.equal(body.status, 408);
-    assert.ok(ms < 6000, `closed after ${ms} ms`);
     const list = await fetch(`${server.base}/api/page?title=${encodeURIComponent(title)}`, { headers: { authorization } });
     assert.equal(((await list.json()) as { meta: { total: number } }).meta.total, 0, 'the page was not created');
   });
@@ -127,19 +128,12 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
     slow.socket.write(head);
     slow.socket.write(png);
     void trickle(slow.socket, 'x'.repeat(100), 300);
-    await sleep(1000);
-    assert.equal((await readdir(path.join(dataDir, 'images', '.staging'))).length, 1, 'the upload is being staged');
-    const ms = await slow.closed;
+    const staging = path.join(dataDir, 'images', '.staging');
+    await until('the upload to be staged', async () => (await readdir(staging).catch(() => [])).length === 1);
+    await slow.closed;
     assert.equal(answer(slow.received()).status, 408, slow.received());
-    assert.ok(ms < 6000, `closed after ${ms} ms`);
-    // Clean-up runs as the request's stream fails; give it a moment.
-    let staged: string[] = [];
-    for (let i = 0; i < 20; i++) {
-      staged = await readdir(path.join(dataDir, 'images', '.staging')).catch(() => []);
-      if (staged.length === 0) break;
-      await sleep(100);
-    }
-    assert.deepEqual(staged, [], 'no staged upload is left behind');
+    // Clean-up runs as the request's stream fails, after the answer.
+    await until('no staged upload left behind', async () => (await readdir(staging).catch(() => [])).length === 0);
   });
 
   await t.test('after an oversized OAuth form is refused, the connection answers at once or is closed', async (t) => {
@@ -149,10 +143,16 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
       const size = 2 * 1024 * 1024;
       conn.socket.write(`POST ${endpoint} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: ${type}\r\nContent-Length: ${size}\r\n\r\n`);
       conn.socket.write('a'.repeat(64 * 1024));
-      // The client, seeing the early answer or not, goes on with its next request on the same connection.
+      // The client, seeing the early answer or not, goes on with its next request on the same
+      // connection (the pause is its pace, not a wait for an event); then the connection either
+      // answers it or is closed.
+      let closed = false;
+      void conn.closed.then(() => (closed = true));
       await sleep(200);
       if (!conn.socket.destroyed) conn.socket.write(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
-      const outcome = await Promise.race([conn.closed.then(() => 'closed'), sleep(1500).then(() => 'open')]);
+      const outcome = await until('the next answer or the close', async () =>
+        closed ? 'closed' : /HTTP\/1\.1 200[\s\S]*"status":"ok"/.test(conn.received()) ? 'open' : undefined,
+      );
       const refusal = answer(conn.received());
       assert.ok(refusal.status === 413 || refusal.status === 400, `${endpoint}: refused (${conn.received().slice(0, 200)})`);
       if (outcome === 'open') {
@@ -166,7 +166,13 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
   await t.test('two Host headers are a 400 problem', async (t) => {
     const conn = await open(t, server.base);
     conn.socket.write(`GET /api/page HTTP/1.1\r\nHost: ${host}\r\nHost: evil.example\r\nAuthorization: ${authorization}\r\n\r\n`);
-    await Promise.race([conn.closed, sleep(3000)]);
+    await until('the whole answer', async () => {
+      try {
+        return answer(conn.received()).status > 0;
+      } catch {
+        return false;
+      }
+    });
     const { status, headers, body } = answer(conn.received());
     assert.equal(status, 400, conn.received());
     assert.match(headers, /content-type: application\/problem\+json/);

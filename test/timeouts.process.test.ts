@@ -40,7 +40,7 @@ test('at the default limits: a silent connection is closed, slow headers get a 4
     for (const byte of `GET /api/page HTTP/1.1\r\nHost: ${host}\r\n\r\n`) {
       if (slow.socket.destroyed) return;
       slow.socket.write(byte);
-      await sleep(5000);
+      await sleep(5000); // the slow client's own pace, the behaviour under test, not a wait for an event
     }
   })();
 

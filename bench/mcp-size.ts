@@ -9,7 +9,7 @@
 import { request as httpRequest } from 'node:http';
 import type { TestContext } from 'node:test';
 import { parseArgs } from 'node:util';
-import { connectAgent } from '../test/mcp.helpers.js';
+import { connectAgent, realisticPage } from '../test/mcp.helpers.js';
 import { startOAuthApp } from '../test/oauth.helpers.js';
 
 const { values: args } = parseArgs({ options: { json: { type: 'boolean', default: false } } });
@@ -17,11 +17,6 @@ const { values: args } = parseArgs({ options: { json: { type: 'boolean', default
 /** The helpers clean up through a test's `after`; here, once the figures are printed. */
 const cleanups: Array<() => unknown> = [];
 const context = { after: (fn: () => unknown) => cleanups.push(fn) } as unknown as TestContext;
-
-const words = (n: number, seed: number) =>
-  Array.from({ length: n }, (_, i) => ['bread', 'oven', 'flour', 'crème', 'bakery', 'yeast'][(i * 7 + seed) % 6]).join(' ');
-const html = (seed: number) =>
-  Array.from({ length: 12 }, (_, i) => `<p>${words(40, seed + i)} <a href="/x">${words(3, i)}</a></p>`).join('\n');
 
 /** One POST to /mcp with the bytes as they came over the wire (fetch would decode them). */
 function post(url: string, token: string, body: object, encoding?: string) {
@@ -49,16 +44,7 @@ function post(url: string, token: string, body: object, encoding?: string) {
 const a = await startOAuthApp(context, { config: { rateLimits: { api: 0, token: 0 } } as never });
 try {
   for (let i = 0; i < 60; i++) {
-    const title = `${words(8, i)} ${i}`;
-    const page = {
-      page_usertitle: title,
-      page_menuname: words(2, i),
-      page_summary: words(30, i),
-      page_metatitle: `${title} | Bakery`,
-      page_keywords: words(3, i).replace(/ /g, ', '),
-      page_html_content: html(i),
-      page_html_intro: `<p>${words(30, i)}</p>`,
-    };
+    const page = realisticPage(i);
     const answer = await a.app.inject({ method: 'POST', url: '/api/page', headers: a.site.headers, payload: page });
     if (answer.statusCode !== 201) throw new Error(`seeding: ${answer.statusCode} ${answer.body}`);
   }

@@ -94,3 +94,25 @@ export function postToolCall(base: string, token: string, name: string, args: Re
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
   });
 }
+
+/** Words of a realistic text, the same for a given seed: what an agent's list answers are measured on. */
+export const words = (n: number, seed: number) =>
+  Array.from({ length: n }, (_, i) => ['bread', 'oven', 'flour', 'crème', 'bakery', 'yeast'][(i * 7 + seed) % 6]).join(' ');
+
+/** A body of twelve paragraphs of those words, with links. */
+export const html = (seed: number) =>
+  Array.from({ length: 12 }, (_, i) => `<p>${words(40, seed + i)} <a href="/x">${words(3, i)}</a></p>`).join('\n');
+
+/** The i-th page of realistic text, as a POST /api/page body. */
+export function realisticPage(i: number): Record<string, string> {
+  const title = `${words(8, i)} ${i}`;
+  return {
+    page_usertitle: title,
+    page_menuname: words(2, i),
+    page_summary: words(30, i),
+    page_metatitle: `${title} | Bakery`,
+    page_keywords: words(3, i).replace(/ /g, ', '),
+    page_html_content: html(i),
+    page_html_intro: `<p>${words(30, i)}</p>`,
+  };
+}

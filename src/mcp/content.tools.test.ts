@@ -2,14 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildBlogApp, storageOf } from '../../test/blog-fixtures.js';
 import { json } from '../../test/helpers.js';
+import { html, realisticPage, words } from '../../test/mcp.helpers.js';
 import { SYSTEM_ACTOR } from '../content/history/change-log.js';
 import { contentTools, MCP_BLOG_FIELDS, MCP_PAGE_FIELDS, MCP_PAGE_SIZE } from './content.tools.js';
-
-/** Words of a realistic text, as bench/seed.ts writes them. */
-const words = (n: number, seed: number) =>
-  Array.from({ length: n }, (_, i) => ['bread', 'oven', 'flour', 'crème', 'bakery', 'yeast'][(i * 7 + seed) % 6]).join(' ');
-const html = (seed: number) =>
-  Array.from({ length: 12 }, (_, i) => `<p>${words(40, seed + i)} <a href="/x">${words(3, i)}</a></p>`).join('\n');
 
 /**
  * The size of one tool answer as an agent receives it: its JSON text and the same object as
@@ -23,15 +18,7 @@ test('the MCP list tools answer 20 records of a few fields unless asked, well un
   for (let i = 0; i < 60; i++) {
     const title = `${words(8, i)} ${i}`;
     const inject = (url: string, payload: object) => app.app.inject({ method: 'POST', url, headers: app.site.headers, payload });
-    await inject('/api/page', {
-      page_usertitle: title,
-      page_menuname: words(2, i),
-      page_summary: words(30, i),
-      page_metatitle: `${title} | Bakery`,
-      page_keywords: words(3, i).replace(/ /g, ', '),
-      page_html_content: html(i),
-      page_html_intro: `<p>${words(30, i)}</p>`,
-    });
+    await inject('/api/page', realisticPage(i));
     await inject('/api/blog', {
       page: app.pageId,
       info_title: title,

@@ -97,17 +97,17 @@ export async function createTestDatabase(t: TestContext, options: Pick<DatabaseO
 
 /**
  * The PostgreSQL schemas of this test process. Migrating a schema is slow, under a lock all test
- * processes share, and most tests need one: so a schema a test is done with is
- * emptied and handed to the next test of the same process, unless the test changed its tables,
+ * processes share, and most tests need one: so a schema a test is done with is emptied and
+ * handed to the next test of the same process, unless the test changed its tables,
  * columns or triggers, which a migration test may do: then it is dropped. The migrations leave
  * every table empty on an empty database (their inserts only copy existing rows), so an emptied
  * schema is a fresh one: every row is deleted (triggers and foreign keys off, replica role), every
  * sequence restarts, so ids start at 1 again, and the tables written to are vacuumed, which gives
  * their emptied pages back: the planner reads a table's size from its pages, and the query-plan
- * tests expect the plans of empty tables. (TRUNCATE would do both, but it
- * makes new files for every table, which cost more than most tests.) The
- * schemas still waiting are dropped when the process has
- * nothing left to do (beforeExit), in a test file or in a script that imports these helpers.
+ * tests expect the plans of empty tables. (TRUNCATE would do both, but it makes new files for
+ * every table, which cost more than most tests.) The schemas still waiting are dropped when the
+ * process has nothing left to do (beforeExit), in a test file or in a script that imports these
+ * helpers.
  */
 interface TestSchema {
   readonly name: string;
@@ -206,29 +206,27 @@ async function giveBackSchema(schema: TestSchema): Promise<void> {
       await dropSchema(client, schema);
       return;
     }
-    const { rows } = await client.query<{ name: string; kind: string }>(
-      `select format('%I.%I', schemaname, tablename) as name, 'table' as kind from pg_tables
-        where schemaname = $1 and tablename not like 'kysely\\_migration%'
+    // A table's pages stay after a DELETE, so its size now says whether the test wrote to it.
+    const { rows } = await client.query<{ name: string; kind: 'table' | 'written' | 'sequence' }>(
+      `select format('%I.%I', schemaname, tablename) as name,
+              case when pg_relation_size(format('%I.%I', schemaname, tablename)) > 0 then 'written' else 'table' end as kind
+         from pg_tables where schemaname = $1 and tablename not like 'kysely\\_migration%'
        union all
        select format('%I.%I', schemaname, sequencename), 'sequence' from pg_sequences where schemaname = $1`,
       [schema.name],
     );
-    const tables = rows.filter((row) => row.kind === 'table').map((row) => row.name);
+    const named = (...kinds: string[]) => rows.filter((row) => kinds.includes(row.kind)).map((row) => row.name);
     await client.query(
       [
         'begin',
         'set local session_replication_role = replica',
-        ...tables.map((table) => `delete from ${table}`),
-        ...rows.filter((row) => row.kind === 'sequence').map((row) => `alter sequence ${row.name} restart`),
+        ...named('table', 'written').map((table) => `delete from ${table}`),
+        ...named('sequence').map((sequence) => `alter sequence ${sequence} restart`),
         'commit',
       ].join('; '),
     );
-    const written = await client.query<{ name: string }>(
-      `select format('%I.%I', schemaname, tablename) as name from pg_tables
-        where schemaname = $1 and pg_relation_size(format('%I.%I', schemaname, tablename)) > 0`,
-      [schema.name],
-    );
-    if (written.rows.length > 0) await client.query(`vacuum ${written.rows.map((row) => row.name).join(', ')}`);
+    const written = named('written');
+    if (written.length > 0) await client.query(`vacuum ${written.join(', ')}`);
     emptySchemas.push(schema);
   });
 }

@@ -14,6 +14,7 @@ import { registerPages } from './content/pages/page.routes.js';
 import { LIST_RECORDS_IN_FLIGHT } from './content/shared/envelope.js';
 import type { Db } from './db/database.js';
 import { Budget } from './http/budget.js';
+import { installSerializers } from './http/compiled-schemas.js';
 import { installCors } from './http/cors.js';
 import { registerHealth } from './http/health.routes.js';
 import { closeIdleConnections } from './http/idle-timeout.js';
@@ -101,6 +102,7 @@ export async function buildApp({
   app.removeContentTypeParser('text/plain');
   installJsonBodies(app);
   installValidators(app);
+  installSerializers(app);
   installProblemHandler(app, {
     challenge: challengeFor(config.publicUrl),
     unauthorizedExtra: (request) => {

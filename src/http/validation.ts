@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 import { type FieldError, ValidationError } from '../errors.js';
+import { compiledOnce } from './compiled-schemas.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -11,23 +12,35 @@ const common: Options = {
   removeAdditional: false,
   useDefaults: true,
   strict: false,
+  // Schemas are compiled once for every app of the process (compiledOnce), and two of them may
+  // carry the same `$id` with different limits from their app's configuration; no schema refers to
+  // another by its id, so none is kept under it.
+  addUsedSchema: false,
 };
+
+let compilers: { lenient: Ajv; strict: Ajv } | undefined;
+const ajvs = () => {
+  compilers ??= {
+    lenient: addFormats(new Ajv({ ...common, coerceTypes: 'array' })),
+    strict: addFormats(new Ajv({ ...common, coerceTypes: false })),
+  };
+  return compilers;
+};
+const bodyValidator = compiledOnce((schema) => ajvs().strict.compile(schema));
+const textValidator = compiledOnce((schema) => withTextChecks(ajvs().lenient.compile(schema), schema as Schema));
 
 /**
  * Two validators: query strings and path parameters arrive as text and are coerced to the declared
  * types; JSON bodies are taken as sent, so `"5"` is not an integer and `1` is not a string.
  */
 export function installValidators(app: FastifyInstance): void {
-  const lenient = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
-  const strict = addFormats(new Ajv({ ...common, coerceTypes: false }));
   app.setValidatorCompiler(({ schema, httpPart, contentType }) => {
     // A form body is read by its route, which validates what it reads (files are never buffered
     // to be validated here, and `data` is the record to validate); its schema documents the form.
     if (httpPart === 'body' && (contentType === 'multipart/form-data' || contentType === 'application/x-www-form-urlencoded')) {
       return () => true;
     }
-    if (httpPart === 'body') return strict.compile(schema);
-    return withTextChecks(lenient.compile(schema), schema as Schema);
+    return httpPart === 'body' ? bodyValidator(schema) : textValidator(schema);
   });
 }
 

@@ -161,7 +161,12 @@ test('page is required on insert; an unknown id is 404; id and info_id must agre
   assert.equal(unknownPage.statusCode, 400);
   assert.equal((await post(app, { id: 999999, info_title: 'Ghost' })).statusCode, 404);
   const blog = await create(app, { info_title: 'Clash' });
-  assert.equal((await post(app, { id: blog.info_id, info_id: blog.info_id + 1 })).statusCode, 400);
+  const clash = await post(app, { id: blog.info_id, info_id: blog.info_id + 1 });
+  assert.equal(clash.statusCode, 400);
+  assert.equal(
+    json(clash).detail,
+    `The body names two blogs: id ${blog.info_id} and info_id ${blog.info_id + 1}. Send the blog to update in one of them, or both with the same number.`,
+  );
   assert.equal((await post(app, { id: blog.info_id, info_id: blog.info_id, info_title: 'Same id' })).statusCode, 200);
 });
 

@@ -150,7 +150,21 @@ test('page_parent may not make a cycle', async (t) => {
     const response = await post(app, { id, page_parent: parent });
     assert.equal(response.statusCode, 400, `${id} under ${parent}`);
     assert.equal(json(response).errors[0].field, 'page_parent');
+    // Each says which parent to choose instead.
+    assert.equal(
+      json(response).errors[0].message,
+      id === parent
+        ? 'cannot be the page itself: name another page, or 0 for the top level'
+        : `page ${parent} is below page ${id}, so this would make a cycle: choose a parent that is not below it, or move page ${parent} first`,
+    );
   }
+  const nowhere = await post(app, { page_usertitle: 'D', page_parent: 999_999 });
+  assert.deepEqual(json(nowhere).errors, [
+    {
+      field: 'page_parent',
+      message: 'there is no page 999999 on this website: name one of its pages (GET /api/page lists them), or 0 for the top level',
+    },
+  ]);
   const fine = await post(app, { id: c.page, page_parent: a.page });
   assert.equal(fine.statusCode, 200, 'moving a page up the tree is fine');
   const top = await post(app, { id: b.page, page_parent: 0 });

@@ -111,7 +111,10 @@ export function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Duplex):
 }
 
 /** Fastify's own errors (bad JSON, wrong content type, too large) as AppErrors. */
-const unstorableText = () => new BadRequestError('A text value holds a character that cannot be stored: the NUL character (U+0000, %00).');
+const unstorableText = () =>
+  new BadRequestError(
+    'A text value holds a character that cannot be stored: the NUL character (U+0000, %00). Remove it from the value and send it again.',
+  );
 
 function fromFastifyError(error: FastifyError, request?: FastifyRequest): AppError | undefined {
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {

@@ -97,7 +97,7 @@ export const noSuchPage = (page: unknown) => ({
 
 /** A write refused by the filename index, or by the page's foreign key (deleted after it was checked). */
 const refusals = (row: { info_filename?: unknown; page?: unknown }) => ({
-  unique: `Another blog of this website already has the filename "${row.info_filename}".`,
+  unique: `Another blog of this website already has the filename "${row.info_filename}": choose another info_filename, or send it empty to have one made from the title.`,
   foreignKey: noSuchPage(row.page),
 });
 

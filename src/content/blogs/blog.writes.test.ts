@@ -219,6 +219,10 @@ test('filenames come from the title, are unique within the website, and an expli
   assert.equal((await create(app, { info_title: '!!!' })).info_filename, 'blog');
   const taken = await post(app, { page: app.pageId, info_title: 'X', info_filename: 'creme-brulee' });
   assert.equal(taken.statusCode, 409);
+  assert.equal(
+    json(taken).detail,
+    'Another blog of this website already has the filename "creme-brulee": choose another info_filename, or send it empty to have one made from the title.',
+  );
   const chosen = await create(app, { info_title: 'Y', info_filename: 'my-own_name.html' });
   assert.equal(chosen.info_filename, 'my-own_name.html');
   const regenerated = await post(app, { id: chosen.info_id, info_filename: '' });

@@ -6,6 +6,7 @@ import {
   AppError,
   BadRequestError,
   ForbiddenError,
+  NotFoundError,
   ServiceUnavailableError,
   UnauthorizedError,
   UnsupportedMediaTypeError,
@@ -175,6 +176,11 @@ export function frameworkErrorAnswer(origins: CorsOrigins) {
   };
 }
 
+/** The 404 of an address no route serves, here or under /api/auth: it points to the list of those that exist. */
+export function noRoute(method: string, path: string): NotFoundError {
+  return new NotFoundError(`No route for ${method} ${path}: /api/openapi.json lists the API's addresses and methods.`);
+}
+
 export function installProblemHandler(app: FastifyInstance, options: ProblemOptions): void {
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     if (isDatabaseUnavailable(error)) {
@@ -215,9 +221,6 @@ export function installProblemHandler(app: FastifyInstance, options: ProblemOpti
         new AppError(405, 'Method not allowed', `${path} does not take ${request.method}: use ${allowed.join(', ')}.`),
       );
     }
-    return sendProblem(
-      reply,
-      new AppError(404, 'Not found', `No route for ${request.method} ${path}: /api/openapi.json lists the API's addresses and methods.`),
-    );
+    return sendProblem(reply, noRoute(request.method, path));
   });
 }

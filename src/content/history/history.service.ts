@@ -210,7 +210,10 @@ export async function getRevision(db: DbHandle, siteId: number, type: RecordType
     .where('record_id', '=', id)
     .where('revision', '=', revision)
     .executeTakeFirst();
-  if (!row) throw new NotFoundError(`The ${type} ${id} of this website has no revision ${revision}.`);
+  if (!row)
+    throw new NotFoundError(
+      `The ${type} ${id} of this website has no revision ${revision}: GET /api/${type}/${id}/revisions lists those it has.`,
+    );
   return row.record_json;
 }
 

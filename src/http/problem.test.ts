@@ -55,6 +55,6 @@ test('a body over the limit is a 413 whose detail names the limit', async (t) =>
   assert.equal(json(response).type, '/problems/payload-too-large');
   assert.equal(
     json(response).detail,
-    'The body is larger than 5 MiB (5242880 bytes), the most a request may carry: send less in one request.',
+    'The body is larger than this address takes (on the content API, 5 MiB: 5242880 bytes): send less in one request.',
   );
 });

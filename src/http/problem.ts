@@ -130,10 +130,11 @@ function fromFastifyError(error: FastifyError, request?: FastifyRequest): AppErr
     return new ValidationError(fieldErrors(error.validation as never, error.validationContext));
   }
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    // The error does not say which parser's limit it met (the sign-in pages' forms take far less), so the detail names the API's.
     return new AppError(
       413,
       'Payload too large',
-      `The body is larger than ${BODY_LIMIT_BYTES / 1024 / 1024} MiB (${BODY_LIMIT_BYTES} bytes), the most a request may carry: send less in one request.`,
+      `The body is larger than this address takes (on the content API, ${BODY_LIMIT_BYTES / 1024 / 1024} MiB: ${BODY_LIMIT_BYTES} bytes): send less in one request.`,
     );
   }
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {

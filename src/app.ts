@@ -19,7 +19,7 @@ import { installCors } from './http/cors.js';
 import { registerHealth } from './http/health.routes.js';
 import { closeIdleConnections } from './http/idle-timeout.js';
 import { installJsonBodies } from './http/json-body.js';
-import { BODY_LIMIT_BYTES } from './http/limits.js';
+import { BODY_LIMIT_BYTES, MAX_PARAM_LENGTH } from './http/limits.js';
 import { loggerOptions, requestIds, requestLines, requestLogger } from './http/logging.js';
 import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
 import { apiRateLimit, rateLimitStores } from './http/rate-limit.js';
@@ -71,7 +71,7 @@ export async function buildApp({
     requestIdHeader: false,
     trustProxy: trustProxyOption(config.trustProxy),
     bodyLimit: BODY_LIMIT_BYTES,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Slow or silent clients cannot hold a connection for good (docs/deploy.md, Timeouts): a
     // connection that waits for its client and is silent both ways for idleTimeoutMs is closed
     // (closeIdleConnections); a request whose headers or body are not all in within their time is

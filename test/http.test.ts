@@ -37,6 +37,13 @@ test('requests without or with wrong credentials get 401 problem+json with a cha
   }
   const bearer = await app.inject({ url: '/api/page', headers: { authorization: 'Bearer nope' } });
   assert.match(String(bearer.headers['www-authenticate']), /error="invalid_token"/);
+  // Each detail says what to do next, not only what was wrong.
+  assert.match(json(bearer).detail, /Get a new one with your refresh token at \/api\/auth\/token, or by authorizing again/);
+  const noColon = await app.inject({ url: '/api/page', headers: { authorization: 'Basic bm9jb2xvbg==' } });
+  assert.match(json(noColon).detail, /joined by a colon, API_ID:API_KEY, base64-encoded \(curl -u API_ID:API_KEY/);
+  const wrong = await app.inject({ url: '/api/page', headers: { authorization: wrongKey } });
+  assert.match(json(wrong).detail, /do not match an active credential: check .*create a new credential/);
+  assert.ok(!wrong.body.includes('sk_wrong'), 'the detail never quotes the key');
 });
 
 test('API credentials work as HTTP Basic and as X-Api-Id/X-Api-Key, and stop at revocation', async (t) => {
@@ -162,6 +169,7 @@ test('If-None-Match on a write is evaluated: * or the current ETag is a 412 and 
       const refused = await app.inject({ method, url, headers, ...(payload ? { payload } : {}) });
       assert.equal(refused.statusCode, 412, `${method} ${url} If-None-Match: ${ifNoneMatch}`);
       assert.equal(json(refused).type, '/problems/precondition-failed');
+      assert.match(json(refused).detail, /nothing was written\. To .*, send the request without If-None-Match\.$/);
     }
     const blogHeaders = ifNoneMatch === '*' ? headers : { ...site.headers, 'if-none-match': String(blog.headers.etag) };
     const blogRefused = await app.inject({ method: 'DELETE', url: `/api/blog/${blogId}`, headers: blogHeaders });
@@ -245,6 +253,8 @@ test('unknown routes are 404 problems and every answer carries a request id', as
   const response = await app.inject({ url: '/api/nothing' });
   assert.equal(response.statusCode, 404);
   assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
+  // A newcomer who guessed an address is sent to the list of the real ones.
+  assert.equal(json(response).detail, "No route for GET /api/nothing: /api/openapi.json lists the API's addresses and methods.");
   assert.ok(response.headers['x-request-id']);
   const echoed = await app.inject({ url: '/healthz', headers: { 'x-request-id': 'abc-123' } });
   assert.equal(echoed.headers['x-request-id'], 'abc-123');
@@ -264,22 +274,31 @@ test('a request the HTTP parser refuses, or HTTP/1.1 without Host, gets a proble
       socket.on('close', () => resolve(answer));
       socket.on('error', reject);
     });
-  const check = (answer: string, status: number, type: string) => {
+  // The detail says what to send instead: the encoding, a shorter URL, smaller headers.
+  const check = (answer: string, status: number, type: string, detail: RegExp) => {
     const [head = '', body = ''] = answer.split('\r\n\r\n');
     assert.match(head, new RegExp(`^HTTP/1.1 ${status} `));
     assert.match(head, /content-type: application\/problem\+json/i);
     assert.match(head, /cache-control: no-store/i);
     assert.equal(JSON.parse(body).type, type);
+    assert.match(JSON.parse(body).detail, detail);
   };
-  check(await raw('GET /api/page?keywords=crème HTTP/1.1\r\nHost: x\r\n\r\n'), 400, '/problems/bad-request');
-  check(await raw('NOT HTTP AT ALL\r\n\r\n'), 400, '/problems/bad-request');
-  check(await raw('GET /api/page HTTP/1.1\r\n\r\n'), 400, '/problems/bad-request');
+  const encoded = /send the URL percent-encoded/;
+  check(await raw('GET /api/page?keywords=crème HTTP/1.1\r\nHost: x\r\n\r\n'), 400, '/problems/bad-request', encoded);
+  check(await raw('NOT HTTP AT ALL\r\n\r\n'), 400, '/problems/bad-request', encoded);
+  check(await raw('GET /api/page HTTP/1.1\r\n\r\n'), 400, '/problems/bad-request', /must have a Host header/);
   check(
     await raw(`GET /api/page HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
     431,
     '/problems/request-header-fields-too-large',
+    /16 KiB .*: send fewer or smaller headers/,
   );
-  check(await raw(`GET /api/page?title=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`), 414, '/problems/uri-too-long');
+  check(
+    await raw(`GET /api/page?title=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`),
+    414,
+    '/problems/uri-too-long',
+    /16 KiB .*: shorten the query string/,
+  );
 });
 
 test('a method a known path does not take is a 405 with Allow; an unknown path stays a 404', async (t) => {

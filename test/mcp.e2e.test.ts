@@ -150,6 +150,7 @@ test('MCP with the SDK client: the owner picks a website and approves reading on
   const challenge = String(denied.headers.get('www-authenticate'));
   assert.match(challenge, /error="insufficient_scope", scope="everything:write"/);
   assert.ok(challenge.includes(`resource_metadata="${a.base}/.well-known/oauth-protected-resource/mcp"`));
+  assert.match(((await denied.json()) as { detail: string }).detail, /not granted: authorize again asking for scope everything:write\.$/);
   assert.equal((await ok(agent, 'list_pages', {})).meta?.total, 1, 'nothing was written');
 });
 

@@ -96,7 +96,10 @@ function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string
   if (basic) {
     const decoded = basicText(basic.slice(6).trim());
     const colon = decoded.indexOf(':');
-    if (colon < 1) throw new UnauthorizedError('HTTP Basic credentials must be API_ID:API_KEY.');
+    if (colon < 1)
+      throw new UnauthorizedError(
+        'HTTP Basic credentials must be the API ID and the API key joined by a colon, API_ID:API_KEY, base64-encoded (curl -u API_ID:API_KEY does this).',
+      );
     return { apiId: decoded.slice(0, colon), apiKey: decoded.slice(colon + 1) };
   }
   const { apiId, apiKey } = pairOf(request) ?? {};
@@ -116,7 +119,9 @@ export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined, quer
   /** The principal of a credential as read, once the key sent matches it; at once unless its last use is due to be written. */
   const principalFor = (credential: CredentialRow | undefined, apiKey: string): MaybePromise<Principal> => {
     if (!credential || credential.revoked_at || !sameHash(credential.key_hash, sha256(apiKey))) {
-      throw new UnauthorizedError('The API ID and API Key do not match an active credential.');
+      throw new UnauthorizedError(
+        'The API ID and API key do not match an active credential: check that both are copied whole, or create a new credential (console, or cms apikey create) if this one was revoked.',
+      );
     }
     const principal: Principal = {
       siteId: credential.site_id,

@@ -186,7 +186,10 @@ function authorised(request: FastifyRequest, principal: Principal | undefined, n
       : new UnauthorizedError(MISSING_CREDENTIALS[resource]);
   }
   if (!hasScope(principal.scopes, needed)) {
-    throw new ForbiddenError(`This operation needs the scope ${needed}.`, needed);
+    throw new ForbiddenError(
+      `This operation needs the scope ${needed}, which this access token was not granted: authorize again asking for scope ${needed}.`,
+      needed,
+    );
   }
   return principal;
 }

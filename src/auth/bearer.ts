@@ -7,7 +7,10 @@ import { type LiveAccess, readLiveAccess, touchConnection } from '../oauth/conne
 import { type AuthMethod, afterLastUse, memoisePerTick, type Principal, type PrincipalCache } from './principal.js';
 
 function invalid(): UnauthorizedError {
-  return new UnauthorizedError('The access token is not valid: unknown, expired or revoked.', 'invalid_token');
+  return new UnauthorizedError(
+    'The access token is not valid: unknown, expired or revoked. Get a new one with your refresh token at /api/auth/token, or by authorizing again.',
+    'invalid_token',
+  );
 }
 
 /** The fields of a stored access token (oidc-provider's AccessToken payload) that a resource request needs. */

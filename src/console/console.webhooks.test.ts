@@ -23,7 +23,7 @@ async function setUp(t: TestContext, options: { twoSites?: boolean } = {}) {
 /** Values the add form and the edit form both refuse, with the reason they show; `url` is one the guard accepts. */
 const refusedValues = (url: string): Array<[Record<string, string | string[]>, RegExp]> => [
   [{ url: '', events: '*' }, /Give the URL that receives the deliveries\./],
-  [{ url: 'not a url', events: '*' }, /The URL is not an absolute URL\./],
+  [{ url: 'not a url', events: '*' }, /The URL must be an absolute URL, such as https:\/\/example\.com\/hooks\/cms\./],
   [
     { url: 'https://169.254.169.254/latest', events: '*' },
     /The URL 169\.254\.169\.254 resolves to 169\.254\.169\.254, which is not a public address/,
@@ -219,7 +219,10 @@ test('console webhooks: disable and enable; a disabled hook says why (owner, 410
   // Nothing is sent to a disabled hook, a test neither: the page says why.
   const test = await s.browser.request(`${s.tab}/${id}/test`, { form: { csrf: s.csrf } });
   assert.equal(test.status, 303);
-  assert.match(await html(s.browser, `${s.tab}/${id}`), /class="error" role="alert">webhook \d+ is disabled/);
+  assert.match(
+    await html(s.browser, `${s.tab}/${id}`),
+    /class="error" role="alert">Webhook \d+ is disabled: enable it \(set its status to active\)/,
+  );
 
   const enabled = await s.browser.request(`${s.tab}/${id}/enable`, { form: { csrf: s.csrf, back: 'hook' } });
   assert.equal(enabled.status, 303);
@@ -286,7 +289,7 @@ test('console webhooks: a failed delivery is listed with each attempt, and Retry
   const refused = await s.browser.request(retryPath, { form: { csrf: s.csrf } });
   assert.equal(refused.status, 303);
   const page = await html(s.browser, `${s.tab}/${id}`);
-  assert.match(page, /class="error" role="alert">webhook \d+ is disabled/);
+  assert.match(page, /class="error" role="alert">Webhook \d+ is disabled: enable it \(set its status to active\)/);
   assert.match(page, /Enable the hook to send a test or retry a delivery\./);
   // Nothing to send: the worker sends only pending deliveries, and the refused retry left none.
   const pending = await s.a.db.kysely

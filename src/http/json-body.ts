@@ -72,7 +72,7 @@ export function jsonText(text: string): unknown {
     const forbidden = error instanceof SyntaxError && error.message.includes('forbidden prototype property');
     throw new BadRequestError(
       forbidden
-        ? 'The body holds a "__proto__" or "constructor.prototype" key, which is refused.'
+        ? 'The body holds a "__proto__" or "constructor.prototype" key, which is refused: rename or remove it.'
         : `The body is not valid JSON: ${(error as Error).message}.`,
     );
   }

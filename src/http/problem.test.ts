@@ -36,4 +36,25 @@ test('a path the router cannot decode is a 400 problem, a path parameter over it
   assert.equal(broken.statusCode, 400);
   assert.ok(!broken.body.includes(site.apiKey), broken.body);
   assert.match(json(broken).detail, /^The path \/api\/page\/%zz is not valid/);
+  // The router's own 414 message quotes the URL, query string included: the detail says what is wrong without it.
+  const long = await app.inject({ url: `/api/page/${'1'.repeat(101)}?apiID=${site.apiId}&apiKey=${site.apiKey}` });
+  assert.equal(long.statusCode, 414);
+  assert.ok(!long.body.includes(site.apiKey), long.body);
+  assert.equal(json(long).detail, 'A path parameter is longer than 100 characters, which no id or image name is: check the path.');
+});
+
+test('a body over the limit is a 413 whose detail names the limit', async (t) => {
+  const { app, site } = await buildTestApp(t);
+  const response = await app.inject({
+    method: 'POST',
+    url: '/api/page',
+    headers: { ...site.headers, 'content-type': 'application/json' },
+    payload: `{"page_html_content":"${'a'.repeat(5 * 1024 * 1024)}"}`,
+  });
+  assert.equal(response.statusCode, 413);
+  assert.equal(json(response).type, '/problems/payload-too-large');
+  assert.equal(
+    json(response).detail,
+    'The body is larger than this address takes (on the content API, 5 MiB: 5242880 bytes): send less in one request.',
+  );
 });

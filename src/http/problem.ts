@@ -6,6 +6,7 @@ import {
   AppError,
   BadRequestError,
   ForbiddenError,
+  NotFoundError,
   ServiceUnavailableError,
   UnauthorizedError,
   UnsupportedMediaTypeError,
@@ -13,7 +14,7 @@ import {
 } from '../errors.js';
 import { exposeToOtherOrigins } from './cors.js';
 import { deleteWithBody } from './json-body.js';
-import { HEADER_LIMIT_BYTES } from './limits.js';
+import { BODY_LIMIT_BYTES, HEADER_LIMIT_BYTES, MAX_PARAM_LENGTH } from './limits.js';
 import { pathOf, RouteMethods } from './route-methods.js';
 import { fieldErrors } from './validation.js';
 
@@ -78,6 +79,14 @@ function requestLineTooLong(error: NodeJS.ErrnoException & { rawPacket?: Buffer 
   return packet !== undefined && !packet.subarray(0, HEADER_LIMIT_BYTES).includes('\r\n');
 }
 
+/** What was wrong, and what to send instead, for each refusal of Node's HTTP parser. */
+const PARSER_REFUSALS: Readonly<Record<number, string>> = {
+  400: 'The request is not valid HTTP (for example a URL with spaces or raw non-ASCII characters): send the URL percent-encoded (%20 for a space, %C3%A9 for é).',
+  408: 'The request did not arrive in time (its headers within 20 seconds, all of it within HTTP_REQUEST_TIMEOUT_SECONDS): send it again, with a smaller body or on a faster connection.',
+  414: `The URL is longer than the ${HEADER_LIMIT_BYTES / 1024} KiB the server reads for a request's head: shorten the query string, or ask for fewer records at a time.`,
+  431: `The request's headers are larger than the ${HEADER_LIMIT_BYTES / 1024} KiB the server reads: send fewer or smaller headers (large cookies are the usual cause).`,
+};
+
 /**
  * Requests Node's HTTP parser refuses before Fastify sees them (bytes that are not HTTP, a raw
  * non-ASCII URL, headers over the size limit, a request that took too long) get a problem+json
@@ -92,7 +101,7 @@ export function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Duplex):
     type: `${PROBLEM_TYPE_BASE}${new AppError(status, title, '').type}`,
     title,
     status,
-    detail: status === 400 ? 'The request is not valid HTTP (for example a URL with unencoded characters).' : title,
+    detail: PARSER_REFUSALS[status],
   });
   if (socket.writable) {
     socket.write(
@@ -103,7 +112,10 @@ export function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Duplex):
 }
 
 /** Fastify's own errors (bad JSON, wrong content type, too large) as AppErrors. */
-const unstorableText = () => new BadRequestError('A text value holds a character that cannot be stored: the NUL character (U+0000, %00).');
+const unstorableText = () =>
+  new BadRequestError(
+    'A text value holds a character that cannot be stored: the NUL character (U+0000, %00). Remove it from the value and send it again.',
+  );
 
 function fromFastifyError(error: FastifyError, request?: FastifyRequest): AppError | undefined {
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
@@ -116,6 +128,22 @@ function fromFastifyError(error: FastifyError, request?: FastifyRequest): AppErr
   }
   if (error.validation) {
     return new ValidationError(fieldErrors(error.validation as never, error.validationContext));
+  }
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    // The error does not say which parser's limit it met (the sign-in pages' forms take far less), so the detail names the API's.
+    return new AppError(
+      413,
+      'Payload too large',
+      `The body is larger than this address takes (on the content API, ${BODY_LIMIT_BYTES / 1024 / 1024} MiB: ${BODY_LIMIT_BYTES} bytes): send less in one request.`,
+    );
+  }
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    // The router's message quotes the URL, query string (and any apiKey in it) included.
+    return new AppError(
+      414,
+      'URI too long',
+      `A path parameter is longer than ${MAX_PARAM_LENGTH} characters, which no id or image name is: check the path.`,
+    );
   }
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
@@ -147,6 +175,11 @@ export function frameworkErrorAnswer(origins: CorsOrigins) {
     }
     return sendProblem(reply, fromFastifyError(error) ?? new AppError(400, 'Bad request', error.message));
   };
+}
+
+/** The 404 of an address no route serves, here or under /api/auth: it points to the list of those that exist. */
+export function noRoute(method: string, path: string): NotFoundError {
+  return new NotFoundError(`No route for ${method} ${path}: /api/openapi.json lists the API's addresses and methods.`);
 }
 
 export function installProblemHandler(app: FastifyInstance, options: ProblemOptions): void {
@@ -189,6 +222,6 @@ export function installProblemHandler(app: FastifyInstance, options: ProblemOpti
         new AppError(405, 'Method not allowed', `${path} does not take ${request.method}: use ${allowed.join(', ')}.`),
       );
     }
-    return sendProblem(reply, new AppError(404, 'Not found', `No route for ${request.method} ${path}.`));
+    return sendProblem(reply, noRoute(request.method, path));
   });
 }

@@ -155,8 +155,8 @@ export function writePreconditions(request: FastifyRequest): Precondition | unde
     if (ifNoneMatch && currentEtag !== undefined && noneMatchHas(ifNoneMatch, currentEtag)) {
       throw new PreconditionFailedError(
         ifNoneMatch.trim() === '*'
-          ? 'The record exists, and If-None-Match: * asks to write only where there is none.'
-          : 'The record is at a version If-None-Match names, so it is not written.',
+          ? 'The record exists, and If-None-Match: * asks to write only where there is none: nothing was written. To change the existing record, send the request without If-None-Match.'
+          : 'The record is at a version If-None-Match names, so nothing was written. To write it whatever its version, send the request without If-None-Match.',
       );
     }
   };

@@ -32,6 +32,7 @@ test('a NUL character in a field is never a 500; PostgreSQL, which cannot store 
     assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
     assert.match(json(response).detail, /NUL character/);
   }
+  assert.match(json(written).detail, /Remove it from the value and send it again\.$/);
   const { meta } = json(await app.inject({ url: '/api/page', headers: site.headers }));
   assert.equal(meta.total, 0, 'nothing was written');
 });

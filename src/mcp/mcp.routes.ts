@@ -54,7 +54,10 @@ export async function registerMcp(app: FastifyInstance, { deps }: { deps: ToolDe
     for (const name of calledTools(request.body)) {
       const tool = tools.get(name);
       if (tool && !hasScope(principal.scopes, tool.scope)) {
-        throw new ForbiddenError(`The tool ${name} needs the scope ${tool.scope}.`, tool.scope);
+        throw new ForbiddenError(
+          `The tool ${name} needs the scope ${tool.scope}, which this access token was not granted: authorize again asking for scope ${tool.scope}.`,
+          tool.scope,
+        );
       }
     }
     // The SDK is loaded by the first MCP request (mcp.server.ts says why).

@@ -88,7 +88,12 @@ function serverFor(
     const tool = tools.get(call.name);
     if (!tool) throw protocolError(ErrorCode.InvalidParams, `Unknown tool: ${call.name}`);
     if (!hasScope(principal.scopes, tool.scope))
-      return problemResult(new ForbiddenError(`The tool ${tool.name} needs the scope ${tool.scope}.`, tool.scope));
+      return problemResult(
+        new ForbiddenError(
+          `The tool ${tool.name} needs the scope ${tool.scope}, which this access token was not granted: authorize again asking for scope ${tool.scope}.`,
+          tool.scope,
+        ),
+      );
     try {
       const input = tool.validate(call.args);
       const output = await tool.run(deps, principal.siteId, input, actorOf(principal, 'mcp'));

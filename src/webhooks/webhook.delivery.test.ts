@@ -145,6 +145,31 @@ test('a failed delivery is retried with the same webhook-id on the schedule, and
   await until('delivered after the retry', async () => (await deliveries(ctx, hook.id))[0]?.state === 'delivered');
   const pending = await app.inject({ method: 'POST', url: `/api/webhooks/${hook.id}/deliveries/999999/retry`, headers: site.headers });
   assert.equal(pending.statusCode, 404);
+  assert.equal(
+    json(pending).detail,
+    `Webhook ${hook.id} has no delivery 999999: GET /api/webhooks/${hook.id}/deliveries lists its deliveries.`,
+  );
+});
+
+test('retrying a delivery that is still pending is a 409 that says it will be sent anyway', async (t) => {
+  const ctx = await setUp(t, { retrySchedule: [3600] });
+  const { app, site, receiver, hook } = ctx;
+  receiver.answerWith((_request, response) => response.writeHead(500).end());
+  await writePage(ctx);
+  const [waiting] = await until('failed once, its retry an hour away', async () => {
+    const list = await deliveries(ctx, hook.id);
+    return list[0]?.attempts.length === 1 && list[0].state === 'pending' && list;
+  });
+  const retried = await app.inject({
+    method: 'POST',
+    url: `/api/webhooks/${hook.id}/deliveries/${waiting.id}/retry`,
+    headers: site.headers,
+  });
+  assert.equal(retried.statusCode, 409, retried.body);
+  assert.equal(
+    json(retried).detail,
+    `Delivery ${waiting.id} of webhook ${hook.id} is already pending: it will be sent again at its next attempt, so there is nothing to retry.`,
+  );
 });
 
 test('Retry-After on 429 and 503 is honoured in place of the schedule', async (t) => {
@@ -176,6 +201,7 @@ test('a 410 disables the hook, and so does failing without a break for 5 days; t
   assert.equal((await deliveries(ctx, hook.id)).length, 1, 'a disabled hook gets nothing');
   const sendTest = await app.inject({ method: 'POST', url: `/api/webhooks/${hook.id}/test`, headers: site.headers });
   assert.equal(sendTest.statusCode, 409);
+  assert.equal(json(sendTest).detail, `Webhook ${hook.id} is disabled: enable it (set its status to active) before sending a test.`);
 
   // Enabled again, it starts afresh; a run of failures older than 5 days disables it.
   receiver.answerWith((_request, response) => response.writeHead(500).end());

@@ -56,6 +56,7 @@ test('a hook is created with its secret shown once, listed, read, changed and de
     const response = await app.inject({ method, url, headers: other.headers, ...(method === 'PATCH' ? { payload: {} } : {}) });
     assert.equal(response.statusCode, 404, `${method} ${url} from another website`);
     assert.match(String(response.headers['content-type']), /^application\/problem\+json/);
+    assert.equal(json(response).detail, `There is no webhook ${hook.id} on this website.`);
   }
   assert.deepEqual(json(await app.inject({ url: '/api/webhooks', headers: other.headers })).data, []);
 
@@ -123,6 +124,23 @@ test('an unknown event is a 400 that names the known ones; a bad URL is a 400 na
     assert.equal(response.statusCode, 400, url);
     assert.equal(json(response).errors[0].field, 'url', url);
   }
+  const relative = await app.inject({
+    method: 'POST',
+    url: '/api/webhooks',
+    headers: site.headers,
+    payload: { url: '/hooks', events: ['*'] },
+  });
+  assert.deepEqual(json(relative).errors, [{ field: 'url', message: 'must be an absolute URL, such as https://example.com/hooks/cms' }]);
+});
+
+test('a website has at most 50 hooks: the 51st is a 409 that says to delete one first', async (t) => {
+  const { app, site } = await buildTestApp(t, { config: webhooks() });
+  const create = () =>
+    app.inject({ method: 'POST', url: '/api/webhooks', headers: site.headers, payload: { url: 'http://127.0.0.1:9/x', events: ['*'] } });
+  for (let i = 0; i < 50; i++) assert.equal((await create()).statusCode, 201);
+  const refused = await create();
+  assert.equal(refused.statusCode, 409);
+  assert.equal(json(refused).detail, 'This website has 50 webhooks, the most it may have: delete one before adding another.');
 });
 
 test('managing hooks needs the write scope and credentials', async (t) => {

@@ -72,7 +72,8 @@ function eventsText(events: readonly string[]): string {
 /** The URL as stored, or a 400 saying which rule of the outbound guard it breaks (resolved now, and again at each delivery). */
 async function checkedUrl(guard: OutboundGuard, url: string): Promise<string> {
   const parsed = URL.parse(url);
-  if (!parsed || url.length > MAX_URL_LENGTH) throw new ValidationError([{ field: 'url', message: 'is not an absolute URL' }]);
+  if (!parsed || url.length > MAX_URL_LENGTH)
+    throw new ValidationError([{ field: 'url', message: 'must be an absolute URL, such as https://example.com/hooks/cms' }]);
   try {
     await guard.check(parsed);
   } catch (error) {
@@ -91,7 +92,7 @@ async function checkedUrl(guard: OutboundGuard, url: string): Promise<string> {
 async function hookRow(db: DbHandle, siteId: number, id: number, lock = false): Promise<HookRow> {
   const query = db.selectFrom('webhooks').select(COLUMNS).where('site_id', '=', siteId).where('id', '=', id);
   const row = await (lock && dialectOf(db) === 'postgres' ? query.forNoKeyUpdate() : query).executeTakeFirst();
-  if (!row) throw new NotFoundError(`webhook ${id} not found`);
+  if (!row) throw new NotFoundError(`There is no webhook ${id} on this website.`);
   return row;
 }
 
@@ -147,7 +148,8 @@ export async function createWebhook(
       .select((eb) => eb.fn.countAll<number>().as('count'))
       .where('site_id', '=', siteId)
       .executeTakeFirstOrThrow();
-    if (Number(count) >= MAX_HOOKS_PER_SITE) throw new ConflictError(`a website has at most ${MAX_HOOKS_PER_SITE} webhooks`);
+    if (Number(count) >= MAX_HOOKS_PER_SITE)
+      throw new ConflictError(`This website has ${MAX_HOOKS_PER_SITE} webhooks, the most it may have: delete one before adding another.`);
     const row = await trx
       .insertInto('webhooks')
       .values({
@@ -220,7 +222,7 @@ export async function deleteWebhook(db: DbHandle, siteId: number, id: number, pr
   await inTransaction(db, async (trx) => {
     precondition?.(webhookTag(viewOf(await hookRow(trx, siteId, id, true))));
     const result = await trx.deleteFrom('webhooks').where('site_id', '=', siteId).where('id', '=', id).executeTakeFirst();
-    if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`webhook ${id} not found`);
+    if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`There is no webhook ${id} on this website.`);
   });
 }
 
@@ -342,7 +344,8 @@ export async function retryDelivery(
   // by a delivery made pending again on the disabled hook.
   await inTransaction(db, async (trx) => {
     const hook = await hookRow(trx, siteId, id, true);
-    if (hook.status !== 'active') throw new ConflictError(`webhook ${id} is disabled: enable it (PATCH status active) before retrying`);
+    if (hook.status !== 'active')
+      throw new ConflictError(`Webhook ${id} is disabled: enable it (set its status to active) before retrying a delivery.`);
     const result = await trx
       .updateTable('webhook_deliveries')
       .where('webhook_id', '=', id)
@@ -357,8 +360,11 @@ export async function retryDelivery(
         .where('webhook_id', '=', id)
         .where('id', '=', deliveryId)
         .executeTakeFirst();
-      if (!exists) throw new NotFoundError(`delivery ${deliveryId} of webhook ${id} not found`);
-      throw new ConflictError(`delivery ${deliveryId} is already pending`);
+      if (!exists)
+        throw new NotFoundError(`Webhook ${id} has no delivery ${deliveryId}: GET /api/webhooks/${id}/deliveries lists its deliveries.`);
+      throw new ConflictError(
+        `Delivery ${deliveryId} of webhook ${id} is already pending: it will be sent again at its next attempt, so there is nothing to retry.`,
+      );
     }
   });
   const [view] = await listDeliveries(db, siteId, id, 1, deliveryId);
@@ -370,7 +376,7 @@ export async function sendTest(db: DbHandle, siteId: number, id: number): Promis
   await inTransaction(db, async (trx) => {
     const hook = await hookRow(trx, siteId, id, true);
     if (hook.status !== 'active')
-      throw new ConflictError(`webhook ${id} is disabled: enable it (PATCH status active) before sending a test`);
+      throw new ConflictError(`Webhook ${id} is disabled: enable it (set its status to active) before sending a test.`);
     await enqueueDeliveries(trx, siteId, [id], TEST_EVENT, payloadOf(TEST_EVENT, { webhookId: id }));
   });
   const [latest] = await listDeliveries(db, siteId, id, 1);

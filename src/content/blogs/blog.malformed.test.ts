@@ -47,6 +47,7 @@ test('a malformed multipart body is a 400 problem and leaves no file and no row'
     assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8', label);
     assert.equal(json(response).title, 'Bad request', label);
     assert.equal(json(response).type, '/problems/bad-request', label);
+    assert.match(json(response).detail, /Nothing was stored: let the client build the form \(curl -F, or FormData\)/, label);
     assert.deepEqual(await filesIn(app.imagesDir), [], `${label}: no file left, staged or public`);
   }
   const listed = await app.app.inject({ url: '/api/blog', headers: app.site.headers });
@@ -63,7 +64,7 @@ test('a data field sent as application/json that is not JSON is a 400 problem an
   assert.equal(response.statusCode, 400, response.body);
   assert.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8');
   assert.equal(json(response).type, '/problems/bad-request');
-  assert.match(json(response).detail, /application\/json is not valid JSON/);
+  assert.match(json(response).detail, /application\/json is not valid JSON: correct it, or send the field as plain text/);
   assert.deepEqual(await filesIn(app.imagesDir), []);
   const listed = await app.app.inject({ url: '/api/blog', headers: app.site.headers });
   assert.equal(json(listed).meta.total, 0);

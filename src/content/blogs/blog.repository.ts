@@ -89,10 +89,16 @@ export const BLOGS = storedResource({
   cursorTag: 'b',
 });
 
+/** The refusal of a blog's `page` that is no page of its website, checked first or found by the foreign key. */
+export const noSuchPage = (page: unknown) => ({
+  field: 'page',
+  message: `there is no page ${page} on this website: name one of its pages (GET /api/page lists them)`,
+});
+
 /** A write refused by the filename index, or by the page's foreign key (deleted after it was checked). */
 const refusals = (row: { info_filename?: unknown; page?: unknown }) => ({
-  unique: `Another blog of this website already has the filename "${row.info_filename}".`,
-  foreignKey: { field: 'page', message: `there is no page ${row.page} on this website` },
+  unique: `Another blog of this website already has the filename "${row.info_filename}": choose another info_filename, or send it empty to have one made from the title.`,
+  foreignKey: noSuchPage(row.page),
 });
 
 export async function insertBlog(db: DbHandle, row: NewBlogRow): Promise<number> {

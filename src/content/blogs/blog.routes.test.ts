@@ -137,7 +137,9 @@ test("one website can neither read, update nor delete another website's blogs, n
   assert.equal((await asB({ method: 'DELETE', url: `/api/blog/${blog.info_id}` })).statusCode, 404);
   const onForeignPage = await asB({ method: 'POST', url: '/api/blog', payload: { page: app.pageId, info_title: 'Squatter' } });
   assert.equal(onForeignPage.statusCode, 400, "a blog's page must be a page of the same website");
-  assert.deepEqual(json(onForeignPage).errors, [{ field: 'page', message: `there is no page ${app.pageId} on this website` }]);
+  assert.deepEqual(json(onForeignPage).errors, [
+    { field: 'page', message: `there is no page ${app.pageId} on this website: name one of its pages (GET /api/page lists them)` },
+  ]);
 
   // B's own page, then an attempt to move A's blog onto it from A's side.
   const pageB = json(await asB({ method: 'POST', url: '/api/page', payload: { page_usertitle: 'B blog' } })).data[0].page;

@@ -96,7 +96,7 @@ function storedChanges(input: BlogInput): Stored {
 
 async function checkPage(db: DbHandle, siteId: number, page: number): Promise<void> {
   if (!(await pageExists(db, siteId, page))) {
-    throw new ValidationError([{ field: 'page', message: `there is no page ${page} on this website` }]);
+    throw new ValidationError([repo.noSuchPage(page)]);
   }
 }
 
@@ -131,7 +131,9 @@ export async function saveBlog(
   let outcome: (Saved<BlogRecord> & { dropped: string[] }) | undefined;
   try {
     if (input.id !== undefined && input.info_id !== undefined && input.info_id !== input.id) {
-      throw new BadRequestError(`The body names two blogs: id ${input.id} and info_id ${input.info_id}.`);
+      throw new BadRequestError(
+        `The body names two blogs: id ${input.id} and info_id ${input.info_id}. Send the blog to update in one of them, or both with the same number.`,
+      );
     }
     if (input.id === undefined) options.precondition?.(undefined);
     const changes = storedChanges(input);

@@ -133,7 +133,7 @@ test('a file over the size limit, or too many files, is 413 and leaves nothing',
     ['uploadPrimaryImage', { file: big, filename: 'big.jpg' }],
   ]);
   assert.equal(oversized.statusCode, 413, oversized.body);
-  assert.match(json(oversized).detail, /big\.jpg.*65536 bytes/);
+  assert.match(json(oversized).detail, /big\.jpg.*65536 bytes, the most a file may have \(UPLOAD_MAX_FILE_BYTES\): send a smaller file\.$/);
 
   const tooMany = await postForm(app, [
     ['data', JSON.stringify({ page: app.pageId, info_title: 'Too many' })],
@@ -145,6 +145,10 @@ test('a file over the size limit, or too many files, is 413 and leaves nothing',
     )),
   ]);
   assert.equal(tooMany.statusCode, 413, tooMany.body);
+  assert.equal(
+    json(tooMany).detail,
+    'The form has more than 3 files, the most one request may carry (UPLOAD_MAX_FILES): send fewer images.',
+  );
   assert.equal(await blogCount(app), 0);
   assert.deepEqual(await filesIn(app.imagesDir), []);
 
@@ -399,7 +403,7 @@ test('a data file part is limited like the field, not by the image limits, and i
   for (const data of [JSON.stringify(over), asFile(over)]) {
     const response = await postForm(app, [['data', data]]);
     assert.equal(response.statusCode, 413, response.body);
-    assert.match(json(response).detail, /data field is larger than 5242880 bytes/);
+    assert.match(json(response).detail, /data field is larger than 5242880 bytes, .*: shorten the record's texts/);
   }
   assert.equal(await blogCount(app), 1);
   assert.equal((await filesIn(app.imagesDir)).length, 1, 'refused forms left no file');

@@ -32,6 +32,11 @@ const SNIFF_BYTES = 4100;
 const HEAD_BYTES = 512 * 1024;
 const ACCEPTED = 'Only JPEG, PNG, GIF, WebP and AVIF images are accepted';
 
+const fileTooLarge = (label: string, maxBytes: number) =>
+  new PayloadTooLargeError(
+    `${label} is larger than ${maxBytes} bytes, the most a file may have (UPLOAD_MAX_FILE_BYTES): send a smaller file.`,
+  );
+
 interface Inspection {
   sha256: string;
   bytes: number;
@@ -65,7 +70,7 @@ async function* inspected(
     hash.update(chunk);
     bytes += chunk.length;
     // The parser's own limit is the larger one a data part may need; an image stops at its own.
-    if (bytes > maxBytes) throw new PayloadTooLargeError(`${label} is larger than ${maxBytes} bytes.`);
+    if (bytes > maxBytes) throw fileTooLarge(label, maxBytes);
     if (headBytes < HEAD_BYTES) {
       head.push(chunk.subarray(0, HEAD_BYTES - headBytes));
       headBytes += Math.min(chunk.length, HEAD_BYTES - headBytes);
@@ -101,7 +106,7 @@ async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageS
   const staged = await storage.stage(inspected(parsed(part.file), label, maxBytes, found));
   try {
     // Busboy stops at the size limit and marks the stream truncated instead of failing it.
-    if (part.file.truncated) throw new PayloadTooLargeError(`${label} is larger than ${maxBytes} bytes.`);
+    if (part.file.truncated) throw fileTooLarge(label, maxBytes);
     const { sha256, bytes, mime, head } = found as Inspection;
     let size: { width: number; height: number } | undefined;
     try {
@@ -170,7 +175,10 @@ export async function readBlogForm<T>(
         part.file.resume();
         return;
       }
-      if (uploads.length === limits.maxFiles) throw new PayloadTooLargeError(`The form has more than ${limits.maxFiles} files.`);
+      if (uploads.length === limits.maxFiles)
+        throw new PayloadTooLargeError(
+          `The form has more than ${limits.maxFiles} files, the most one request may carry (UPLOAD_MAX_FILES): send fewer images.`,
+        );
       if (role === 'primary' && uploads.some((u) => u.role === 'primary')) {
         throw new BadRequestError('Send one primary image (uploadPrimaryImage or primaryImage), not several.');
       }

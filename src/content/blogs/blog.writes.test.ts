@@ -161,7 +161,12 @@ test('page is required on insert; an unknown id is 404; id and info_id must agre
   assert.equal(unknownPage.statusCode, 400);
   assert.equal((await post(app, { id: 999999, info_title: 'Ghost' })).statusCode, 404);
   const blog = await create(app, { info_title: 'Clash' });
-  assert.equal((await post(app, { id: blog.info_id, info_id: blog.info_id + 1 })).statusCode, 400);
+  const clash = await post(app, { id: blog.info_id, info_id: blog.info_id + 1 });
+  assert.equal(clash.statusCode, 400);
+  assert.equal(
+    json(clash).detail,
+    `The body names two blogs: id ${blog.info_id} and info_id ${blog.info_id + 1}. Send the blog to update in one of them, or both with the same number.`,
+  );
   assert.equal((await post(app, { id: blog.info_id, info_id: blog.info_id, info_title: 'Same id' })).statusCode, 200);
 });
 
@@ -214,6 +219,10 @@ test('filenames come from the title, are unique within the website, and an expli
   assert.equal((await create(app, { info_title: '!!!' })).info_filename, 'blog');
   const taken = await post(app, { page: app.pageId, info_title: 'X', info_filename: 'creme-brulee' });
   assert.equal(taken.statusCode, 409);
+  assert.equal(
+    json(taken).detail,
+    'Another blog of this website already has the filename "creme-brulee": choose another info_filename, or send it empty to have one made from the title.',
+  );
   const chosen = await create(app, { info_title: 'Y', info_filename: 'my-own_name.html' });
   assert.equal(chosen.info_filename, 'my-own_name.html');
   const regenerated = await post(app, { id: chosen.info_id, info_filename: '' });

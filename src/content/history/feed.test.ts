@@ -336,4 +336,10 @@ test("each website's feed holds its own changes only, and its revisions are its 
   const theirCursor = (await feed(theirs, 'pageSize=1')).nextCursor;
   const crossed = await mine('GET', `/api/changes?since=${theirCursor}`);
   assert.equal(crossed.status, 400);
+  assert.deepEqual(crossed.body.errors, [
+    {
+      field: 'since',
+      message: "is a cursor of another website's change feed: send a meta.nextCursor this website's feed gave, or leave since out to start",
+    },
+  ]);
 });

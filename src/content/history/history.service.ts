@@ -60,7 +60,10 @@ export function sinceOf(cursor: string | undefined, siteId: number): number | nu
   }
   if (key === null) return 0;
   const [site, seq] = key;
-  if (site !== siteId) throw notOurs("is a cursor of another website's change feed");
+  if (site !== siteId)
+    throw notOurs(
+      "is a cursor of another website's change feed: send a meta.nextCursor this website's feed gave, or leave since out to start",
+    );
   if (seq < 0) throw notOurs('is not a cursor of the change feed: send meta.nextCursor as it was given');
   return seq;
 }
@@ -207,7 +210,10 @@ export async function getRevision(db: DbHandle, siteId: number, type: RecordType
     .where('record_id', '=', id)
     .where('revision', '=', revision)
     .executeTakeFirst();
-  if (!row) throw new NotFoundError(`The ${type} ${id} of this website has no revision ${revision}.`);
+  if (!row)
+    throw new NotFoundError(
+      `The ${type} ${id} of this website has no revision ${revision}: GET /api/${type}/${id}/revisions lists those it has.`,
+    );
   return row.record_json;
 }
 

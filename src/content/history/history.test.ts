@@ -48,7 +48,12 @@ test('every write keeps a revision, with its actor; a revision reads as the reco
 
   const first = json(await send(app, 'GET', `/api/page/${page.page}/revisions/1`));
   assert.deepEqual(first, { data: [page] }, 'the record exactly as the API returned it then');
-  assert.equal((await send(app, 'GET', `/api/page/${page.page}/revisions/3`)).statusCode, 404);
+  const missing = await send(app, 'GET', `/api/page/${page.page}/revisions/3`);
+  assert.equal(missing.statusCode, 404);
+  assert.equal(
+    json(missing).detail,
+    `The page ${page.page} of this website has no revision 3: GET /api/page/${page.page}/revisions lists those it has.`,
+  );
 
   // If-Match is honoured: a stale ETag restores nothing.
   const stale = await send(app, 'POST', `/api/page/${page.page}/revisions/1/restore`, undefined, {

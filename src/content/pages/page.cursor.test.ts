@@ -171,6 +171,12 @@ test('bad cursors, and cursor with offset, are 400 problems naming them', async 
       ['cursor', 'offset'],
     );
   }
+  // A blog list's cursor says to send it back to the list, in the order, that gave it.
+  const blogs = await app.app.inject({ url: `/api/page?cursor=${encoded(['b', 0, '2024-01-01', 3])}`, headers: app.site.headers });
+  assert.match(
+    json(blogs).errors[0].message,
+    /^is a cursor of another list.*: send the orderBy and orderDirection of the request that gave it/,
+  );
   // A well-formed cursor past the end is simply an empty last page.
   assert.deepEqual((await list(app, `cursor=${encoded(['p', 2147483647, 2147483647])}`)).data, []);
 });

@@ -89,7 +89,9 @@ export const PAGES = storedResource({
   cursorTag: 'p',
 });
 
-const aliasTaken = (alias: unknown) => ({ unique: `Another page of this website already has the alias "${alias}".` });
+const aliasTaken = (alias: unknown) => ({
+  unique: `Another page of this website already has the alias "${alias}": choose another page_alias, or send it empty to have one made from the title.`,
+});
 
 export async function insertPage(db: DbHandle, row: NewPageRow): Promise<number> {
   const inserted = await refusedAs(

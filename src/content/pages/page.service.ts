@@ -70,13 +70,24 @@ function storedChanges(input: PageInput): Partial<Record<PageField, string | num
 
 async function checkParent(db: DbHandle, siteId: number, parent: number, self: number | undefined): Promise<void> {
   if (parent === 0) return;
-  if (parent === self) throw new ValidationError([{ field: 'page_parent', message: 'a page cannot be its own parent' }]);
+  if (parent === self)
+    throw new ValidationError([{ field: 'page_parent', message: 'cannot be the page itself: name another page, or 0 for the top level' }]);
   const chain = await repo.ancestryOf(db, siteId, parent);
   if (chain.length === 0) {
-    throw new ValidationError([{ field: 'page_parent', message: `there is no page ${parent} on this website` }]);
+    throw new ValidationError([
+      {
+        field: 'page_parent',
+        message: `there is no page ${parent} on this website: name one of its pages (GET /api/page lists them), or 0 for the top level`,
+      },
+    ]);
   }
   if (self !== undefined && chain.includes(self)) {
-    throw new ValidationError([{ field: 'page_parent', message: `page ${parent} is below page ${self}; this would make a cycle` }]);
+    throw new ValidationError([
+      {
+        field: 'page_parent',
+        message: `page ${parent} is below page ${self}, so this would make a cycle: choose a parent that is not below it, or move page ${parent} first`,
+      },
+    ]);
   }
 }
 
@@ -93,7 +104,9 @@ export async function savePage(
   precondition?: Precondition,
 ): Promise<Saved<PageRecord>> {
   if (input.id !== undefined && input.page !== undefined && input.page !== input.id) {
-    throw new BadRequestError(`The body names two pages: id ${input.id} and page ${input.page}.`);
+    throw new BadRequestError(
+      `The body names two pages: id ${input.id} and page ${input.page}. Send the page to update in one of them, or both with the same number.`,
+    );
   }
   const changes = storedChanges(input);
   const at = now();

@@ -56,6 +56,10 @@ test('aliases are generated from the title and unique within the website', async
   assert.equal((await create(app, { page_usertitle: '!!!' })).page_alias, 'page');
   const taken = await post(app, { page_usertitle: 'X', page_alias: 'creme-brulee' });
   assert.equal(taken.statusCode, 409, 'an alias sent explicitly is not renamed silently');
+  assert.equal(
+    json(taken).detail,
+    'Another page of this website already has the alias "creme-brulee": choose another page_alias, or send it empty to have one made from the title.',
+  );
   const own = await create(app, { page_usertitle: 'Own name' });
   const regenerated = await post(app, { id: own.page, page_alias: '' });
   const again = await post(app, { id: own.page, page_alias: '' });
@@ -150,7 +154,21 @@ test('page_parent may not make a cycle', async (t) => {
     const response = await post(app, { id, page_parent: parent });
     assert.equal(response.statusCode, 400, `${id} under ${parent}`);
     assert.equal(json(response).errors[0].field, 'page_parent');
+    // Each says which parent to choose instead.
+    assert.equal(
+      json(response).errors[0].message,
+      id === parent
+        ? 'cannot be the page itself: name another page, or 0 for the top level'
+        : `page ${parent} is below page ${id}, so this would make a cycle: choose a parent that is not below it, or move page ${parent} first`,
+    );
   }
+  const nowhere = await post(app, { page_usertitle: 'D', page_parent: 999_999 });
+  assert.deepEqual(json(nowhere).errors, [
+    {
+      field: 'page_parent',
+      message: 'there is no page 999999 on this website: name one of its pages (GET /api/page lists them), or 0 for the top level',
+    },
+  ]);
   const fine = await post(app, { id: c.page, page_parent: a.page });
   assert.equal(fine.statusCode, 200, 'moving a page up the tree is fine');
   const top = await post(app, { id: b.page, page_parent: 0 });
@@ -220,4 +238,16 @@ test('concurrent inserts with one title all succeed with distinct aliases', asyn
   );
   const aliases = responses.map((r) => json(r).data[0].page_alias).sort();
   assert.deepEqual(aliases, ['same-title', 'same-title-2', 'same-title-3', 'same-title-4', 'same-title-5', 'same-title-6']);
+});
+
+test('a body that names two pages is a 400 that says to send one of them', async (t) => {
+  const app = await buildTestApp(t);
+  const a = await create(app, { page_usertitle: 'A' });
+  const clash = await post(app, { id: a.page, page: a.page + 1, page_usertitle: 'Which?' });
+  assert.equal(clash.statusCode, 400);
+  assert.equal(
+    json(clash).detail,
+    `The body names two pages: id ${a.page} and page ${a.page + 1}. Send the page to update in one of them, or both with the same number.`,
+  );
+  assert.equal((await post(app, { id: a.page, page: a.page, page_usertitle: 'Same' })).statusCode, 200);
 });

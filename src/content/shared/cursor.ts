@@ -56,7 +56,9 @@ export function keysetCursor<const P extends readonly KeyPart[]>(tag: string, pa
       }
       if (!Array.isArray(value)) return bad();
       if (value[0] !== tag && typeof value[0] === 'string' && TAG.test(value[0])) {
-        throw refused('is a cursor of another list, or of another orderBy or orderDirection');
+        throw refused(
+          'is a cursor of another list, or of another orderBy or orderDirection: send the orderBy and orderDirection of the request that gave it, or an empty value to start',
+        );
       }
       if (value[0] !== tag || value.length !== parts.length + 1) return bad();
       const key = value.slice(1);

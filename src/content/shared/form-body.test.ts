@@ -176,6 +176,37 @@ test('JSON is taken as application/json, text/json, or the data field of a form,
     payload: 'page_usertitle=x',
   });
   assert.equal(noData.statusCode, 400);
+  // A field sent twice: the answer says to send it once.
+  const twoData = await app.app.inject({
+    method: 'POST',
+    url: '/api/page',
+    headers: { ...app.site.headers, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: 'data=%7B%7D&data=%7B%7D',
+  });
+  assert.equal(twoData.statusCode, 400);
+  assert.equal(json(twoData).detail, 'The form has more than one data field: send the record as one JSON object, in one data field.');
+  const twoDataParts = await form([
+    ['data', JSON.stringify({ page_usertitle: 'One' })],
+    ['data', JSON.stringify({ page_usertitle: 'Two' })],
+  ]);
+  const twoDataMultipart = await app.app.inject({
+    method: 'POST',
+    url: '/api/page',
+    headers: { ...app.site.headers, ...twoDataParts.headers },
+    payload: twoDataParts.payload,
+  });
+  assert.equal(
+    json(twoDataMultipart).detail,
+    'The form has more than one data field: send the record as one JSON object, in one data field.',
+  );
+  const twoKeys = await form([
+    ['apiID', app.site.apiId],
+    ['apiID', app.site.apiId],
+    ['data', JSON.stringify({ page_usertitle: 'Twice' })],
+  ]);
+  const twoKeysMultipart = await app.app.inject({ method: 'POST', url: '/api/page', headers: twoKeys.headers, payload: twoKeys.payload });
+  assert.equal(twoKeysMultipart.statusCode, 400, twoKeysMultipart.body);
+  assert.equal(json(twoKeysMultipart).detail, 'The form has more than one apiID field: send it once.');
   // curl -d '{…}' without -H: JSON labelled as a form, which the answer says.
   for (const payload of ['{"page_usertitle":"From curl"}', '[1]']) {
     const curlDefault = await app.app.inject({

@@ -51,7 +51,13 @@ export function acceptContentBodies(scope: FastifyInstance): void {
   );
 }
 
-const DATA_TOO_LARGE = `The data field is larger than ${DATA_FIELD_BYTES} bytes.`;
+const DATA_TOO_LARGE = `The data field is larger than ${DATA_FIELD_BYTES} bytes, the most a record's JSON may have: shorten the record's texts, and send its images as files of the form.`;
+
+const ONE_DATA_FIELD = 'The form has more than one data field: send the record as one JSON object, in one data field.';
+
+/** What to do about a multipart body the parser cannot read: the usual cause is a boundary written by hand. */
+const MALFORMED_FORM_ADVICE =
+  'Nothing was stored: let the client build the form (curl -F, or FormData), so that the body and the boundary its Content-Type names agree.';
 
 /** The `data` field's JSON value, held to the same rules as a JSON body (UTF-8, no prototype keys). */
 function dataJson(text: string): unknown {
@@ -100,10 +106,12 @@ export async function* parsed<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
     yield* source;
   } catch (error) {
     if ((error as { code?: unknown }).code === 'FST_INVALID_JSON_FIELD_ERROR') {
-      throw new BadRequestError('A form field sent as application/json is not valid JSON.');
+      throw new BadRequestError(
+        'A form field sent as application/json is not valid JSON: correct it, or send the field as plain text (without that Content-Type), and the answer will say where the JSON goes wrong.',
+      );
     }
     if (error instanceof AppError || typeof (error as { statusCode?: unknown }).statusCode === 'number') throw error;
-    throw new BadRequestError(`The multipart body is malformed: ${(error as Error).message}.`);
+    throw new BadRequestError(`The multipart body is malformed: ${(error as Error).message}. ${MALFORMED_FORM_ADVICE}`);
   }
 }
 
@@ -137,7 +145,9 @@ export async function* settled<T>(raw: Readable, source: AsyncIterable<T>): Asyn
           idleSince ||= Date.now();
           if (Date.now() - idleSince < FORM_SETTLE_MS) return;
           stuck = true;
-          reject(new BadRequestError('The multipart body is malformed: the parser stopped before the form ended.'));
+          reject(
+            new BadRequestError(`The multipart body is malformed: the parser stopped before the form ended. ${MALFORMED_FORM_ADVICE}`),
+          );
         }, FORM_POLL_MS);
       });
       let step: IteratorResult<T>;
@@ -200,12 +210,13 @@ export async function readMultipartForm<T>(
   for await (const part of parts) {
     const credential = part.type === 'field' ? legacyCredentialName(part.fieldname) : undefined;
     if (credential) {
-      if (credentials[credential] !== undefined) throw new BadRequestError(`The form has more than one ${part.fieldname} field.`);
+      if (credentials[credential] !== undefined)
+        throw new BadRequestError(`The form has more than one ${part.fieldname} field: send it once.`);
       credentials[credential] = part.type === 'field' ? part.value : undefined;
       continue;
     }
     if (part.fieldname === 'data') {
-      if (raw !== undefined) throw new BadRequestError('The form has more than one data field.');
+      if (raw !== undefined) throw new BadRequestError(ONE_DATA_FIELD);
       raw = { value: part.type === 'field' ? dataOf(part) : await dataFileOf(part) };
       if (!request.authenticateForm) await settle();
       continue;
@@ -253,7 +264,7 @@ async function urlEncodedRecord<T>(request: FastifyRequest, form: Record<string,
   if (request.authenticateForm) await request.authenticateForm(credentials as LegacyCredentials);
   const data = form.data;
   if (data === undefined) throw new ValidationError([{ field: 'data', message: "is required: the record's JSON object as text" }]);
-  if (typeof data !== 'string') throw new BadRequestError('The form has more than one data field.');
+  if (typeof data !== 'string') throw new BadRequestError(ONE_DATA_FIELD);
   return validate(dataJson(data));
 }
 

@@ -21,7 +21,7 @@ test('an address or method under /api/auth that no OAuth endpoint serves is a 40
       type: '/problems/not-found',
       title: 'Not found',
       status: 404,
-      detail: `No route for ${method} ${path}.`,
+      detail: `No route for ${method} ${path}: /api/openapi.json lists the API's addresses and methods.`,
       instance: path,
     });
   }

@@ -3,8 +3,7 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import { withRequestTransaction, writeHandle } from '../../db/request-transaction.js';
 import type { DbHandle } from '../../db/schema.js';
 import { now, secondsFromNow } from '../../db/time.js';
-import { NotFoundError } from '../../errors.js';
-import { problemBody } from '../../http/problem.js';
+import { noRoute, problemBody } from '../../http/problem.js';
 import { REGISTERED_METADATA } from '../clients/registration.body.js';
 import { activateConnection, touchConnection } from '../connections/connection.repository.js';
 import { authorizationServerMetadata } from './metadata.js';
@@ -53,7 +52,7 @@ function registrationAnswer<T extends Body>(metadata: T): T {
 function answerUnknownRoute(ctx: KoaContextWithOIDC): void {
   const path = (ctx.req as { originalUrl?: string }).originalUrl ?? ctx.originalUrl;
   ctx.status = 404;
-  ctx.body = problemBody(new NotFoundError(`No route for ${ctx.method} ${path.split('?')[0]}.`), path);
+  ctx.body = problemBody(noRoute(ctx.method, path.split('?')[0] ?? path), path);
   ctx.type = 'application/problem+json; charset=utf-8';
   ctx.set('cache-control', 'no-store');
 }

@@ -44,49 +44,87 @@ const passed = args.filter((arg) => arg !== '--unit' && !arg.startsWith('--deadl
 const given = (prefix) => passed.some((arg) => arg.startsWith(prefix));
 const chosen = named.length ? named : unit ? files.filter((file) => !UNIT_EXCLUDED.test(file)) : files;
 
+// How the files run. By default in shards: each shard is one `node --test` process that runs its
+// files one after another inside it (test isolation "none"), and the shards run side by side,
+// twice as many as the machine has cores, as most files spend much of their time waiting on a
+// child process, a browser, a timer or the database. A process of its own for every file (node's
+// default) loaded the app and compiled its schemas once per file: over the suite that was more than
+// half of all the CPU time the tests took (bench/README.md). So test files share their process
+// with others: one must leave nothing behind (servers, timers, environment variables, mocks) that
+// would change another, as it must already between the tests of one file. `--test-isolation=process`
+// gives every file its process again, to tell whether a failure comes from sharing; `--shards=N`
+// sets the number of shards.
+const isolated = given('--test-isolation') || given('--experimental-test-isolation');
+const shardCount = isolated ? 1 : Math.max(1, Math.min(chosen.length, Number(option('shards') ?? 2 * availableParallelism())));
+const shards = Array.from({ length: shardCount }, (_, i) => chosen.filter((_, n) => n % shardCount === i));
+
 // The reporters asked for (spec by default), each to stdout unless destinations were given, and
-// the running-tests reporter beside them (scripts/running-tests.mjs).
+// the running-tests reporter beside them (scripts/running-tests.mjs), which keeps each shard's
+// running tests in a file of its own.
 const state = process.env.CMS_TEST_RUNNING_FILE || path.join(mkdtempSync(path.join(tmpdir(), 'cms-tests-')), 'running.json');
+const stateOf = (shard) => (shard === 0 ? state : `${state}.${shard}`);
 const asked = passed.filter((arg) => arg.startsWith('--test-reporter='));
-const reporters = given('--test-reporter-destination')
-  ? []
-  : [
-      ...(asked.length ? asked : ['--test-reporter=spec']).flatMap((r) => [r, '--test-reporter-destination=stdout']),
-      `--test-reporter=${fileURLToPath(new URL('./running-tests.mjs', import.meta.url))}`,
-      // A file, not /dev/null: Node 22 fsyncs a reporter's destination at the end, which /dev/null refuses.
-      `--test-reporter-destination=${state}.out`,
-    ];
-const rest = given('--test-reporter-destination') ? passed : passed.filter((arg) => !arg.startsWith('--test-reporter='));
-// Files run side by side, as many as the machine has cores and at least two: node's own default
-// (cores - 1) runs one at a time on a 2-core machine, where most files spend their time waiting on
-// a child process, a browser, a timer or the database. On the 2-core CI machine the SQLite suite
-// took 5m29s one at a time, 3m29s two at a time and 3m18s three at a time (the PostgreSQL suite
-// 4m48s two at a time); every test passed in each. `--test-concurrency=N` overrides it.
-const concurrency = given('--test-concurrency') ? [] : [`--test-concurrency=${Math.max(2, availableParallelism())}`];
-// Its own process group, so that stopping it stops every file's process with it.
-const child = spawn(process.execPath, ['--test', ...reporters, ...concurrency, ...rest, ...chosen], {
-  stdio: 'inherit',
-  detached: true,
+const reporters = (shard) =>
+  given('--test-reporter-destination')
+    ? []
+    : [
+        ...(asked.length ? asked : ['--test-reporter=spec']).flatMap((r) => [r, '--test-reporter-destination=stdout']),
+        `--test-reporter=${fileURLToPath(new URL('./running-tests.mjs', import.meta.url))}`,
+        // A file, not /dev/null: Node 22 fsyncs a reporter's destination at the end, which /dev/null refuses.
+        `--test-reporter-destination=${stateOf(shard)}.out`,
+      ];
+const rest = passed.filter(
+  (arg) => !arg.startsWith('--shards=') && (given('--test-reporter-destination') || !arg.startsWith('--test-reporter=')),
+);
+// With every file in a process of its own, files run side by side, as many as the machine has
+// cores and at least two (node's own default, cores - 1, runs one at a time on two cores).
+// `--test-concurrency=N` overrides it.
+const concurrency = !isolated || given('--test-concurrency') ? [] : [`--test-concurrency=${Math.max(2, availableParallelism())}`];
+const env = {
+  // Many tests start servers or the CLI as processes: with node's compile cache (in the temporary
+  // folder, kept between runs) each compiles the modules it loads once, not once per process. Node versions without it ignore the variable.
+  NODE_COMPILE_CACHE: path.join(tmpdir(), 'cms-test-compile-cache'),
+  ...process.env,
   // --unit runs on SQLite whatever the environment says.
-  env: {
-    // Every test file is a process of its own, and many start servers or the CLI as processes: with
-    // node's compile cache (in the temporary folder, kept between runs) each compiles the modules
-    // it loads once, not once per process. Node versions without it ignore the variable.
-    NODE_COMPILE_CACHE: path.join(tmpdir(), 'cms-test-compile-cache'),
-    ...process.env,
-    CMS_TEST_RUNNING_FILE: state,
-    ...(unit ? { TEST_DATABASE_URL: '' } : {}),
-  },
+  ...(unit ? { TEST_DATABASE_URL: '' } : {}),
+};
+const began = Date.now();
+// Each shard in its own process group, so that stopping it stops every process it started. A
+// shard's report is printed whole when it ends, so that the reports of shards running side by
+// side are not interleaved; one shard streams as it goes.
+const children = shards.map((files, shard) => {
+  const isolation = isolated ? [] : ['--experimental-test-isolation=none'];
+  const child = spawn(process.execPath, ['--test', ...isolation, ...reporters(shard), ...concurrency, ...rest, ...files], {
+    stdio: ['inherit', shardCount === 1 ? 'inherit' : 'pipe', shardCount === 1 ? 'inherit' : 'pipe'],
+    detached: true,
+    env: { ...env, CMS_TEST_RUNNING_FILE: stateOf(shard) },
+  });
+  const output = [];
+  child.stdout?.on('data', (chunk) => output.push(chunk));
+  child.stderr?.on('data', (chunk) => output.push(chunk));
+  const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+  return { child, files, shard, output, exited };
 });
+const reported = new Set();
+function report({ shard, files, output }, code) {
+  if (reported.has(shard) || shardCount === 1) return;
+  reported.add(shard);
+  const outcome = code === undefined ? 'stopped' : code === 0 ? 'passed' : `failed (exit ${code})`;
+  const seconds = Math.round((Date.now() - began) / 1000);
+  process.stdout.write(`\n── shard ${shard + 1} of ${shardCount} (${files.length} files): ${outcome} after ${seconds} s\n`);
+  const text = Buffer.concat(output).toString();
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+}
 
 /** The tests still running, each with how long it has run, deepest last within its file. */
 function stillRunning() {
-  let list = [];
-  try {
-    list = JSON.parse(readFileSync(state, 'utf8'));
-  } catch {
-    // No test had started.
-  }
+  const list = shards.flatMap((_, shard) => {
+    try {
+      return JSON.parse(readFileSync(stateOf(shard), 'utf8'));
+    } catch {
+      return []; // No test of this shard had started.
+    }
+  });
   const now = Date.now();
   return list
     .filter((t) => t.file !== t.name && !t.file.endsWith(`/${t.name}`))
@@ -102,12 +140,20 @@ function stop(why) {
   if (stopped) return;
   stopped = true;
   const running = stillRunning();
-  console.error(`\n${why}. ${running.length ? 'Still running:' : 'No test was running.'}\n${running.join('\n')}`);
-  try {
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    // Gone already.
+  for (const run of children) {
+    try {
+      process.kill(-run.child.pid, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
+    report(run, undefined);
   }
+  console.error(`\n${why}. ${running.length ? 'Still running:' : 'No test was running.'}\n${running.join('\n')}`);
+  finish(1);
+}
+function finish(code) {
+  if (!process.env.CMS_TEST_RUNNING_FILE) rmSync(path.dirname(state), { recursive: true, force: true });
+  process.exit(code);
 }
 const timer =
   deadlineSeconds > 0
@@ -115,8 +161,20 @@ const timer =
     : undefined;
 timer?.unref();
 for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => stop(`Stopped by ${signal}`));
-child.on('exit', (code) => {
+const codes = await Promise.all(
+  children.map(async (run) => {
+    const code = await run.exited;
+    if (!stopped) report(run, code);
+    return code;
+  }),
+);
+if (!stopped) {
   clearTimeout(timer);
-  if (!process.env.CMS_TEST_RUNNING_FILE) rmSync(path.dirname(state), { recursive: true, force: true });
-  process.exit(stopped ? 1 : (code ?? 1));
-});
+  const failed = codes.filter((code) => code !== 0).length;
+  if (shardCount > 1) {
+    console.log(
+      `\n${chosen.length} test files in ${shardCount} shards: ${failed ? `${failed} shards failed` : 'all passed'}, in ${Math.round((Date.now() - began) / 1000)} s`,
+    );
+  }
+  finish(failed ? 1 : 0);
+}

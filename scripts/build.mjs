@@ -5,32 +5,39 @@ import { spawnSync } from 'node:child_process';
 //   node scripts/build.mjs         src/ only, tests excluded (tsconfig.build.json): what `npm start`
 //                                  needs. Skipped when dist/src already holds the build of these sources.
 //   node scripts/build.mjs --all   src/, test/ and bench/ (tsconfig.json): what the tests and benches
-//                                  run. Always compiles, as `tsc -p .` did.
+//                                  run. Skipped when dist/ already holds the build of all of them, so
+//                                  `npm test` after `npm run build` (CI) starts the tests at once.
 //
 // Both write the same dist/src files (same compiler options, rootDir and outDir), so a start after a
-// test build and a test after a start both find what they need. What makes the skip safe is the stamp
-// dist/.src-build: a hash of everything the src/ build reads, written only after a compile that
-// succeeded. The src/ build is skipped only when the stamp matches the sources now, every source has
-// its .js, and nothing in dist/src is newer than the stamp (`npm run dev` or a bare `tsc` rewrote it).
-// tsc's own --incremental is not used: its build info cannot see dist/src files another compile
+// test build and a test after a start both find what they need. What makes a skip safe is a stamp
+// (dist/.src-build, dist/.all-build): a hash of everything that build reads, written only after a
+// compile that succeeded. A build is skipped only when its stamp matches the sources now, every
+// source has its .js, and nothing in the folders it writes is newer than the stamp (`npm run dev`, a
+// bare `tsc` or the other build rewrote them).
+// tsc's own --incremental is not used: its build info cannot see dist/ files another compile
 // rewrote, so it could skip files that need writing again.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
-const STAMP = path.join('dist', '.src-build');
 /** Besides the sources: compiler options, the package's module type and the compiler itself. */
 const CONFIG_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package.json'];
 
-/** src/**\/*.ts without the tests, as relative paths, sorted. */
-function sources(dir = 'src') {
+/** What each build compiles, from which project, and where its stamp is. */
+const BUILDS = {
+  src: { folders: ['src'], tests: false, project: 'tsconfig.build.json', stamp: path.join('dist', '.src-build') },
+  all: { folders: ['src', 'test', 'bench'], tests: true, project: 'tsconfig.json', stamp: path.join('dist', '.all-build') },
+};
+
+/** The .ts files under dir (the tests only when asked for), as relative paths, sorted. */
+function sources(dir, tests) {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true })
     .flatMap((entry) => {
       const file = path.join(dir, entry.name);
-      if (entry.isDirectory()) return sources(file);
-      return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [file] : [];
+      if (entry.isDirectory()) return sources(file, tests);
+      return entry.name.endsWith('.ts') && (tests || !entry.name.endsWith('.test.ts')) ? [file] : [];
     })
     .sort();
 }
@@ -40,7 +47,7 @@ function compiler() {
   return { tsc: require.resolve('typescript/bin/tsc'), version: require('typescript/package.json').version };
 }
 
-/** One hash over the file names and contents the src/ build reads, and the compiler's version. */
+/** One hash over the file names and contents a build reads, and the compiler's version. */
 function sourceHash(files, tscVersion) {
   const hash = createHash('sha256').update(`typescript ${tscVersion}\n`);
   for (const file of [...CONFIG_FILES, ...files]) {
@@ -62,13 +69,16 @@ function newestUnder(dir) {
   return newest;
 }
 
-/** Why dist/src needs compiling again, or undefined when it holds the build of these sources. */
-function staleBecause(files, hash) {
-  if (!existsSync(STAMP)) return 'no build of src/ yet';
-  if (readFileSync(STAMP, 'utf8').trim() !== hash) return 'src/ changed';
+/** Why a build's output needs compiling again, or undefined when it holds the build of these sources. */
+function staleBecause(build, files, hash) {
+  const what = build.folders.map((folder) => `${folder}/`).join(', ');
+  if (!existsSync(build.stamp)) return `no build of ${what} yet`;
+  if (readFileSync(build.stamp, 'utf8').trim() !== hash) return `${what} changed`;
   const missing = files.find((file) => !file.endsWith('.d.ts') && !existsSync(path.join('dist', file.replace(/\.ts$/, '.js'))));
   if (missing) return `dist/ lacks the build of ${missing}`;
-  if (newestUnder(path.join('dist', 'src')) > statSync(STAMP).mtimeMs) return 'dist/src was rewritten by another compile';
+  const stamped = statSync(build.stamp).mtimeMs;
+  const rewritten = build.folders.find((folder) => newestUnder(path.join('dist', folder)) > stamped);
+  if (rewritten) return `dist/${rewritten} was rewritten by another compile`;
   return undefined;
 }
 
@@ -87,22 +97,31 @@ function main(args) {
   }
   const { tsc, version } = compiler();
   // Hashed before compiling: a file edited while tsc runs leaves a stamp that no longer matches.
-  const files = sources();
-  const hash = sourceHash(files, version);
-  if (!all) {
-    const reason = staleBecause(files, hash);
-    if (reason === undefined) {
-      process.stderr.write('build: dist/src is up to date\n');
-      return 0;
-    }
-    process.stderr.write(`build: compiling src/ (${reason})\n`);
+  const hashOf = (build) => {
+    const files = build.folders.flatMap((folder) => sources(folder, build.tests));
+    return { files, hash: sourceHash(files, version) };
+  };
+  const build = all ? BUILDS.all : BUILDS.src;
+  const { files, hash } = hashOf(build);
+  const reason = staleBecause(build, files, hash);
+  if (reason === undefined) {
+    process.stderr.write(`build: ${all ? 'dist/' : 'dist/src'} is up to date\n`);
+    return 0;
   }
-  // No stamp while compiling: an interrupted or failed compile never vouches for dist/src.
-  rmSync(STAMP, { force: true });
-  const status = compile(tsc, all ? 'tsconfig.json' : 'tsconfig.build.json');
+  process.stderr.write(`build: compiling ${build.folders.map((folder) => `${folder}/`).join(', ')} (${reason})\n`);
+  // The full build writes dist/src as the src/ build does: it vouches for both.
+  const stamps = all
+    ? [
+        [BUILDS.all.stamp, hash],
+        [BUILDS.src.stamp, hashOf(BUILDS.src).hash],
+      ]
+    : [[BUILDS.src.stamp, hash]];
+  // No stamp while compiling: an interrupted or failed compile never vouches for dist/.
+  for (const [stamp] of stamps) rmSync(stamp, { force: true });
+  const status = compile(tsc, build.project);
   if (status !== 0) return status;
   mkdirSync('dist', { recursive: true });
-  writeFileSync(STAMP, `${hash}\n`);
+  for (const [stamp, stampHash] of stamps) writeFileSync(stamp, `${stampHash}\n`);
   return 0;
 }
 

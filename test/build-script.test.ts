@@ -71,14 +71,28 @@ test('the build compiles src/ only when something it depends on changed, and sha
   // The tests' build (everything) rewrites dist/src from the same sources: a start after it compiles nothing.
   run = build('--all');
   assert.equal(run.status, 0, run.said);
+  assert.match(run.said, /compiling src\/, test\/, bench\/ \(no build of src\/, test\/, bench\/ yet\)/);
   assert.equal(existsSync(file('dist', 'src', 'a.test.js')), true);
   assert.equal(existsSync(file('dist', 'test', 'b.test.js')), true);
   assert.match(build().said, /dist\/src is up to date/);
 
-  // Another compile (npm run dev, a bare tsc) wrote dist/src after the stamp: compiled again.
+  // The tests' build again with nothing changed (npm test after npm run build): no compile; a test
+  // changed: compiled.
+  const tested = statSync(file('dist', 'test', 'b.test.js')).mtimeMs;
+  run = build('--all');
+  assert.equal(run.status, 0, run.said);
+  assert.match(run.said, /dist\/ is up to date/);
+  assert.equal(statSync(file('dist', 'test', 'b.test.js')).mtimeMs, tested);
+  writeFileSync(file('test', 'b.test.ts'), "import { a } from '../src/a.js';\nexport const b = a + 2;\n");
+  assert.match(build('--all').said, /compiling src\/, test\/, bench\/ \(src\/, test\/, bench\/ changed\)/);
+  assert.equal(readFileSync(file('dist', 'test', 'b.test.js'), 'utf8').includes('a + 2'), true);
+
+  // Another compile (npm run dev, a bare tsc, the src/ build) wrote dist/src after the stamps: both
+  // builds compile again.
   const later = new Date(Date.now() + 60_000);
   utimesSync(file('dist', 'src', 'a.js'), later, later);
   assert.match(build().said, /dist\/src was rewritten by another compile/);
+  assert.match(build('--all').said, /dist\/src was rewritten by another compile/);
 
   // An output went missing.
   rmSync(file('dist', 'src', 'a.js'));

@@ -17,6 +17,13 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
+/**
+ * How long a page's action or wait may take. Playwright's own 30 s only turns a hang into a
+ * failure, and on a machine busy with the rest of the suite (other shards, their browsers and
+ * servers) a sign-in in a pop-up has taken longer.
+ */
+const PAGE_LIMIT_MS = 180_000;
+
 function chromiumPath(): string | undefined {
   try {
     return execFileSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' }).trim() || undefined;
@@ -39,5 +46,18 @@ export async function launchChromium(t: TestContext): Promise<Browser | undefine
   mkdirSync(SCREENSHOTS, { recursive: true });
   const browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS });
   t.after(() => browser.close());
+  // Every page's context gets the limit, pop-ups included: they open in their opener's context.
+  const newContext = browser.newContext.bind(browser);
+  browser.newContext = async (options) => {
+    const context = await newContext(options);
+    context.setDefaultTimeout(PAGE_LIMIT_MS);
+    return context;
+  };
+  const newPage = browser.newPage.bind(browser);
+  browser.newPage = async (options) => {
+    const page = await newPage(options);
+    page.context().setDefaultTimeout(PAGE_LIMIT_MS);
+    return page;
+  };
   return browser;
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { buildTestApp, type TestApp } from '../../../test/helpers.js';
+import { buildTestApp } from '../../../test/helpers.js';
 import { LocalImageStorage } from '../../storage/local-image-storage.js';
 import { deletePage, getPage, savePage } from '../pages/page.service.js';
 import type { ActorRef } from './change-log.js';

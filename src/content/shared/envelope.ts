@@ -3,10 +3,9 @@
  * envelope, a written record, ETags and If-Match. Small helpers that a routes file calls; the
  * routes themselves are declared in each resource's own file.
  */
-import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
+import type { FastifyReply, FastifySchema } from 'fastify';
 import { Type } from 'typebox';
 import type { Budget } from '../../http/budget.js';
-import type { Precondition } from '../../http/representation.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import { DEFAULT_PAGE_SIZE } from './schemas.js';
 import { listTag, type StoredItem, type StoredRecord } from './stored.js';

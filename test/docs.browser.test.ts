@@ -77,8 +77,26 @@ test('in Chromium: /docs Authorize runs PKCE with the demo client, and Try it ou
   await popup.getByLabel('E-mail address').fill(demo.owner.email);
   await popup.getByLabel('Password').fill(password);
   await popup.getByRole('button', { name: 'Sign in' }).click();
-  await popup.getByRole('button', { name: 'Allow' }).click();
-  await popup.waitForEvent('close');
+  // The wait for the close begins before the click: the pop-up may close before the click's own
+  // promise resolves, and a close already past is never seen by a wait begun after it.
+  const closed = popup.waitForEvent('close');
+  await popup
+    .getByRole('button', { name: 'Allow' })
+    .click()
+    // A pop-up that closed while the click was being confirmed did what is asked.
+    .catch((error: Error) => {
+      if (!popup.isClosed()) throw error;
+    });
+  await closed.catch(async (error: Error) => {
+    // Where the pop-up stopped instead of closing, for the failure's message.
+    await popup.screenshot({ path: path.join(SCREENSHOTS, 'docs-authorize-popup-stuck.png') }).catch(() => undefined);
+    const text =
+      (await popup
+        .locator('body')
+        .textContent({ timeout: 5_000 })
+        .catch(() => '(no text)')) ?? '(no text)';
+    throw new Error(`the pop-up did not close; it shows ${popup.url()}:\n${text.slice(0, 2000)}`, { cause: error });
+  });
 
   // Authorized: the dialog offers to log out instead, and the token goes with every call.
   await dialog.locator('button.modal-btn', { hasText: /^Logout$/ }).waitFor();

@@ -13,7 +13,7 @@
 // supported Node versions: Node 20 searches the folder, Node 22 and later read each argument as a
 // glob pattern and find nothing in a bare folder name (which Node 20 does not expand).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,7 +56,52 @@ const chosen = named.length ? named : unit ? files.filter((file) => !UNIT_EXCLUD
 // sets the number of shards.
 const isolated = given('--test-isolation') || given('--experimental-test-isolation');
 const shardCount = isolated ? 1 : Math.max(1, Math.min(chosen.length, Number(option('shards') ?? 2 * availableParallelism())));
-const shards = Array.from({ length: shardCount }, (_, i) => chosen.filter((_, n) => n % shardCount === i));
+
+// The shards are balanced by how long each file took in this machine's last run of the same
+// database's suite (kept in the temporary folder, as the compile cache is): the longest file goes
+// to the shard with the least work so far. A file not measured yet counts as the median of those
+// measured; with none measured, a file that starts servers or a browser counts as ten others.
+const database = !unit && process.env.TEST_DATABASE_URL ? 'postgres' : 'sqlite';
+const timingsFile = path.join(tmpdir(), 'cms-test-timings', `${database}.json`);
+function readTimings() {
+  try {
+    return JSON.parse(readFileSync(timingsFile, 'utf8'));
+  } catch {
+    return {}; // None measured yet here.
+  }
+}
+const timings = readTimings();
+/** A file's key in the timings: its path from the working folder. */
+const keyOf = (file) => path.relative(process.cwd(), path.resolve(file));
+const measured = chosen
+  .map((file) => timings[keyOf(file)])
+  .filter(Number.isFinite)
+  .sort((a, b) => a - b);
+const costOf = (file) => timings[keyOf(file)] ?? measured[Math.floor(measured.length / 2)] ?? (UNIT_EXCLUDED.test(file) ? 10 : 1);
+const shards = Array.from({ length: shardCount }, () => ({ files: [], cost: 0 }));
+for (const file of [...chosen].sort((a, b) => costOf(b) - costOf(a) || a.localeCompare(b))) {
+  const least = shards.reduce((a, b) => (b.cost < a.cost ? b : a));
+  least.files.push(file);
+  least.cost += costOf(file);
+}
+for (const shard of shards) shard.files.sort();
+/** Keeps the times this run measured (scripts/running-tests.mjs) for the next run's shards. */
+function keepTimings() {
+  const took = { ...readTimings() };
+  for (const shard of shards.keys()) {
+    try {
+      for (const [file, ms] of Object.entries(JSON.parse(readFileSync(`${stateOf(shard)}.times`, 'utf8')))) {
+        // Only the working folder's files: not a test's fixtures elsewhere.
+        if (!keyOf(file).startsWith('..')) took[keyOf(file)] = Math.round(ms);
+      }
+    } catch {
+      // This shard was stopped before its reporter wrote the times.
+    }
+  }
+  mkdirSync(path.dirname(timingsFile), { recursive: true });
+  writeFileSync(`${timingsFile}.${process.pid}`, JSON.stringify(took));
+  renameSync(`${timingsFile}.${process.pid}`, timingsFile);
+}
 
 // The reporters asked for (spec by default), each to stdout unless destinations were given, and
 // the running-tests reporter beside them (scripts/running-tests.mjs), which keeps each shard's
@@ -92,7 +137,7 @@ const began = Date.now();
 // Each shard in its own process group, so that stopping it stops every process it started. A
 // shard's report is printed whole when it ends, so that the reports of shards running side by
 // side are not interleaved; one shard streams as it goes.
-const children = shards.map((files, shard) => {
+const children = shards.map(({ files }, shard) => {
   const isolation = isolated ? [] : ['--experimental-test-isolation=none'];
   const child = spawn(process.execPath, ['--test', ...isolation, ...reporters(shard), ...concurrency, ...rest, ...files], {
     stdio: ['inherit', shardCount === 1 ? 'inherit' : 'pipe', shardCount === 1 ? 'inherit' : 'pipe'],
@@ -152,6 +197,7 @@ function stop(why) {
   finish(1);
 }
 function finish(code) {
+  if (!isolated) keepTimings();
   if (!process.env.CMS_TEST_RUNNING_FILE) rmSync(path.dirname(state), { recursive: true, force: true });
   process.exit(code);
 }

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { dialectOf } from './database.js';
 import type { DbHandle } from './schema.js';
 
@@ -41,5 +41,20 @@ export async function lockInTransaction(
 ): Promise<void> {
   if (dialectOf(db) !== 'postgres') return;
   const lock = mode === 'shared' ? sql`pg_advisory_xact_lock_shared` : sql`pg_advisory_xact_lock`;
-  await sql`select ${lock}(${lockClass}, ${typeof key === 'string' ? sql`hashtext(${key})` : key})`.execute(db);
+  await sql`select ${lock}(${lockClass}, ${advisoryKey(key)})`.execute(db);
+}
+
+/**
+ * The second half of an advisory lock's (class, key): the key itself, or a string's hashtext, in
+ * the default schema. Advisory locks belong to the whole database, while the tables belong to a
+ * schema: where tables live in another schema (each test has one of its own), the schema's name is
+ * hashed in, so that the same website id in two schemas is two locks, not one that their writes
+ * would wait for, or deadlock on when they take a website's locks in different orders. The
+ * default schema keeps the plain key, so that nodes of different versions take the same locks.
+ * `key` may be an SQL expression of type text (a column).
+ */
+export function advisoryKey(key: number | string | RawBuilder<string>): RawBuilder<number> {
+  const plain = typeof key === 'number' ? sql`${key}::int4` : sql`hashtext(${key})`;
+  const text = typeof key === 'number' ? String(key) : key;
+  return sql<number>`(case when current_schema() = 'public' then ${plain} else hashtext(current_schema() || ':' || ${text}) end)`;
 }

@@ -3,7 +3,7 @@ import { sha256 } from '../../accounts/secrets.js';
 import { dialectOf } from '../../db/database.js';
 import { preparedLookup } from '../../db/prepared-lookup.js';
 import type { Database, DbHandle } from '../../db/schema.js';
-import { inTransaction, lockInTransaction } from '../../db/transaction.js';
+import { advisoryKey, inTransaction, lockInTransaction } from '../../db/transaction.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import type { ConnectionStatus, OAuthConnectionsTable } from '../oauth.tables.js';
 
@@ -149,7 +149,7 @@ export async function findLiveGrantIds(
   return rows.map((r) => r.grant_id);
 }
 
-/** Class id of the pg_advisory_xact_lock(class, hashtext(grant id)) held while a grant's rows change. */
+/** Class id of the advisory lock (class, the grant id's key: advisoryKey) held while a grant's rows change. */
 const GRANT_LOCK_CLASS = 7303;
 
 /**
@@ -169,7 +169,7 @@ export function lockGrant(db: DbHandle, grantId: string): Promise<void> {
 /** lockGrant for the grant of a stored code or token, by its model and hashed id (none: no lock). */
 export async function lockGrantOfPayload(db: DbHandle, model: string, hashedId: string): Promise<void> {
   if (dialectOf(db) !== 'postgres') return;
-  await sql`select pg_advisory_xact_lock(${GRANT_LOCK_CLASS}, hashtext(grant_id)) from oauth_payloads
+  await sql`select pg_advisory_xact_lock(${GRANT_LOCK_CLASS}, ${advisoryKey(sql.ref<string>('grant_id'))}) from oauth_payloads
     where model = ${model} and id = ${hashedId} and grant_id is not null`.execute(db);
 }
 

@@ -69,9 +69,12 @@ function newestUnder(dir) {
   return newest;
 }
 
+/** The folders a build compiles, as its messages name them: "src/, test/, bench/". */
+const foldersOf = (build) => build.folders.map((folder) => `${folder}/`).join(', ');
+
 /** Why a build's output needs compiling again, or undefined when it holds the build of these sources. */
 function staleBecause(build, files, hash) {
-  const what = build.folders.map((folder) => `${folder}/`).join(', ');
+  const what = foldersOf(build);
   if (!existsSync(build.stamp)) return `no build of ${what} yet`;
   if (readFileSync(build.stamp, 'utf8').trim() !== hash) return `${what} changed`;
   const missing = files.find((file) => !file.endsWith('.d.ts') && !existsSync(path.join('dist', file.replace(/\.ts$/, '.js'))));
@@ -108,7 +111,7 @@ function main(args) {
     process.stderr.write(`build: ${all ? 'dist/' : 'dist/src'} is up to date\n`);
     return 0;
   }
-  process.stderr.write(`build: compiling ${build.folders.map((folder) => `${folder}/`).join(', ')} (${reason})\n`);
+  process.stderr.write(`build: compiling ${foldersOf(build)} (${reason})\n`);
   // The full build writes dist/src as the src/ build does: it vouches for both.
   const stamps = all
     ? [

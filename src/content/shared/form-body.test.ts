@@ -22,6 +22,10 @@ const urlEncoded = (fields: Record<string, string>) => ({
   payload: new URLSearchParams(fields).toString(),
 });
 
+/** A urlencoded body, as written, posted to /api/page with the site's credential. */
+const postForm = (app: TestApp, payload: string) =>
+  app.app.inject({ method: 'POST', url: '/api/page', headers: { ...app.site.headers, ...urlEncoded({}).headers }, payload });
+
 test('the API ID and key are taken as the hosted platform sends them: headers in any letter case, the query, form fields', async (t) => {
   const app = await buildTestApp(t);
   const { apiId, apiKey } = app.site;
@@ -152,37 +156,17 @@ test('JSON is taken as application/json, text/json, or the data field of a form,
   });
   assert.equal(invalid.statusCode, 400);
   assert.equal(json(invalid).errors[0].field, 'page_order');
-  const notJson = await app.app.inject({
-    method: 'POST',
-    url: '/api/page',
-    headers: { ...app.site.headers, 'content-type': 'application/x-www-form-urlencoded' },
-    payload: 'data=%7Bnot',
-  });
+  const notJson = await postForm(app, 'data=%7Bnot');
   assert.equal(notJson.statusCode, 400);
   assert.equal(json(notJson).errors[0].field, 'data');
   assert.match(json(notJson).errors[0].message, /is not valid JSON/);
-  const stray = await app.app.inject({
-    method: 'POST',
-    url: '/api/page',
-    headers: { ...app.site.headers, 'content-type': 'application/x-www-form-urlencoded' },
-    payload: 'data=%7B%7D&colour=red',
-  });
+  const stray = await postForm(app, 'data=%7B%7D&colour=red');
   assert.equal(stray.statusCode, 400);
   assert.equal(json(stray).errors[0].field, 'colour');
-  const noData = await app.app.inject({
-    method: 'POST',
-    url: '/api/page',
-    headers: { ...app.site.headers, 'content-type': 'application/x-www-form-urlencoded' },
-    payload: 'page_usertitle=x',
-  });
+  const noData = await postForm(app, 'page_usertitle=x');
   assert.equal(noData.statusCode, 400);
   // A field sent twice: the answer says to send it once.
-  const twoData = await app.app.inject({
-    method: 'POST',
-    url: '/api/page',
-    headers: { ...app.site.headers, 'content-type': 'application/x-www-form-urlencoded' },
-    payload: 'data=%7B%7D&data=%7B%7D',
-  });
+  const twoData = await postForm(app, 'data=%7B%7D&data=%7B%7D');
   assert.equal(twoData.statusCode, 400);
   assert.equal(json(twoData).detail, 'The form has more than one data field: send the record as one JSON object, in one data field.');
   const twoDataParts = await form([
@@ -209,12 +193,7 @@ test('JSON is taken as application/json, text/json, or the data field of a form,
   assert.equal(json(twoKeysMultipart).detail, 'The form has more than one apiID field: send it once.');
   // curl -d '{…}' without -H: JSON labelled as a form, which the answer says.
   for (const payload of ['{"page_usertitle":"From curl"}', '[1]']) {
-    const curlDefault = await app.app.inject({
-      method: 'POST',
-      url: '/api/page',
-      headers: { ...app.site.headers, 'content-type': 'application/x-www-form-urlencoded' },
-      payload,
-    });
+    const curlDefault = await postForm(app, payload);
     assert.equal(curlDefault.statusCode, 400, payload);
     assert.match(json(curlDefault).detail, /looks like JSON, .*curl -d.*send the header Content-Type: application\/json\.$/, payload);
   }
@@ -248,12 +227,7 @@ test('a form that repeats one field many times is read in one pass: an anonymous
 
   // A field named after an Object property is a field like any other: unknown, and refused.
   for (const name of ['__proto__', 'constructor']) {
-    const answer = await app.app.inject({
-      method: 'POST',
-      url: '/api/page',
-      headers: { ...app.site.headers, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: `${name}=x&${name}=y&data=${encodeURIComponent('{"page_usertitle":"x"}')}`,
-    });
+    const answer = await postForm(app, `${name}=x&${name}=y&data=${encodeURIComponent('{"page_usertitle":"x"}')}`);
     assert.equal(answer.statusCode, 400, `${name}: ${answer.body}`);
     assert.equal(json(answer).errors[0].field, name);
   }

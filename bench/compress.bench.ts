@@ -216,7 +216,7 @@ async function main() {
       connections: CONNECTIONS,
       rounds: ROUNDS,
       roundSeconds: ROUND_SECONDS,
-      server: 'br quality 4, gzip level 4 (src/http/compression.ts)',
+      server: 'br quality 4, gzip level 4 (src/http/representation.ts)',
     },
     summary,
     listOf200: { identityBytes: listBody.length, costs },

@@ -40,7 +40,7 @@ export interface Config {
   readonly sqliteMmapMB: number;
   /**
    * Whether each node keeps the credentials and access tokens it has read until the database says
-   * one changed (KEEP_CREDENTIALS, on by default; src/auth/principal-cache.ts). On PostgreSQL another
+   * one changed (KEEP_CREDENTIALS, on by default; PrincipalCache in src/auth/principal.ts). On PostgreSQL another
    * node's revocation then reaches this node as a notification, within milliseconds rather than
    * on the very next request; off reads them on every request.
    */

@@ -10,7 +10,7 @@ import { type Kysely, sql } from 'kysely';
  *   used after it;
  * - **other processes' writes**, heard through the dialect's RemoteChanges: on PostgreSQL, the
  *   notifications the triggers generated from ACCESS_TABLES send (postgres/listen.ts); on SQLite,
- *   whose other writers are the CLI's processes, `pragma data_version` (sqlite/data-version.ts).
+ *   whose other writers are the CLI's processes, `pragma data_version` (sqlite/database.ts).
  *
  * It keeps no values itself: a cache compares `generation` before and after it reads, and uses
  * what it holds only while `fresh()` says changes are being heard.

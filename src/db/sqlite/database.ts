@@ -105,7 +105,7 @@ export function openSqliteDatabase(file: string, options: DatabaseOptions & { re
  *
  * What a lookup sees is what it would have seen at the first lookup of its tick: another
  * process's commit (the CLI's) made during the tick is seen from the next tick on, as the change
- * source asks `pragma data_version` once a tick too (data-version.ts). A request that arrived
+ * source asks `pragma data_version` once a tick too (below). A request that arrived
  * after such a commit is handled in a later tick, so it sees it.
  *
  * It is only ever open while no other transaction is: every statement Kysely runs ends it first

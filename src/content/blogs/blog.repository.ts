@@ -1,4 +1,4 @@
-import { type ExpressionBuilder, type Insertable, type SqlBool, sql, type Updateable } from 'kysely';
+import { type Expression, type ExpressionBuilder, type Insertable, type SqlBool, sql, type Updateable } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
 import type { Database, DbHandle } from '../../db/schema.js';
@@ -30,21 +30,21 @@ interface BlogFilter {
 
 /** The conditions of a filter, beside the website's: none when the list is every blog of the website. */
 function conditionsOf(eb: ExpressionBuilder<Database, 'blogs'>, dialect: DialectName, siteId: number, f: BlogFilter) {
-  const conditions = [];
+  const conditions: Expression<SqlBool>[] = [];
   if (f.id !== undefined) conditions.push(eb('blogs.info_id', '=', f.id));
   if (f.page !== undefined) conditions.push(eb('blogs.page', '=', f.page));
-  if (f.title !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_title'), f.title, f.matchType) as never);
-  if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_filename'), f.filename, f.matchType) as never);
+  if (f.title !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_title'), f.title, f.matchType));
+  if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_filename'), f.filename, f.matchType));
   for (const tags of [f.tags, f.tag]) {
-    if (tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('blogs.info_tags'), tags, f.matchType) as never);
+    if (tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('blogs.info_tags'), tags, f.matchType));
   }
-  if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'blogs', 'info_id', f.keywords) as never);
+  if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'blogs', 'info_id', f.keywords));
   if (f.publicOn !== undefined) {
     // Dates are YYYY-MM-DD text, so comparing the strings compares the days.
     conditions.push(eb('blogs.info_show', '=', 'Y'));
     conditions.push(eb.or([eb('blogs.info_hideuntil', '=', ''), eb('blogs.info_hideuntil', '<=', f.publicOn)]));
     conditions.push(eb.or([eb('blogs.info_date', '=', ''), eb('blogs.info_date', '<=', f.publicOn)]));
-    conditions.push(sql<SqlBool>`blogs.page not in ${hiddenPages(siteId)}` as never);
+    conditions.push(sql<SqlBool>`blogs.page not in ${hiddenPages(siteId)}`);
   }
   return conditions;
 }

@@ -1,4 +1,4 @@
-import { type ExpressionBuilder, type Insertable, type SqlBool, sql, type Updateable } from 'kysely';
+import { type Expression, type ExpressionBuilder, type Insertable, type SqlBool, sql, type Updateable } from 'kysely';
 import type { DialectName } from '../../db/database.js';
 import { refusedAs } from '../../db/errors.js';
 import type { Database, DbHandle } from '../../db/schema.js';
@@ -32,25 +32,25 @@ interface PageFilter {
 
 /** The conditions of a filter, beside the website's: none when the list is every page of the website. */
 function conditionsOf(eb: ExpressionBuilder<Database, 'pages'>, dialect: DialectName, siteId: number, f: PageFilter) {
-  const conditions = [];
+  const conditions: Expression<SqlBool>[] = [];
   if (f.id !== undefined) conditions.push(eb('pages.page', '=', f.id));
   if (f.page !== undefined) conditions.push(eb('pages.page', '=', f.page));
   if (f.parent !== undefined) conditions.push(eb('pages.page_parent', '=', f.parent));
   if (f.title !== undefined) {
     conditions.push(
       eb.or([
-        textMatches(dialect, eb.ref('pages.page_usertitle'), f.title, f.matchType) as never,
-        textMatches(dialect, eb.ref('pages.page_menuname'), f.title, f.matchType) as never,
+        textMatches(dialect, eb.ref('pages.page_usertitle'), f.title, f.matchType),
+        textMatches(dialect, eb.ref('pages.page_menuname'), f.title, f.matchType),
       ]),
     );
   }
-  if (f.menutext !== undefined) conditions.push(textMatches(dialect, eb.ref('pages.page_menuname'), f.menutext, f.matchType) as never);
-  if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('pages.page_alias'), f.filename, f.matchType) as never);
+  if (f.menutext !== undefined) conditions.push(textMatches(dialect, eb.ref('pages.page_menuname'), f.menutext, f.matchType));
+  if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('pages.page_alias'), f.filename, f.matchType));
   for (const tags of [f.tags, f.tag]) {
-    if (tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('pages.page_keywords'), tags, f.matchType) as never);
+    if (tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('pages.page_keywords'), tags, f.matchType));
   }
-  if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'pages', 'page', f.keywords) as never);
-  if (f.publicContentOnly) conditions.push(sql<SqlBool>`pages.page not in ${hiddenPages(siteId)}` as never);
+  if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'pages', 'page', f.keywords));
+  if (f.publicContentOnly) conditions.push(sql<SqlBool>`pages.page not in ${hiddenPages(siteId)}`);
   return conditions;
 }
 

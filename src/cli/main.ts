@@ -59,7 +59,7 @@ function findCommand(argv: readonly string[]): { command: Command; rest: string[
 }
 
 /** What one run reads and writes besides its arguments: the process's own, unless a test gives its own. */
-export interface CliIo {
+interface CliIo {
   readonly env: NodeJS.ProcessEnv;
   readonly stdout: Output;
   readonly stderr: Output;

@@ -27,7 +27,7 @@ export interface ConsoleDeps {
 }
 
 /** Which top-bar entry a page belongs to. */
-export type Section = 'sites' | 'clients' | 'account';
+type Section = 'sites' | 'clients' | 'account';
 
 /** A signed-in request: who, and how to answer it. */
 export interface ConsoleContext<Params = unknown, Query = unknown> {

@@ -34,7 +34,7 @@ const FAILING_DAYS = FAILING_DISABLE_MS / 86_400_000;
 const FIELD_TITLES: Record<string, string> = { url: 'The URL', events: 'Events:', description: 'The description' };
 
 /** Why a hook is disabled, or that it is failing on its way there; undefined for a hook that is fine. */
-export function statusNote(hook: hooks.WebhookView): { text: string; danger: boolean } | undefined {
+function statusNote(hook: hooks.WebhookView): { text: string; danger: boolean } | undefined {
   if (hook.status === 'active') {
     if (!hook.failingSince) return undefined;
     return {

@@ -48,7 +48,7 @@ export function secondsFromNow(seconds: number): string {
 export type Timestamp = string;
 
 /** A time as a person typed it: its stored form, or why it is none. */
-export type TypedTime = { readonly at: string } | { readonly invalid: 'format' | 'date' };
+type TypedTime = { readonly at: string } | { readonly invalid: 'format' | 'date' };
 
 /**
  * A time typed in the stored form (`YYYY-MM-DD HH:MM:SS`, UTC), or as a browser's datetime-local

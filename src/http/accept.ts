@@ -1,5 +1,5 @@
 /** One media range of an Accept header: its type, lower-cased, and its q-value (1 when absent; NaN when unreadable). */
-export interface MediaRange {
+interface MediaRange {
   readonly type: string;
   readonly q: number;
 }

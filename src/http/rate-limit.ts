@@ -29,7 +29,7 @@ export interface Counted {
  * (quota q per window w seconds) and what is left of it (r remaining, t seconds to the reset),
  * one list member per counter. @fastify/rate-limit writes the older draft's x-ratelimit-* instead.
  */
-export function rateLimitFields(counted: readonly Counted[]): Record<string, string> {
+function rateLimitFields(counted: readonly Counted[]): Record<string, string> {
   return {
     'ratelimit-policy': counted.map(policyField).join(', '),
     ratelimit: counted.map(remainingField).join(', '),

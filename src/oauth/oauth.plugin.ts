@@ -15,7 +15,7 @@ import { protectedResourceMetadata } from './provider/metadata.js';
 import { purgeExpiredPayloads } from './provider/oauth.adapter.js';
 import { AUTH_PATH, CODE_TTL_SECONDS, createProvider, INTERACTION_TTL_SECONDS, issuerOf } from './provider/provider.js';
 
-export interface OAuthServer {
+interface OAuthServer {
   readonly provider: Provider;
   /** The Bearer AuthMethod of each protected resource: a token is accepted only by its own. */
   readonly bearer: Readonly<Record<ResourceName, AuthMethod>>;

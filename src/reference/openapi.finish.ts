@@ -15,7 +15,7 @@ export const COUNTED = 'x-counted';
 export const SAME_ORIGIN = 'x-same-origin';
 
 /** The limits the document's scalars are bounded by where their schema names none. */
-export interface DocumentLimits {
+interface DocumentLimits {
   /** The largest request body (Fastify's bodyLimit): no string in a body is longer, and every text the API sends came in through one. */
   readonly bodyBytes: number;
   /** Node's limit on the request line and headers together: no query, path or header value is longer. */
@@ -37,7 +37,7 @@ type Response = { headers?: Record<string, unknown> };
 const header = (description: string, schema: Json) => ({ description, schema });
 
 /** Response headers and request parameters, each declared once and referenced. */
-export function documentHeaders(limits: DocumentLimits) {
+function documentHeaders(limits: DocumentLimits) {
   const text = { type: 'string', maxLength: limits.headerBytes };
   return {
     headers: {

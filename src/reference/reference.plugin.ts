@@ -41,7 +41,7 @@ declare module 'fastify' {
 }
 
 /** The JSON reference of the endpoint a request was routed to, if it has one. */
-export function referenceFor(request: FastifyRequest): EndpointReference | undefined {
+function referenceFor(request: FastifyRequest): EndpointReference | undefined {
   const url = request.routeOptions.url;
   return url ? request.server.references?.get(endpointOf(url)) : undefined;
 }

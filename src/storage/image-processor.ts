@@ -21,7 +21,7 @@ export interface ImageRules {
 
 export const NO_RULES: ImageRules = { maxWidth: 0, maxHeight: 0, cropAspect: false, cropThumbnail: false };
 
-export interface ProcessedImage {
+interface ProcessedImage {
   readonly data: Buffer;
   readonly width: number;
   readonly height: number;
@@ -31,7 +31,7 @@ export interface ProcessedImage {
 }
 
 export type OutputFormat = 'jpeg' | 'png' | 'webp' | 'avif' | 'gif';
-export type VariantFit = 'cover' | 'contain' | 'inside' | 'outside';
+type VariantFit = 'cover' | 'contain' | 'inside' | 'outside';
 
 export interface VariantRequest {
   readonly width?: number | undefined;
@@ -133,7 +133,7 @@ function planFull(size: { width: number; height: number }, rules: ImageRules): P
  * within fewer, at a lower effort), and its work is stopped past the time limit. The numbers and
  * the measurements behind them are in docs/images.md.
  */
-export const VARIANT_LIMITS = {
+const VARIANT_LIMITS = {
   maxPixels: 4096 * 4096,
   maxAvifPixels: 2048 * 2048,
   avifEffort: 2,
@@ -141,7 +141,7 @@ export const VARIANT_LIMITS = {
 } as const;
 
 /** Output size of a variant asked of an image of `size`, made smaller to hold `maxPixels`. */
-export function cappedVariant(
+function cappedVariant(
   request: VariantRequest,
   size: { width: number; height: number },
   maxPixels: number,
@@ -166,7 +166,7 @@ export function cappedVariant(
   return { width: shrink(w, size.width), height: shrink(h, size.height) };
 }
 
-export interface ProcessorOptions {
+interface ProcessorOptions {
   /** Uploads decoded at once in this process; the others wait (IMAGE_PROCESSING_CONCURRENCY). */
   readonly concurrency: number;
   /** Largest image accepted, in pixels (UPLOAD_MAX_PIXELS); checked from the header before decoding. */

@@ -51,10 +51,6 @@ export function mainNameOf(name: string): string {
   return name.replace(`${THUMB}.`, '.');
 }
 
-export function isThumbnailName(name: string): boolean {
-  return name.includes(`${THUMB}.`);
-}
-
 /** Variant keys name the parameters an image was made with (`w300-h200-cover-q85.webp`). */
 const VARIANT_KEY = /^[a-z0-9][a-z0-9.-]{0,63}$/;
 

@@ -22,7 +22,7 @@ import { IMAGE_TYPES, type ImageMime, type ImageStorage, isImageName, mimeOf, ty
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 /** The largest side a variant may be asked for; never more than the original's either. */
-export const MAX_VARIANT_SIDE = 4000;
+const MAX_VARIANT_SIDE = 4000;
 
 const FORMATS = ['jpeg', 'png', 'webp', 'avif', 'auto'] as const;
 const FITS = ['cover', 'contain', 'inside', 'outside'] as const;
@@ -60,7 +60,7 @@ const VariantQuery = Type.Object(
 type VariantQuery = Static<typeof VariantQuery>;
 
 /** Counts a request that makes a new variant; throws the 429 problem past the quota. */
-export type CountNewVariant = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+type CountNewVariant = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
 /**
  * RATE_LIMIT_IMAGE_VARIANTS: new variants per minute per client address. Only a variant that is
@@ -76,7 +76,7 @@ export function variantRateLimit(perMinute: number, store: RateLimitStore): Coun
   };
 }
 
-export interface VariantOptions {
+interface VariantOptions {
   readonly processor: ImageProcessor;
   /** What the variant cache keeps; the least recently used go first. */
   readonly cache: VariantCacheLimits;

@@ -1,7 +1,7 @@
 import { ServiceUnavailableError } from '../errors.js';
 
 /** Seconds a client refused by a full queue or a shutdown is asked to wait before trying again. */
-export const BUSY_RETRY_AFTER_SECONDS = 5;
+const BUSY_RETRY_AFTER_SECONDS = 5;
 
 /** Why a task never started: its queue was full, its client went away, or the pool is closing. */
 export class WorkRefused extends ServiceUnavailableError {
@@ -18,7 +18,7 @@ interface Waiting {
   readonly refuse: (error: WorkRefused) => void;
 }
 
-export interface WorkPoolOptions {
+interface WorkPoolOptions {
   /** Tasks running at once. */
   readonly concurrency: number;
   /** Tasks waiting for a slot at most; one more is refused at once. Infinity: no bound. */

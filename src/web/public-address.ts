@@ -11,7 +11,7 @@ const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
  * rewritten: behind a proxy that passes its own Host, a redirect to PUBLIC_URL would come back
  * with the same Host and loop, and another machine's name for this one is not ours to change.
  */
-export function publicAddressFor(publicUrl: string, request: FastifyRequest): string | undefined {
+function publicAddressFor(publicUrl: string, request: FastifyRequest): string | undefined {
   const publicAddress = new URL(publicUrl);
   if (!LOOPBACK.has(publicAddress.hostname)) return undefined;
   let asked: URL;

@@ -14,7 +14,7 @@ export const VIEWS_DIR: string = found;
 
 const eta = new Eta({ views: VIEWS_DIR, autoEscape: true, cache: true, autoTrim: false });
 
-export interface Page {
+interface Page {
   html: string;
   headers: Record<string, string>;
 }

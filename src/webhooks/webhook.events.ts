@@ -35,16 +35,6 @@ function wants(stored: string, event: string): boolean {
   return eventsOf(stored).some((wanted) => wanted === '*' || wanted === event);
 }
 
-/** What a delivery's body says about the change; the receiver fetches the record itself. */
-export interface ChangeData {
-  readonly type: RecordType;
-  readonly id: number;
-  readonly seq: number;
-  readonly op: ChangeOp;
-  readonly actor: { readonly kind: string; readonly id: string; readonly name: string };
-  readonly revision: number;
-}
-
 /**
  * The website's active hooks that want `event`. Read before the change takes its number, so the
  * website's counter row (locked from then to the commit on PostgreSQL) is held no longer for it.

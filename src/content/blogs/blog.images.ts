@@ -24,7 +24,7 @@ export interface ImageMetadata {
 }
 
 /** A thumbnail made under the page's rules, staged beside its image. */
-export interface ReceivedThumbnail {
+interface ReceivedThumbnail {
   readonly staged: StagedImage;
   readonly width: number;
   readonly height: number;

@@ -23,13 +23,13 @@ import { BLOGS } from './blog.repository.js';
 import type { BlogImageRow, BlogRow } from './blog.table.js';
 import { removeImageIfUnused } from './image-cleanup.js';
 
-export interface ReprocessDeps {
+interface ReprocessDeps {
   readonly db: DbHandle;
   readonly images: ImageStorage;
   readonly processor: ImageProcessor;
 }
 
-export interface ReprocessOptions {
+interface ReprocessOptions {
   readonly siteId?: number | undefined;
   readonly page?: number | undefined;
   /** Stops between two images (SIGINT in the command); what is done stays done. */
@@ -38,7 +38,7 @@ export interface ReprocessOptions {
   readonly onImage?: ((path: string, remadeAs: string) => void) | undefined;
 }
 
-export interface ReprocessResult {
+interface ReprocessResult {
   /** Images whose recorded rules were not today's. */
   readonly checked: number;
   /** Images stored anew and switched to. */

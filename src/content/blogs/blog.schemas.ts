@@ -22,7 +22,7 @@ const nonNegative = (field: keyof typeof BLOG_FIELDS) => Type.Integer({ minimum:
 const dateOrEmpty = (field: keyof typeof BLOG_FIELDS) =>
   Type.Union([Type.Literal(''), Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$' })], { description: d(field) });
 
-export const ImageMetadata = Type.Object(
+const ImageMetadata = Type.Object(
   {
     width: Type.Integer({ description: 'Width in pixels' }),
     height: Type.Integer({ description: 'Height in pixels' }),
@@ -45,7 +45,7 @@ export const ImageMetadata = Type.Object(
   { $id: 'ImageMetadata', additionalProperties: false, description: 'The stored image, after the page’s image rules' },
 );
 
-export const BlogRecord = recordSchema('Blog', BLOG_FIELDS, {
+const BlogRecord = recordSchema('Blog', BLOG_FIELDS, {
   info_show: Type.Union([Type.Literal('Y'), Type.Literal('N')], { description: d('info_show') }),
   info_img_json: Type.Union([ImageMetadata, Type.Null()], { description: d('info_img_json') }),
   info_more_images: Type.Array(Type.String(), { description: d('info_more_images') }),

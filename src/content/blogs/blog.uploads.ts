@@ -17,7 +17,7 @@ import type { ReceivedImage } from './blog.images.js';
 import type { ImageRole } from './blog.table.js';
 
 /** Form fields for files, newer names first; the older names are accepted the same (spec §4.5). */
-export const FILE_FIELDS: Readonly<Record<string, ImageRole>> = {
+const FILE_FIELDS: Readonly<Record<string, ImageRole>> = {
   uploadPrimaryImage: 'primary',
   uploadAdditionalImage: 'additional',
   uploadAdditionalImages: 'additional',
@@ -145,7 +145,7 @@ async function receiveFile(part: MultipartFile, role: ImageRole, storage: ImageS
   }
 }
 
-export interface BlogForm<T> {
+interface BlogForm<T> {
   data: T;
   uploads: ReceivedImage[];
 }

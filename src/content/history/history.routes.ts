@@ -12,7 +12,7 @@ import { FeedWatch } from './feed-watch.js';
 import { getRevision, type HistoryDeps, listRevisions, readFeed, restoreRevision, sinceOf } from './history.service.js';
 
 /** Longest a long-poll is held, in seconds. */
-export const MAX_WAIT_SECONDS = 30;
+const MAX_WAIT_SECONDS = 30;
 
 const Actor = Type.Object(
   {

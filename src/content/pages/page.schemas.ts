@@ -13,7 +13,7 @@ import {
 import { PAGE_BODY_FIELDS, PAGE_FIELDS } from './page.fields.js';
 import { PAGES } from './page.repository.js';
 
-export const PageRecord = recordSchema('Page', PAGE_FIELDS, {
+const PageRecord = recordSchema('Page', PAGE_FIELDS, {
   id: Type.Integer({ description: 'The same as page' }),
 });
 

@@ -87,7 +87,7 @@ function envelopeBytes(records: readonly StoredItem[], meta: string): Buffer {
 }
 
 /** One stored record in the list envelope, with its stored ETag, so If-Match compares with the same value. */
-export function sendRecord(reply: FastifyReply, stored: StoredRecord): FastifyReply {
+function sendRecord(reply: FastifyReply, stored: StoredRecord): FastifyReply {
   return reply
     .header('etag', stored.etag)
     .type(JSON_TYPE)
@@ -123,7 +123,7 @@ export const Deleted = Type.Null({ description: 'Deleted' });
 export const NoQuery = Type.Object({}, { additionalProperties: false });
 
 /** What a route's declaration adds to its OpenAPI operation beyond its schemas. */
-export interface OperationNotes {
+interface OperationNotes {
   /** Error statuses beyond those the OpenAPI document derives from the route's shape. */
   readonly problems?: readonly number[];
   /** The route honours If-Match and If-None-Match (writePreconditions), and a write answers the record's ETag. */

@@ -18,7 +18,7 @@ import { NoQuery, type operations } from './envelope.js';
 import { IdParams, writeBodies } from './schemas.js';
 
 /** The `data` field may carry long HTML, like a JSON body. */
-export const DATA_FIELD_BYTES = 5 * 1024 * 1024;
+const DATA_FIELD_BYTES = 5 * 1024 * 1024;
 /**
  * Types of a `data` part sent as a file (with a file name), as browsers' FormData with a Blob,
  * Python's requests and curl's `-F data=@d.json` send it: JSON's own type, and text/plain, which is
@@ -27,7 +27,7 @@ export const DATA_FIELD_BYTES = 5 * 1024 * 1024;
 const DATA_FILE_TYPES = ['application/json', 'text/plain'];
 
 /** What a write route of the content API accepts as its body, named in its 415. */
-export const ACCEPTED_BODIES =
+const ACCEPTED_BODIES =
   'application/json (or text/json), or the JSON as the field `data` of an application/x-www-form-urlencoded or multipart/form-data form';
 
 /**
@@ -273,7 +273,7 @@ async function urlEncodedRecord<T>(request: FastifyRequest, form: Record<string,
  * `validate` (the route's own body validator, naming fields under `data`), after its credentials
  * are checked. `multipart: false` leaves multipart bodies to the handler (blog uploads).
  */
-export function recordFromForm<T>(validate: (data: unknown) => T, { multipart = true } = {}): preValidationAsyncHookHandler {
+function recordFromForm<T>(validate: (data: unknown) => T, { multipart = true } = {}): preValidationAsyncHookHandler {
   return async (request) => {
     if (request.isMultipart?.()) {
       if (multipart) request.body = await readMultipartForm(request, validate, { files: 0, fileBytes: 0 });

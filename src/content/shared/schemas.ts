@@ -88,7 +88,7 @@ export function listedRecordSchema(name: string, record: TObject, ids: readonly 
 }
 
 /** A list's meta: offset paging answers total, offset and pageSize; cursor paging pageSize and nextCursor. */
-export const ListMeta = Type.Object(
+const ListMeta = Type.Object(
   {
     total: Type.Optional(
       Type.Integer({

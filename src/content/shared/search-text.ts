@@ -43,7 +43,7 @@ export function blogSearchText(b: BlogSearchFields): string {
 }
 
 /** Longest sort key, in code points: the key is kept in an index and carried in a list's cursor. */
-export const SORT_KEY_MAX = 64;
+const SORT_KEY_MAX = 64;
 
 /**
  * The key a title is listed by: lower case and accents folded as the search text is (`Élan` and

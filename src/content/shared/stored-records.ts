@@ -47,7 +47,7 @@ type ListKey = readonly (number | string)[];
  * it, each in the order's default direction. The index is (site_id, …columns): read forwards for
  * the default direction and backwards for the other, so no order is ever sorted.
  */
-export interface ListOrder {
+interface ListOrder {
   readonly columns: readonly OrderColumn[];
   /** The index that serves it, named for the query-plan tests and the docs. */
   readonly index: string;
@@ -57,7 +57,7 @@ export interface ListOrder {
 export type OrderDirection = 'asc' | 'desc' | 'reverse';
 
 /** An order as a list reads it: its columns in the direction asked for, and its cursors. */
-export interface SortOrder {
+interface SortOrder {
   readonly columns: readonly OrderColumn[];
   readonly index: string;
   /** Cursors of this order in this direction: one given out for another is a 400 naming `cursor`. */
@@ -352,7 +352,7 @@ export async function findForWrite<Row>(
  * rebuilt from the row's columns as they now are, so it cannot differ from what building the
  * record from them gives.
  */
-export async function storeRecord<R>(
+async function storeRecord<R>(
   db: DbHandle,
   r: AnyResource<unknown, R>,
   siteId: number,
@@ -423,7 +423,7 @@ export async function deleteChanged<Row>(
 }
 
 /** How a list is shown, as its query string asks: the order, its direction, and the fields. */
-export interface ListView {
+interface ListView {
   readonly orderBy?: string | undefined;
   /** orderBy as the hosted original's examples spell it; orderBy wins when both are sent. */
   readonly orderby?: string | undefined;

@@ -114,7 +114,7 @@ export class GroupCommit {
  * error for a check that was right, where the lock waits its turn (busy_timeout). Read-only
  * transactions (inSnapshot) keep BEGIN and take no lock.
  */
-export class ImmediateSqliteDriver extends SqliteDriver {
+class ImmediateSqliteDriver extends SqliteDriver {
   override async beginTransaction(connection: DatabaseConnection, settings?: TransactionSettings): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw(settings?.accessMode === 'read only' ? 'begin' : 'begin immediate'));
   }

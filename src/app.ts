@@ -21,6 +21,7 @@ import { closeIdleConnections } from './http/idle-timeout.js';
 import { installJsonBodies } from './http/json-body.js';
 import { BODY_LIMIT_BYTES, MAX_PARAM_LENGTH } from './http/limits.js';
 import { loggerOptions, requestIds, requestLines, requestLogger } from './http/logging.js';
+import type { OutboundFetch, OutboundGuard } from './http/outbound.js';
 import { clientErrorAnswer, frameworkErrorAnswer, installProblemHandler } from './http/problem.js';
 import { apiRateLimit, rateLimitStores } from './http/rate-limit.js';
 import { installAnswerHeaders, installCompression } from './http/representation.js';
@@ -49,6 +50,10 @@ interface AppDeps {
   readonly logStream?: pino.DestinationStream;
   /** Does all image work; one built from the configuration when absent (tests hand in one they can watch). */
   readonly processor?: ImageProcessor;
+  /** The guard webhook targets are checked and delivered through; deliveryGuard(config.webhooks) when absent (tests fake its DNS). */
+  readonly webhookGuard?: OutboundGuard;
+  /** The guarded fetch for Client ID Metadata Documents; the guard's defaults when absent (tests trust their own CA). */
+  readonly metadataDocumentFetch?: OutboundFetch;
 }
 
 /** Headers come first and are small: they get less time than the body may take. */
@@ -62,6 +67,8 @@ export async function buildApp({
   principals,
   logStream,
   processor: givenProcessor,
+  webhookGuard: givenWebhookGuard,
+  metadataDocumentFetch,
 }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config.logLevel, logStream),
@@ -126,7 +133,7 @@ export async function buildApp({
   // Waits for one connection attempt (bounded by the client timeouts), so that a Redis that is up counts from the first request.
   await limits.redis?.firstConnection;
   const cache = principals ?? (config.keepCredentials ? new PrincipalCache(db.changes) : undefined);
-  const oauth = createOAuthServer({ config, db: db.kysely, log: app.log, limits, principals: cache });
+  const oauth = createOAuthServer({ config, db: db.kysely, log: app.log, limits, principals: cache, metadataDocumentFetch });
   // The API limit is per credential, counted once authenticated. docs/rate-limits.md says why in-process without Redis.
   installAuthentication(
     app,
@@ -141,7 +148,7 @@ export async function buildApp({
   await oauth.register(app);
   const imageStorage = images ?? (await configuredImages(config, db, app));
   // One outbound guard for webhook targets: the console and the API check a hook's URL with the one that delivers to it.
-  const webhookGuard = deliveryGuard(config.webhooks);
+  const webhookGuard = givenWebhookGuard ?? deliveryGuard(config.webhooks);
   // After the image storage: the console's undo deletes blogs, whose images it names.
   await registerConsole(app, {
     provider: oauth.provider,

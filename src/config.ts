@@ -103,13 +103,6 @@ export interface Config {
     readonly dynamicRegistration: boolean;
     /** Accept https URL client_ids described by a Client ID Metadata Document (MCP clients use them). */
     readonly clientMetadataDocuments: boolean;
-    /**
-     * Tests only, never read from the environment: metadata documents are fetched trusting this
-     * certificate authority, and may come from loopback addresses (the tests' servers), which are
-     * refused otherwise. Every other rule of the outbound guard still applies. `timeoutMs` replaces
-     * the guard's limit on a whole fetch, so that a test of a document that never comes ends sooner.
-     */
-    readonly clientMetadataFetch?: { readonly ca: string; readonly timeoutMs?: number };
   };
   /** Requests per minute; 0 switches a limit off. */
   readonly rateLimits: {
@@ -148,14 +141,6 @@ export interface WebhookConfig {
   readonly concurrencyPerSite: number;
   /** How often each process looks for deliveries due, in milliseconds (WEBHOOK_POLL_MS). */
   readonly pollMs: number;
-  /**
-   * Tests only, never read from the environment: the resolver the delivery guard asks instead of
-   * the system's (to fake DNS answers), and a shorter time a receiver gets to answer.
-   */
-  readonly test?: {
-    readonly resolve?: (hostname: string) => Promise<readonly { address: string; family: number }[]>;
-    readonly timeoutMs?: number;
-  };
 }
 
 /** About seven tries over a day and a half: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */

@@ -13,6 +13,7 @@ import type { PrincipalCache } from '../src/auth/principal.js';
 import { type Config, testConfig } from '../src/config.js';
 import { createDatabase, type DatabaseOptions, type Db } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
+import type { OutboundFetch, OutboundGuard } from '../src/http/outbound.js';
 import type { ImageProcessor } from '../src/storage/image-processor.js';
 import { checkResponses } from './response-contract.js';
 
@@ -305,7 +306,14 @@ export async function addTestSite(db: Db, name = 'Test site'): Promise<TestSite>
 
 export async function buildTestApp(
   t: TestContext,
-  options: { config?: Partial<Config>; db?: Db; principals?: PrincipalCache; processor?: ImageProcessor } = {},
+  options: {
+    config?: Partial<Config>;
+    db?: Db;
+    principals?: PrincipalCache;
+    processor?: ImageProcessor;
+    webhookGuard?: OutboundGuard;
+    metadataDocumentFetch?: OutboundFetch;
+  } = {},
 ): Promise<TestApp> {
   const db = options.db ?? (await createTestDatabase(t));
   const config = testConfig(options.config);
@@ -314,6 +322,8 @@ export async function buildTestApp(
     db,
     ...(options.principals ? { principals: options.principals } : {}),
     ...(options.processor ? { processor: options.processor } : {}),
+    ...(options.webhookGuard ? { webhookGuard: options.webhookGuard } : {}),
+    ...(options.metadataDocumentFetch ? { metadataDocumentFetch: options.metadataDocumentFetch } : {}),
   });
   checkResponses(app);
   t.after(() => app.close());

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer } from 'node:https';
 import { type TestContext, test } from 'node:test';
-import { DOCUMENT_FETCHES_PER_MINUTE } from '../src/oauth/clients/client-metadata.js';
+import { DOCUMENT_FETCHES_PER_MINUTE, metadataDocumentFetch } from '../src/oauth/clients/client-metadata.js';
 import { listConnections } from '../src/oauth/connections/connection.service.js';
 import { AGENT_REDIRECT, AgentAuth, connectAgent } from './mcp.helpers.js';
 import { authorizeUrl, type OAuthTestApp, pkcePair, startOAuthApp } from './oauth.helpers.js';
@@ -65,7 +65,7 @@ const OAUTH = { dynamicRegistration: true, clientMetadataDocuments: true };
 test('Client ID Metadata Documents: an MCP client whose client_id is its https document URL connects without registering', async (t) => {
   const tls = certificates(t);
   const site = await agentSite(t, tls);
-  const a = await startOAuthApp(t, { config: { oauth: { ...OAUTH, clientMetadataFetch: { ca: tls.ca } } } });
+  const a = await startOAuthApp(t, { config: { oauth: OAUTH }, metadataDocumentFetch: metadataDocumentFetch({ ca: tls.ca }) });
   const metadata = (await (await fetch(`${a.base}/.well-known/oauth-authorization-server/api/auth`)).json()) as Record<string, unknown>;
   assert.equal(metadata.client_id_metadata_document_supported, true);
 
@@ -100,7 +100,10 @@ test('Client ID Metadata Documents: documents that do not describe themselves, c
 }, async (t) => {
   const tls = certificates(t);
   const site = await agentSite(t, tls);
-  const a = await startOAuthApp(t, { config: { oauth: { ...OAUTH, clientMetadataFetch: { ca: tls.ca, timeoutMs: 2000 } } } });
+  const a = await startOAuthApp(t, {
+    config: { oauth: OAUTH },
+    metadataDocumentFetch: metadataDocumentFetch({ ca: tls.ca, timeoutMs: 2000 }),
+  });
   const refused = [
     '/other-id.json',
     '/secret.json',
@@ -132,7 +135,7 @@ test('Client ID Metadata Documents: documents that do not describe themselves, c
 test('Client ID Metadata Documents: one address may make the server fetch a few new documents a minute', async (t) => {
   const tls = certificates(t);
   const site = await agentSite(t, tls);
-  const a = await startOAuthApp(t, { config: { oauth: { ...OAUTH, clientMetadataFetch: { ca: tls.ca } } } });
+  const a = await startOAuthApp(t, { config: { oauth: OAUTH }, metadataDocumentFetch: metadataDocumentFetch({ ca: tls.ca }) });
   for (let i = 1; i <= DOCUMENT_FETCHES_PER_MINUTE; i++) {
     const answer = await authorize(a, `${site.origin}/fresh-${i}.json`);
     assert.equal(answer.status, 400);

@@ -10,6 +10,7 @@ import { createUser } from '../src/accounts/account.service.js';
 import type { PrincipalCache } from '../src/auth/principal.js';
 import type { Config } from '../src/config.js';
 import { createDatabase, type Db } from '../src/db/database.js';
+import type { OutboundFetch } from '../src/http/outbound.js';
 import { createClient } from '../src/oauth/clients/client.service.js';
 import { addTestSite, buildTestApp, createEmptyPostgresDatabase, TEST_DATABASE_URL, type TestApp, type TestSite } from './helpers.js';
 import { freePort, listening, type Started, start } from './server-process.js';
@@ -40,7 +41,13 @@ export interface OAuthTestApp extends TestApp, OAuthServer {}
  */
 export async function startOAuthApp(
   t: TestContext,
-  options: { db?: Db; config?: Partial<Config>; twoSites?: boolean; principals?: PrincipalCache } = {},
+  options: {
+    db?: Db;
+    config?: Partial<Config>;
+    twoSites?: boolean;
+    principals?: PrincipalCache;
+    metadataDocumentFetch?: OutboundFetch;
+  } = {},
 ) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -48,6 +55,7 @@ export async function startOAuthApp(
     db: options.db,
     config: { publicUrl: base, ...options.config },
     ...(options.principals ? { principals: options.principals } : {}),
+    ...(options.metadataDocumentFetch ? { metadataDocumentFetch: options.metadataDocumentFetch } : {}),
   });
   await app.app.listen({ port, host: '127.0.0.1' });
   const result: OAuthTestApp = { ...app, ...(await seedOAuth(app.db, app.site, base, options.twoSites !== false)) };

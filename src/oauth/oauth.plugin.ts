@@ -5,6 +5,7 @@ import type { AuthMethod, PrincipalCache } from '../auth/principal.js';
 import { protectedResources, type ResourceName } from '../auth/resources.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
+import type { OutboundFetch } from '../http/outbound.js';
 import { purgeRateLimits, type RateLimitStores } from '../http/rate-limit.js';
 import type { UpkeepTask } from '../upkeep.js';
 import { registrationRequest } from './clients/registration.body.js';
@@ -38,6 +39,7 @@ export function createOAuthServer({
   log,
   limits,
   principals,
+  metadataDocumentFetch,
 }: {
   config: Config;
   db: DbHandle;
@@ -45,8 +47,10 @@ export function createOAuthServer({
   /** Where Bearer authentication keeps the principals tokens proved; none: every request reads its token. */
   principals: PrincipalCache | undefined;
   limits: RateLimitStores;
+  /** The guarded fetch for Client ID Metadata Documents; the guard's defaults unless given (tests). */
+  metadataDocumentFetch?: OutboundFetch | undefined;
 }): OAuthServer {
-  const provider = createProvider(config, db, log, limits.perRequest);
+  const provider = createProvider(config, db, log, limits.perRequest, metadataDocumentFetch);
   const resources = protectedResources(config.publicUrl);
   const callback = provider.callback();
 

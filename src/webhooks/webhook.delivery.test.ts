@@ -7,13 +7,19 @@ import { webhookReceiver } from '../../test/webhook-receiver.js';
 import { createCredential, revokeCredential } from '../accounts/account.service.js';
 import { type Config, testConfig, type WebhookConfig } from '../config.js';
 import { formatTimestamp } from '../db/time.js';
+import { deliveryGuard } from './webhook.worker.js';
 
 function hookConfig(overrides: Partial<WebhookConfig> = {}): Partial<Config> {
   return { webhooks: { ...testConfig().webhooks, allowPrivateTargets: true, pollMs: 20, retrySchedule: [0.3, 0.6], ...overrides } };
 }
 
-async function setUp(t: TestContext, overrides: Partial<WebhookConfig> = {}, events = ['*']) {
-  const test = await buildTestApp(t, { config: hookConfig(overrides) });
+/** `guard`: what the delivery guard does differently (deliveryGuard's tests argument). */
+async function setUp(t: TestContext, overrides: Partial<WebhookConfig> = {}, events = ['*'], guard?: Parameters<typeof deliveryGuard>[1]) {
+  const config = hookConfig(overrides);
+  const test = await buildTestApp(t, {
+    config,
+    ...(guard && config.webhooks ? { webhookGuard: deliveryGuard(config.webhooks, guard) } : {}),
+  });
   const receiver = await webhookReceiver(t);
   const hook = await createHook(test, receiver.url, events);
   receiver.trust(hook.secret);
@@ -372,7 +378,7 @@ test('a test delivery reaches the hook; deliveries are not sent to receivers tha
 });
 
 test('writes answer whatever the receivers do: a receiver that never answers holds up no write', async (t) => {
-  const ctx = await setUp(t, { test: { timeoutMs: 60_000 } });
+  const ctx = await setUp(t, {}, ['*'], { timeoutMs: 60_000 });
   const { receiver, hook } = ctx;
   // This receiver never answers: each attempt waits for the guard's time limit.
   receiver.answerWith(() => {});

@@ -4,6 +4,7 @@ import { buildTestApp, json } from '../../test/helpers.js';
 import { until } from '../../test/until.js';
 import { webhookReceiver } from '../../test/webhook-receiver.js';
 import { testConfig, type WebhookConfig } from '../config.js';
+import { deliveryGuard } from './webhook.worker.js';
 
 /** A fake DNS: each name answers what the test says at the time it is asked. */
 function fakeDns(answers: Record<string, string>) {
@@ -19,9 +20,15 @@ function config(overrides: Partial<WebhookConfig>) {
   return { webhooks: { ...testConfig().webhooks, pollMs: 20, retrySchedule: [], ...overrides } };
 }
 
+/** The app, with its webhook guard asking `dns` instead of the system's resolver. */
+function withDns(dns: ReturnType<typeof fakeDns>, overrides: Partial<WebhookConfig> = {}) {
+  const settings = config(overrides);
+  return { config: settings, webhookGuard: deliveryGuard(settings.webhooks, { resolve: dns.resolve }) };
+}
+
 test('hooks may only point at public https addresses: private, loopback, link-local and metadata targets and plain http are refused', async (t) => {
   const dns = fakeDns({ 'public.example': '93.184.215.14', 'inside.example': '10.0.0.5', 'metadata.example': '169.254.169.254' });
-  const { app, site } = await buildTestApp(t, { config: config({ test: { resolve: dns.resolve } }) });
+  const { app, site } = await buildTestApp(t, withDns(dns));
   const create = (url: string) =>
     app.inject({ method: 'POST', url: '/api/webhooks', headers: site.headers, payload: { url, events: ['*'] } });
   const refused: Array<[string, RegExp]> = [
@@ -71,7 +78,7 @@ test('hooks may only point at public https addresses: private, loopback, link-lo
 
 test('DNS rebinding: a name that was public when the hook was made and resolves to loopback at delivery is not connected to', async (t) => {
   const dns = fakeDns({ 'rebind.example': '93.184.215.14' });
-  const ctx = await buildTestApp(t, { config: config({ test: { resolve: dns.resolve } }) });
+  const ctx = await buildTestApp(t, withDns(dns));
   const { app, site } = ctx;
   const created = await app.inject({
     method: 'POST',
@@ -95,7 +102,7 @@ test('DNS rebinding: a name that was public when the hook was made and resolves 
 
 test('WEBHOOK_ALLOW_PRIVATE_TARGETS allows private targets and plain http to them, never to a public host nor link-local', async (t) => {
   const dns = fakeDns({ 'public.example': '93.184.215.14', 'inside.example': '10.0.0.5' });
-  const { app, site } = await buildTestApp(t, { config: config({ allowPrivateTargets: true, test: { resolve: dns.resolve } }) });
+  const { app, site } = await buildTestApp(t, withDns(dns, { allowPrivateTargets: true }));
   const receiver = await webhookReceiver(t);
   const create = (url: string) =>
     app.inject({ method: 'POST', url: '/api/webhooks', headers: site.headers, payload: { url, events: ['*'] } });

@@ -20,7 +20,7 @@ import type { WebhookConfig } from '../config.js';
 import { dialectOf } from '../db/database.js';
 import type { DbHandle } from '../db/schema.js';
 import { now, timestampBefore } from '../db/time.js';
-import { type OutboundGuard, outboundGuard } from '../http/outbound.js';
+import { type OutboundGuard, type OutboundOptions, outboundGuard } from '../http/outbound.js';
 import { signedHeaders } from './webhook.signing.js';
 import type { DisabledReason } from './webhook.table.js';
 
@@ -451,18 +451,24 @@ async function failPending(db: DbHandle, webhookId: number): Promise<void> {
     .execute();
 }
 
+/** Tests only: the resolver asked instead of the system's (to fake DNS answers), and a shorter time a receiver gets to answer. */
+interface DeliveryGuardTests {
+  readonly resolve?: OutboundOptions['resolve'];
+  readonly timeoutMs?: number;
+}
+
 /**
  * The outbound guard deliveries go through: 15 s for the whole answer. Only its status and headers
  * count: a body is read and discarded up to 64 KiB, and a longer one is cut there and its
  * connection closed, so a 2xx with any body is a delivery and no receiver makes a node read more.
  */
-export function deliveryGuard(config: WebhookConfig): OutboundGuard {
+export function deliveryGuard(config: WebhookConfig, tests: DeliveryGuardTests = {}): OutboundGuard {
   return outboundGuard({
     maxBytes: 64 * 1024,
     cutPastLimit: true,
     connectTimeoutMs: 5000,
-    timeoutMs: config.test?.timeoutMs ?? DELIVERY_TIMEOUT_MS,
+    timeoutMs: tests.timeoutMs ?? DELIVERY_TIMEOUT_MS,
     privateTargets: config.allowPrivateTargets,
-    ...(config.test?.resolve ? { resolve: config.test.resolve as never } : {}),
+    ...(tests.resolve ? { resolve: tests.resolve } : {}),
   });
 }

@@ -67,9 +67,13 @@ interface MetadataDocumentDeps {
   readonly failures?: FailedDocuments;
 }
 
-/** The outbound guard for documents; with config.oauth.clientMetadataFetch (tests only) it trusts the test CA and reaches loopback. */
-function documentFetch(config: Config): OutboundFetch {
-  const tests = config.oauth.clientMetadataFetch;
+/**
+ * The outbound guard for documents. Tests only: `tests.ca` is a certificate authority trusted besides
+ * the system's, and loopback addresses (the tests' servers), refused otherwise, are reached; every
+ * other rule of the guard still applies. `tests.timeoutMs` replaces the limit on a whole fetch, so
+ * that a test of a document that never comes ends sooner.
+ */
+export function metadataDocumentFetch(tests?: { readonly ca: string; readonly timeoutMs?: number }): OutboundFetch {
   return outboundFetch({
     maxBytes: DOCUMENT_MAX_BYTES,
     ...(tests ? { testHooks: { ca: tests.ca, loopback: true } } : {}),
@@ -95,7 +99,7 @@ function documentFetch(config: Config): OutboundFetch {
  */
 export function clientMetadataDocuments(
   config: Config,
-  { limits, fetch = documentFetch(config), failures = new FailedDocuments() }: MetadataDocumentDeps,
+  { limits, fetch = metadataDocumentFetch(), failures = new FailedDocuments() }: MetadataDocumentDeps,
 ): Pick<Configuration, 'fetch'> & {
   feature: NonNullable<Configuration['features']>['clientIdMetadataDocument'];
 } {

@@ -8,6 +8,7 @@ import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../db/er
 import { readHandle } from '../../db/request-transaction.js';
 import type { DbHandle } from '../../db/schema.js';
 import { corsOriginAllowed } from '../../http/cors.js';
+import type { OutboundFetch } from '../../http/outbound.js';
 import type { RateLimitStore } from '../../http/rate-limit.js';
 import { renderPage } from '../../web/views.js';
 import { newClientId } from '../clients/client.service.js';
@@ -73,14 +74,21 @@ function renderError(ctx: KoaContextWithOIDC, out: { error: string; error_descri
 }
 
 /** `limits`: the counters of metadata document fetches per address (client-metadata.ts). */
-export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLogger, limits: RateLimitStore): Provider {
+/** `documents`: the guarded fetch for Client ID Metadata Documents; the guard's defaults unless given (tests). */
+export function createProvider(
+  config: Config,
+  db: DbHandle,
+  log: FastifyBaseLogger,
+  limits: RateLimitStore,
+  documents?: OutboundFetch,
+): Provider {
   const publicUrl = config.publicUrl;
   const resourceList = Object.values(protectedResources(publicUrl))
     .map((r) => r.url)
     .join(' or ');
-  const documents = clientMetadataDocuments(config, { limits });
+  const metadata = clientMetadataDocuments(config, { limits, ...(documents ? { fetch: documents } : {}) });
   const configuration: Configuration = {
-    fetch: documents.fetch,
+    fetch: metadata.fetch,
     adapter: (name: string) => new KyselyAdapter(db, name),
     clientAuthMethods: ['none'],
     clientDefaults: {
@@ -121,7 +129,7 @@ export function createProvider(config: Config, db: DbHandle, log: FastifyBaseLog
         issueRegistrationAccessToken: false,
         idFactory: () => newClientId(),
       },
-      clientIdMetadataDocument: documents.feature,
+      clientIdMetadataDocument: metadata.feature,
       resourceIndicators: {
         enabled: true,
         // A missing resource is an error, not "whatever the server thinks" (DESIGN §4).

@@ -3,9 +3,14 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files.js';
+import { settingOf } from './settings.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
+/**
+ * The settings, parsed. What each variable means, its default and its range are declared once, in
+ * SETTINGS (src/settings.ts); a field's comment here names its variable and what the code must know.
+ */
 export interface Config {
   /** {base_url}: the public address of the API; {auth_url} is this + /api/auth. */
   readonly publicUrl: string;
@@ -25,31 +30,13 @@ export interface Config {
    * address), the number of proxy hops in front, or the proxies' addresses and CIDR ranges.
    */
   readonly trustProxy: TrustProxy;
-  /**
-   * SQLite only. `full` (default): every commit is fsynced before the client hears of it, so an
-   * acknowledged write survives a power cut too. `normal`: it survives a process crash; a power
-   * cut or OS crash can lose the last commits. About twice the token refreshes per second.
-   */
+  /** SQLITE_SYNCHRONOUS. */
   readonly sqliteSynchronous: 'full' | 'normal';
-  /**
-   * SQLite only. How much of the database file is read through a memory map (SQLITE_MMAP_MB,
-   * megabytes; 0 turns it off). Reads then take pages straight from the OS page cache instead of a
-   * read() system call per page: lists of 200 about 3× faster, a page by id about 1.7×.
-   * The mapped pages count in the process's RSS as file-backed, shared memory (docs/deploy.md).
-   */
+  /** SQLITE_MMAP_MB, in megabytes; 0 turns the memory map off. */
   readonly sqliteMmapMB: number;
-  /**
-   * Whether each node keeps the credentials and access tokens it has read until the database says
-   * one changed (KEEP_CREDENTIALS, on by default; PrincipalCache in src/auth/principal.ts). On PostgreSQL another
-   * node's revocation then reaches this node as a notification, within milliseconds rather than
-   * on the very next request; off reads them on every request.
-   */
+  /** KEEP_CREDENTIALS: whether app.ts builds a PrincipalCache (src/auth/principal.ts). */
   readonly keepCredentials: boolean;
-  /**
-   * Whether API credentials sent as the query parameters apiID and apiKey are accepted, as the
-   * hosted platform's clients send them (LEGACY_QUERY_CREDENTIALS, on by default). Off, such a
-   * request is a 400 that says to send them as headers.
-   */
+  /** LEGACY_QUERY_CREDENTIALS: API credentials accepted as the query parameters apiID and apiKey. */
   readonly legacyQueryCredentials: boolean;
   readonly cookieSecrets: readonly string[];
   readonly logLevel: LogLevel;
@@ -143,11 +130,10 @@ export interface WebhookConfig {
   readonly pollMs: number;
 }
 
-/** About seven tries over a day and a half: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
-export const DEFAULT_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18_000, 36_000, 36_000];
-
-function retryScheduleOf(raw: string | undefined): readonly number[] {
-  if (raw === undefined || raw.trim() === '') return DEFAULT_RETRY_SCHEDULE;
+/** Blank (spaces only, too) is the default schedule. */
+function retryScheduleOf(env: NodeJS.ProcessEnv): readonly number[] {
+  const given = env.WEBHOOK_RETRY_SCHEDULE;
+  const raw = given?.trim() ? given : (settingOf('WEBHOOK_RETRY_SCHEDULE').default ?? '');
   const entries = raw.split(',').map((entry) => entry.trim());
   if (entries.some((entry) => !/^\d+(\.\d+)?$/.test(entry)) || entries.length > 20) {
     throw new ConfigError(`WEBHOOK_RETRY_SCHEDULE must be up to 20 comma-separated numbers of seconds, got "${raw}"`);
@@ -167,29 +153,28 @@ export class ConfigError extends Error {
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-/**
- * As much of the file as SQLite will map (just under 2 GiB) unless SQLITE_MMAP_MB says otherwise.
- * A smaller map makes the rows past its end slower to read than the rows before it: with 1 GiB, the
- * last page of a 1.7 GB database read at 0.55× the speed of the same page of a small one (bench,
- * growth check). Only address space is reserved; pages are mapped as they are read.
- */
-export const DEFAULT_SQLITE_MMAP_MB = 2047;
-const MAX_SQLITE_MMAP_MB = 2047;
 /** A megabyte as the MB settings mean it (MiB). */
 const MB = 1024 * 1024;
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+/** The variable's value, or its declared default when it is unset or empty. */
+function text(env: NodeJS.ProcessEnv, name: string): string {
   const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
+  return raw === undefined || raw === '' ? (settingOf(name).default ?? '') : raw;
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string): number {
+  const { range } = settingOf(name);
+  if (!range) throw new Error(`${name} is declared without a range in SETTINGS`);
+  const [min, max] = range;
+  const raw = text(env, name);
   if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
 }
 
-function flag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
-  const raw = env[name]?.toLowerCase();
-  if (raw === undefined || raw === '') return fallback;
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = text(env, name).toLowerCase();
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
   if (['0', 'false', 'no', 'off'].includes(raw)) return false;
   throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
@@ -214,8 +199,8 @@ function trustedProxyOf(entry: string): string {
  * Off unless set. "true" is refused on purpose: believing every X-Forwarded-For lets any client
  * choose its own address, which is how the login limit was bypassed.
  */
-function trustProxyOf(raw: string | undefined): TrustProxy {
-  const value = raw?.trim().toLowerCase() ?? '';
+function trustProxyOf(raw: string): TrustProxy {
+  const value = raw.trim().toLowerCase();
   if (['', '0', 'false', 'off', 'no'].includes(value)) return false;
   if (/^\d+$/.test(value)) {
     if (Number(value) > 10) throw new ConfigError(`TRUST_PROXY must be at most 10 hops, got ${value}`);
@@ -248,8 +233,8 @@ function publicUrlOf(raw: string): string {
  * is refused rather than left to match nothing. Kept in the browser's serialization (lower-case
  * host, no default port) so that the comparison per request is a plain string equality.
  */
-function corsOriginsOf(raw: string | undefined): CorsOrigins {
-  const value = raw?.trim() ?? '';
+function corsOriginsOf(raw: string): CorsOrigins {
+  const value = raw.trim();
   if (value === '' || value === '*') return '*';
   const entries = value
     .split(',')
@@ -300,78 +285,79 @@ function cookieSecretsOf(raw: string | undefined, dataDir: string, persist: bool
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = integer(env, 'PORT', 8080, 0, 65535);
-  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const port = integer(env, 'PORT');
+  const dataDir = path.resolve(text(env, 'DATA_DIR'));
   const databaseUrl = databaseUrlOf(env.DATABASE_URL, dataDir);
-  const logLevel = (env.LOG_LEVEL || 'info') as LogLevel;
+  const logLevel = text(env, 'LOG_LEVEL') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const redisUrl = env.REDIS_URL || undefined;
-  const sqliteSynchronous = (env.SQLITE_SYNCHRONOUS || 'full').toLowerCase();
+  const sqliteSynchronous = text(env, 'SQLITE_SYNCHRONOUS').toLowerCase();
   if (sqliteSynchronous !== 'full' && sqliteSynchronous !== 'normal') throw new ConfigError('SQLITE_SYNCHRONOUS must be full or normal');
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL must be redis://… or rediss://…');
-  const imageStorage = (env.IMAGE_STORAGE || 'local').toLowerCase();
+  const imageStorage = text(env, 'IMAGE_STORAGE').toLowerCase();
   if (imageStorage !== 'local' && imageStorage !== 'database') throw new ConfigError('IMAGE_STORAGE must be local or database');
-  const redisKeyPrefix = env.REDIS_KEY_PREFIX ?? 'cms:';
+  // Set but empty is no prefix, not the default.
+  const redisKeyPrefix = env.REDIS_KEY_PREFIX ?? text(env, 'REDIS_KEY_PREFIX');
   if (!/^[\w:.-]{0,64}$/.test(redisKeyPrefix)) throw new ConfigError('REDIS_KEY_PREFIX may hold up to 64 letters, digits and _ : . -');
   return Object.freeze({
     publicUrl: publicUrlOf(env.PUBLIC_URL || `http://localhost:${port || 8080}`),
-    host: env.HOST || '0.0.0.0',
+    host: text(env, 'HOST'),
     port,
     dataDir,
     databaseUrl,
-    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE'),
     redisUrl,
     redisKeyPrefix,
-    trustProxy: trustProxyOf(env.TRUST_PROXY),
+    trustProxy: trustProxyOf(text(env, 'TRUST_PROXY')),
     sqliteSynchronous,
-    sqliteMmapMB: integer(env, 'SQLITE_MMAP_MB', DEFAULT_SQLITE_MMAP_MB, 0, MAX_SQLITE_MMAP_MB),
-    keepCredentials: flag(env, 'KEEP_CREDENTIALS', true),
-    legacyQueryCredentials: flag(env, 'LEGACY_QUERY_CREDENTIALS', true),
+    sqliteMmapMB: integer(env, 'SQLITE_MMAP_MB'),
+    keepCredentials: flag(env, 'KEEP_CREDENTIALS'),
+    legacyQueryCredentials: flag(env, 'LEGACY_QUERY_CREDENTIALS'),
     cookieSecrets: Object.freeze(
       cookieSecretsOf(env.COOKIE_SECRETS, dataDir, databaseUrl.startsWith('sqlite:') && !databaseUrl.endsWith(':memory:')),
     ),
     logLevel,
     http: Object.freeze({
-      idleTimeoutMs: integer(env, 'HTTP_IDLE_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
-      requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_SECONDS', 120, 1, 3600) * 1000,
-      keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS', 72, 1, 3600) * 1000,
+      idleTimeoutMs: integer(env, 'HTTP_IDLE_TIMEOUT_SECONDS') * 1000,
+      requestTimeoutMs: integer(env, 'HTTP_REQUEST_TIMEOUT_SECONDS') * 1000,
+      keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_SECONDS') * 1000,
     }),
     uploads: Object.freeze({
-      maxFileBytes: integer(env, 'UPLOAD_MAX_FILE_BYTES', 10 * 1024 * 1024, 1024, 1024 ** 3),
-      maxFiles: integer(env, 'UPLOAD_MAX_FILES', 20, 1, 1000),
-      maxPixels: integer(env, 'UPLOAD_MAX_PIXELS', 50_000_000, 1, 1_000_000_000),
+      maxFileBytes: integer(env, 'UPLOAD_MAX_FILE_BYTES'),
+      maxFiles: integer(env, 'UPLOAD_MAX_FILES'),
+      maxPixels: integer(env, 'UPLOAD_MAX_PIXELS'),
     }),
     images: Object.freeze({
       storage: imageStorage,
-      cleanupGraceMs: integer(env, 'IMAGE_CLEANUP_GRACE_SECONDS', 3600, 0, 30 * 24 * 3600) * 1000,
+      cleanupGraceMs: integer(env, 'IMAGE_CLEANUP_GRACE_SECONDS') * 1000,
     }),
-    historyDays: integer(env, 'HISTORY_DAYS', 90, 1, 36_500),
+    historyDays: integer(env, 'HISTORY_DAYS'),
     imageProcessing: Object.freeze({
-      concurrency: integer(env, 'IMAGE_PROCESSING_CONCURRENCY', 2, 1, 64),
-      variantsPerImage: integer(env, 'IMAGE_VARIANTS_PER_IMAGE', 20, 1, 1000),
-      variantCacheBytesPerImage: integer(env, 'IMAGE_VARIANT_CACHE_MB_PER_IMAGE', 32, 1, 1024 * 1024) * MB,
-      variantCacheBytes: integer(env, 'IMAGE_VARIANT_CACHE_MB', 1024, 1, 1024 * 1024) * MB,
-      variantConcurrency: integer(env, 'IMAGE_VARIANT_CONCURRENCY', 1, 1, 64),
-      variantQueue: integer(env, 'IMAGE_VARIANT_QUEUE', 8, 0, 10_000),
-      variantsPerMinute: integer(env, 'RATE_LIMIT_IMAGE_VARIANTS', 60, 0, 100_000_000),
+      concurrency: integer(env, 'IMAGE_PROCESSING_CONCURRENCY'),
+      variantsPerImage: integer(env, 'IMAGE_VARIANTS_PER_IMAGE'),
+      variantCacheBytesPerImage: integer(env, 'IMAGE_VARIANT_CACHE_MB_PER_IMAGE') * MB,
+      variantCacheBytes: integer(env, 'IMAGE_VARIANT_CACHE_MB') * MB,
+      variantConcurrency: integer(env, 'IMAGE_VARIANT_CONCURRENCY'),
+      variantQueue: integer(env, 'IMAGE_VARIANT_QUEUE'),
+      variantsPerMinute: integer(env, 'RATE_LIMIT_IMAGE_VARIANTS'),
     }),
     oauth: Object.freeze({
-      dynamicRegistration: flag(env, 'OAUTH_DYNAMIC_REGISTRATION', true),
-      clientMetadataDocuments: flag(env, 'OAUTH_CLIENT_METADATA_DOCUMENTS', true),
+      dynamicRegistration: flag(env, 'OAUTH_DYNAMIC_REGISTRATION'),
+      clientMetadataDocuments: flag(env, 'OAUTH_CLIENT_METADATA_DOCUMENTS'),
     }),
     rateLimits: Object.freeze({
-      api: integer(env, 'RATE_LIMIT_API', 600, 0, 100_000_000),
-      token: integer(env, 'RATE_LIMIT_TOKEN', 120, 0, 100_000_000),
+      api: integer(env, 'RATE_LIMIT_API'),
+      token: integer(env, 'RATE_LIMIT_TOKEN'),
     }),
-    corsOrigins: corsOriginsOf(env.CORS_ORIGINS),
-    demo: flag(env, 'DEMO_DATA', true),
+    corsOrigins: corsOriginsOf(text(env, 'CORS_ORIGINS')),
+    demo: flag(env, 'DEMO_DATA'),
     webhooks: Object.freeze({
-      allowPrivateTargets: flag(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
-      retrySchedule: retryScheduleOf(env.WEBHOOK_RETRY_SCHEDULE),
-      concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 32, 1, 1000),
-      concurrencyPerHook: integer(env, 'WEBHOOK_CONCURRENCY_PER_HOOK', 16, 1, 1000),
-      concurrencyPerSite: integer(env, 'WEBHOOK_CONCURRENCY_PER_SITE', 8, 1, 1000),
-      pollMs: integer(env, 'WEBHOOK_POLL_MS', 50, 10, 60_000),
+      allowPrivateTargets: flag(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS'),
+      retrySchedule: retryScheduleOf(env),
+      concurrency: integer(env, 'WEBHOOK_CONCURRENCY'),
+      concurrencyPerHook: integer(env, 'WEBHOOK_CONCURRENCY_PER_HOOK'),
+      concurrencyPerSite: integer(env, 'WEBHOOK_CONCURRENCY_PER_SITE'),
+      pollMs: integer(env, 'WEBHOOK_POLL_MS'),
     }),
   });
 }

@@ -1,5 +1,5 @@
 import { PostgresAdapter } from 'kysely';
-import { DEFAULT_SQLITE_MMAP_MB } from '../config.js';
+import { settingOf } from '../settings.js';
 import type { DatabaseOptions, Db, DialectName } from './db.js';
 import { openPostgresDatabase } from './postgres/database.js';
 import type { DbHandle } from './schema.js';
@@ -11,6 +11,9 @@ export type { DatabaseOptions, Db, DialectName } from './db.js';
 export function dialectOf(db: DbHandle): DialectName {
   return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
 }
+
+/** SQLITE_MMAP_MB's default, for a database opened without the configuration (tests, tools). */
+const DEFAULT_SQLITE_MMAP_MB = Number(settingOf('SQLITE_MMAP_MB').default);
 
 /** Opens `sqlite:FILE` or a `postgres://` URL; each dialect's parts are in its own folder. */
 export function createDatabase(url: string, options: DatabaseOptions = {}): Db {

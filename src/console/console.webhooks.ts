@@ -9,8 +9,8 @@ import type { FastifyInstance } from 'fastify';
 import { BadRequestError, ConflictError, ValidationError } from '../errors.js';
 import { formValue, formValues } from '../web/forms.js';
 import { EVENTS } from '../webhooks/webhook.events.js';
+import { FAILING_DISABLE_MS } from '../webhooks/webhook.retry.js';
 import * as hooks from '../webhooks/webhook.service.js';
-import { FAILING_DISABLE_MS } from '../webhooks/webhook.worker.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler } from './console.http.js';
 import {
   DeliveryParams,

@@ -1,11 +1,11 @@
 /**
- * The events a hook can ask for, and the outbox: the deliveries a change makes, inserted in the
- * change's own transaction (recordChange calls these), so that a committed change is always
- * delivered and a rolled-back one never is. Sending happens after the commit (webhook.worker.ts).
+ * The events a hook can ask for, which hooks want a change, and the body that tells them. The
+ * outbox rows are inserted in the change's own transaction (recordChange calls hooksFor and
+ * enqueueDeliveries, webhook.repository.ts), so that a committed change is always delivered and a
+ * rolled-back one never is. Sending happens after the commit (webhook.worker.ts).
  */
 import type { DbHandle } from '../db/schema.js';
-import { now } from '../db/time.js';
-import { newMessageId } from './webhook.signing.js';
+import { activeHooks } from './webhook.repository.js';
 
 /** What happened to a record, as the change log says it (content_changes.op), and as an event says it. */
 const PAST_TENSE = { create: 'created', update: 'updated', delete: 'deleted', restore: 'restored' } as const;
@@ -40,43 +40,11 @@ function wants(stored: string, event: string): boolean {
  * website's counter row (locked from then to the commit on PostgreSQL) is held no longer for it.
  */
 export async function hooksFor(db: DbHandle, siteId: number, event: string): Promise<number[]> {
-  const rows = await db
-    .selectFrom('webhooks')
-    .select(['id', 'events'])
-    .where('site_id', '=', siteId)
-    .where('status', '=', 'active')
-    .execute();
+  const rows = await activeHooks(db, siteId);
   return rows.filter((row) => wants(row.events, event)).map((row) => row.id);
 }
 
 /** The Standard Webhooks body: `{type, timestamp, data}`. */
 export function payloadOf(event: string, data: object, at = new Date()): string {
   return JSON.stringify({ type: event, timestamp: at.toISOString(), data });
-}
-
-/** One outbox row per hook, due at once, each with its own `webhook-id`. */
-export async function enqueueDeliveries(
-  db: DbHandle,
-  siteId: number,
-  hooks: readonly number[],
-  event: string,
-  payload: string,
-): Promise<void> {
-  if (hooks.length === 0) return;
-  const createdAt = now();
-  const dueMs = Date.now();
-  await db
-    .insertInto('webhook_deliveries')
-    .values(
-      hooks.map((webhookId) => ({
-        webhook_id: webhookId,
-        site_id: siteId,
-        message_id: newMessageId(),
-        event,
-        payload,
-        due_ms: dueMs,
-        created_at: createdAt,
-      })),
-    )
-    .execute();
 }

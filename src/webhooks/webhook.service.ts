@@ -11,10 +11,10 @@ import { inSnapshot, inTransaction, lockInTransaction } from '../db/transaction.
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { OutboundError, type OutboundGuard } from '../http/outbound.js';
 import { entityTag, type Precondition } from '../http/representation.js';
-import { EVENTS, enqueueDeliveries, eventsOf, payloadOf, TEST_EVENT } from './webhook.events.js';
+import { EVENTS, eventsOf, payloadOf, TEST_EVENT } from './webhook.events.js';
+import { disableHook, enqueueDeliveries } from './webhook.repository.js';
 import { newSecret } from './webhook.signing.js';
 import type { DisabledReason, WebhooksTable } from './webhook.table.js';
-import { disableHook } from './webhook.worker.js';
 
 /** After a rotation the previous secret still signs this long, for receivers to switch over. */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;

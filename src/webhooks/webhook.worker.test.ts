@@ -25,9 +25,10 @@ import { testConfig, type WebhookConfig } from '../config.js';
 import type { Db } from '../db/database.js';
 import { formatTimestamp } from '../db/time.js';
 import type { OutboundGuard } from '../http/outbound.js';
-import { enqueueDeliveries, payloadOf } from './webhook.events.js';
+import { payloadOf } from './webhook.events.js';
+import { enqueueDeliveries, removeOldDeliveries } from './webhook.repository.js';
 import { createWebhook } from './webhook.service.js';
-import { deliveryGuard, removeOldDeliveries, WebhookWorker } from './webhook.worker.js';
+import { deliveryGuard, WebhookWorker } from './webhook.worker.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 

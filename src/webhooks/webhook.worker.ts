@@ -15,14 +15,26 @@
  *   transaction queues behind the API's writes for the one writer.
  */
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
 import type { WebhookConfig } from '../config.js';
-import { dialectOf } from '../db/database.js';
 import type { DbHandle } from '../db/schema.js';
-import { now, timestampBefore } from '../db/time.js';
+import { now } from '../db/time.js';
 import { type OutboundGuard, type OutboundOptions, outboundGuard } from '../http/outbound.js';
+import {
+  type ClaimedDelivery,
+  claimDeliveries,
+  countAttempt,
+  disableHook,
+  dueDeliveries,
+  type HookToSend,
+  hooksToSend,
+  insertAttempt,
+  lockHook,
+  markDelivered,
+  noteFailure,
+  settleClaim,
+} from './webhook.repository.js';
+import { failingTooLong, nextDeliveryState, retryAfterSeconds } from './webhook.retry.js';
 import { signedHeaders } from './webhook.signing.js';
-import type { DisabledReason } from './webhook.table.js';
 
 /** A receiver has this long to answer, headers and body, for an attempt to count as delivered. */
 export const DELIVERY_TIMEOUT_MS = 15_000;
@@ -31,41 +43,17 @@ export const DELIVERY_TIMEOUT_MS = 15_000;
  * older than this belongs to a node that died, and another node may send the delivery again.
  */
 const LEASE_MS = DELIVERY_TIMEOUT_MS + 15_000;
-/** A hook whose attempts have all failed for this long is disabled. */
-export const FAILING_DISABLE_MS = 5 * 24 * 3600 * 1000;
-/** The longest Retry-After honoured; a later one is cut to it. */
-const MAX_RETRY_AFTER_S = 24 * 3600;
-/** Each delay of the schedule is stretched or shrunk by up to this share, so that failed deliveries spread out. */
-const JITTER = 0.1;
-
-interface Claimed {
-  id: number;
-  webhook_id: number;
-  site_id: number;
-  message_id: string;
-  payload: string;
-  step: number;
-}
-
-interface Hook {
-  id: number;
-  url: string;
-  status: string;
-  secret: string;
-  previous_secret: string | null;
-  previous_secret_until: string | null;
-}
 
 type Outcome =
   /** Not attempted (the process is stopping): due again at once. */
-  | { kind: 'release'; delivery: Claimed }
+  | { kind: 'release'; delivery: ClaimedDelivery }
   /** Its hook was disabled or deleted since it was queued. */
-  | { kind: 'cancel'; delivery: Claimed }
+  | { kind: 'cancel'; delivery: ClaimedDelivery }
   /** The credential its hook sends under was revoked or has ended: the hook is disabled, nothing is sent. */
-  | { kind: 'revoked'; delivery: Claimed }
+  | { kind: 'revoked'; delivery: ClaimedDelivery }
   | {
       kind: 'attempt';
-      delivery: Claimed;
+      delivery: ClaimedDelivery;
       statusCode: number | null;
       error: string | null;
       durationMs: number;
@@ -84,14 +72,6 @@ export interface WebhookWorkerDeps {
    * whose first attempt is still under way.
    */
   readonly leaseMs?: number;
-}
-
-/** Seconds of a Retry-After header, as a number or an HTTP date; undefined when absent or unreadable. */
-export function retryAfterSeconds(value: string | null): number | undefined {
-  if (!value) return undefined;
-  const seconds = /^\d+$/.test(value.trim()) ? Number(value) : (Date.parse(value) - Date.now()) / 1000;
-  if (!Number.isFinite(seconds)) return undefined;
-  return Math.min(Math.max(seconds, 0), MAX_RETRY_AFTER_S);
 }
 
 export class WebhookWorker {
@@ -138,13 +118,7 @@ export class WebhookWorker {
     const claimed = await this.claim(free);
     if (claimed.length === 0) return;
     const hooks = new Map(
-      (
-        await this.deps.db
-          .selectFrom('webhooks')
-          .select(['id', 'url', 'status', 'secret', 'previous_secret', 'previous_secret_until', credentialLive(now())])
-          .where('id', 'in', [...new Set(claimed.map((c) => c.webhook_id))])
-          .execute()
-      ).map((hook) => [hook.id, hook]),
+      (await hooksToSend(this.deps.db, [...new Set(claimed.map((c) => c.webhook_id))], now())).map((hook) => [hook.id, hook]),
     );
     for (const delivery of claimed) {
       const hook = hooks.get(delivery.webhook_id);
@@ -192,25 +166,15 @@ export class WebhookWorker {
    * ahead under this node's name, each only if it is still due: a row another node claimed
    * meanwhile is skipped, so no delivery is claimed twice.
    */
-  private async claim(limit: number): Promise<Claimed[]> {
+  private async claim(limit: number): Promise<ClaimedDelivery[]> {
     const { db, config } = this.deps;
     const full = (counts: Map<number, number>, share: number) => [...counts].filter(([, n]) => n >= share).map(([id]) => id);
     const fullSites = full(this.perSite, config.concurrencyPerSite);
     const fullHooks = full(this.perHook, config.concurrencyPerHook);
     const nowMs = Date.now();
-    // The state as a literal, not a parameter: only then do SQLite and PostgreSQL's generic plans use the partial index.
-    let due = db
-      .selectFrom('webhook_deliveries')
-      .select(['id', 'site_id', 'webhook_id'])
-      .where(sql<boolean>`state = 'pending'`)
-      .where('due_ms', '<=', nowMs)
-      .orderBy('due_ms')
-      .limit(limit);
-    if (fullSites.length > 0) due = due.where('site_id', 'not in', fullSites);
-    if (fullHooks.length > 0) due = due.where('webhook_id', 'not in', fullHooks);
     // A poll that finds nothing due writes nothing: most polls, and on SQLite a write would queue
     // for the one writer many times a second.
-    const candidates = await due.execute();
+    const candidates = await dueDeliveries(db, { nowMs, limit, notSites: fullSites, notHooks: fullHooks });
     if (candidates.length === 0) return [];
     const sites = new Map(this.perSite);
     const hooks = new Map(this.perHook);
@@ -226,22 +190,10 @@ export class WebhookWorker {
     // Slots left free by a full share or a full poll: the next poll looks again at once.
     if (candidates.length === limit) this.again = true;
     if (chosen.length === 0) return [];
-    let still = db
-      .selectFrom('webhook_deliveries')
-      .select('id')
-      .where('id', 'in', chosen)
-      .where(sql<boolean>`state = 'pending'`)
-      .where('due_ms', '<=', nowMs);
-    if (dialectOf(db) === 'postgres') still = still.forUpdate().skipLocked();
-    return db
-      .updateTable('webhook_deliveries')
-      .set({ due_ms: nowMs + (this.deps.leaseMs ?? LEASE_MS), claimed_by: this.node })
-      .where('id', 'in', still)
-      .returning(['id', 'webhook_id', 'site_id', 'message_id', 'payload', 'step'])
-      .execute();
+    return claimDeliveries(db, chosen, { nowMs, leaseUntilMs: nowMs + (this.deps.leaseMs ?? LEASE_MS), node: this.node });
   }
 
-  private send(delivery: Claimed, hook: Hook): void {
+  private send(delivery: ClaimedDelivery, hook: HookToSend): void {
     this.inFlight++;
     this.perHook.set(hook.id, (this.perHook.get(hook.id) ?? 0) + 1);
     this.perSite.set(delivery.site_id, (this.perSite.get(delivery.site_id) ?? 0) + 1);
@@ -308,86 +260,38 @@ export class WebhookWorker {
     // then its pending deliveries): in the other order, a result written while the owner disabled
     // the hook deadlocked with it on PostgreSQL, and one of the two failed.
     await lockHook(db, delivery.webhook_id);
-    // Only while this node's claim stands: a node whose result comes after its lease ended (a long
-    // pause) must not release the claim of the node that took over, which would have the delivery
-    // sent again beside that node's attempt. Its attempt is recorded all the same.
-    const row = db.updateTable('webhook_deliveries').where('id', '=', delivery.id).where('claimed_by', '=', this.node);
-    if (outcome.kind === 'release') {
-      await row.set({ due_ms: Date.now(), claimed_by: null }).execute();
-      return;
-    }
-    if (outcome.kind === 'cancel') {
-      await row.set({ state: 'failed', claimed_by: null }).execute();
-      return;
-    }
+    if (outcome.kind === 'release') return settleClaim(db, delivery.id, this.node, { due_ms: Date.now() });
+    if (outcome.kind === 'cancel') return settleClaim(db, delivery.id, this.node, { state: 'failed' });
     if (outcome.kind === 'revoked') {
-      await row.set({ state: 'failed', claimed_by: null }).execute();
-      await disableHook(db, delivery.webhook_id, 'revoked');
-      return;
+      await settleClaim(db, delivery.id, this.node, { state: 'failed' });
+      return disableHook(db, delivery.webhook_id, 'revoked');
     }
-    // The attempt's number is taken by counting it on the delivery, in one statement that locks the
-    // row on both databases: unique however many nodes attempted the delivery (a late result beside
-    // the attempt of the node that took over). No row: the delivery went with its hook, deleted
+    // Counted and recorded whether or not this node's claim still stands (a late result beside the
+    // attempt of the node that took over). No number: the delivery went with its hook, deleted
     // while this attempt ran, and there is nothing left to record it on.
-    const counted = await db
-      .updateTable('webhook_deliveries')
-      .where('id', '=', delivery.id)
-      .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
-      .returning('attempts')
-      .executeTakeFirst();
-    if (!counted) return;
-    const attempt = counted.attempts;
-    await db
-      .insertInto('webhook_attempts')
-      .values({
-        delivery_id: delivery.id,
-        attempt,
-        status_code: outcome.statusCode,
-        error: outcome.error,
-        duration_ms: outcome.durationMs,
-        at: outcome.at,
-      })
-      .execute();
-    const { statusCode } = outcome;
-    const hook = db.updateTable('webhooks').where('id', '=', delivery.webhook_id);
-    if (statusCode !== null && statusCode >= 200 && statusCode < 300) {
-      // The receiver has it: delivered, also when the delivery was given up while this attempt ran
-      // (its hook disabled, or another node's attempts ran out after a takeover). Never over a
-      // claim another node holds, nor over a delivery already delivered.
-      await db
-        .updateTable('webhook_deliveries')
-        .where('id', '=', delivery.id)
-        .where((eb) => eb.or([eb('claimed_by', '=', this.node), eb.and([eb('claimed_by', 'is', null), eb('state', '=', 'failed')])]))
-        .set({ state: 'delivered', claimed_by: null })
-        .execute();
-      await hook.where('failing_since', 'is not', null).set({ failing_since: null }).execute();
-      return;
+    const attempt = await countAttempt(db, delivery.id);
+    if (attempt === undefined) return;
+    await insertAttempt(db, {
+      delivery_id: delivery.id,
+      attempt,
+      status_code: outcome.statusCode,
+      error: outcome.error,
+      duration_ms: outcome.durationMs,
+      at: outcome.at,
+    });
+    const next = nextDeliveryState(outcome, delivery.step, {
+      schedule: this.deps.config.retrySchedule,
+      nowMs: Date.now(),
+      random: Math.random(),
+    });
+    if (next.state === 'delivered') return markDelivered(db, delivery, this.node);
+    if (next.state === 'failed' && next.disable) {
+      await settleClaim(db, delivery.id, this.node, { state: 'failed' });
+      return disableHook(db, delivery.webhook_id, next.disable);
     }
-    if (statusCode === 410) {
-      // The receiver says the endpoint is gone for good (Standard Webhooks): stop sending to it.
-      await row.set({ state: 'failed', claimed_by: null }).execute();
-      await disableHook(db, delivery.webhook_id, 'gone');
-      return;
-    }
-    const schedule = this.deps.config.retrySchedule;
-    const delayS = outcome.retryAfterS ?? (schedule[delivery.step] ?? 0) * (1 - JITTER + 2 * JITTER * Math.random());
-    const last = delivery.step >= schedule.length;
-    await row
-      .set(
-        last
-          ? { state: 'failed', claimed_by: null }
-          : { due_ms: Date.now() + Math.round(delayS * 1000), step: delivery.step + 1, claimed_by: null },
-      )
-      .execute();
-    await hook.where('failing_since', 'is', null).set({ failing_since: outcome.at }).execute();
-    const longFailing = await db
-      .updateTable('webhooks')
-      .where('id', '=', delivery.webhook_id)
-      .where('status', '=', 'active')
-      .where('failing_since', '<=', timestampBefore(new Date(), FAILING_DISABLE_MS))
-      .set({ status: 'disabled', disabled_reason: 'failing' })
-      .executeTakeFirst();
-    if (Number(longFailing.numUpdatedRows) > 0) await failPending(db, delivery.webhook_id);
+    await settleClaim(db, delivery.id, this.node, next.state === 'failed' ? { state: 'failed' } : { due_ms: next.dueMs, step: next.step });
+    const hook = await noteFailure(db, delivery.webhook_id, outcome.at);
+    if (hook?.status === 'active' && failingTooLong(hook.failing_since, new Date())) await disableHook(db, delivery.webhook_id, 'failing');
   }
 }
 
@@ -396,59 +300,6 @@ function release(counts: Map<number, number>, key: number): void {
   const left = (counts.get(key) ?? 1) - 1;
   if (left === 0) counts.delete(key);
   else counts.set(key, left);
-}
-
-/**
- * The deliveries no longer pending that were created more than `keepDays` (HISTORY_DAYS) ago go,
- * and their attempts with them (the foreign key cascades); a pending one stays however old. Part
- * of each node's upkeep (upkeep.ts). Resolves to how many deliveries went.
- */
-export async function removeOldDeliveries(db: DbHandle, keepDays: number, now = new Date()): Promise<number> {
-  const removed = await db
-    .deleteFrom('webhook_deliveries')
-    .where(sql<boolean>`state != 'pending'`)
-    .where('created_at', '<', timestampBefore(now, keepDays * 24 * 3600 * 1000))
-    .executeTakeFirst();
-  return Number(removed.numDeletedRows);
-}
-
-/**
- * 1 while the credential a hook sends under is live (an API key not revoked, an OAuth connection
- * active and within its lifetime at `at`), or when it sends under none (the console's, the CLI's);
- * 0 otherwise. Read at every attempt, just before it is made, so no delivery leaves after the
- * credential ends, on any node, whichever way it ended.
- */
-function credentialLive(at: string) {
-  return sql<number>`case
-    when webhooks.credential_kind = 'api-key' then (case when exists (select 1 from api_credentials c
-      where c.api_id = webhooks.credential_id and c.revoked_at is null) then 1 else 0 end)
-    when webhooks.credential_kind = 'oauth' then (case when exists (select 1 from oauth_connections c
-      where c.id = webhooks.credential_id and c.status = 'active' and c.expires_at > ${at}) then 1 else 0 end)
-    else 1 end`.as('credential_live');
-}
-
-/** Disables a hook for `reason` and gives up its pending deliveries (a retry sends one again once it is active). */
-/**
- * Locks a hook's row until the transaction ends (PostgreSQL; SQLite writes one transaction at a
- * time). Every transaction that writes a hook and its deliveries takes the hook's row first.
- */
-export async function lockHook(db: DbHandle, webhookId: number): Promise<void> {
-  if (dialectOf(db) !== 'postgres') return;
-  await db.selectFrom('webhooks').select('id').where('id', '=', webhookId).forNoKeyUpdate().execute();
-}
-
-export async function disableHook(db: DbHandle, webhookId: number, reason: DisabledReason): Promise<void> {
-  await db.updateTable('webhooks').where('id', '=', webhookId).set({ status: 'disabled', disabled_reason: reason }).execute();
-  await failPending(db, webhookId);
-}
-
-async function failPending(db: DbHandle, webhookId: number): Promise<void> {
-  await db
-    .updateTable('webhook_deliveries')
-    .where('webhook_id', '=', webhookId)
-    .where(sql<boolean>`state = 'pending'`)
-    .set({ state: 'failed', claimed_by: null })
-    .execute();
 }
 
 /** Tests only: the resolver asked instead of the system's (to fake DNS answers), and a shorter time a receiver gets to answer. */

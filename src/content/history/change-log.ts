@@ -9,7 +9,8 @@ import { sql } from 'kysely';
 import type { Principal } from '../../auth/principal.js';
 import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
-import { enqueueDeliveries, eventOf, hooksFor, payloadOf } from '../../webhooks/webhook.events.js';
+import { eventOf, hooksFor, payloadOf } from '../../webhooks/webhook.events.js';
+import { enqueueDeliveries } from '../../webhooks/webhook.repository.js';
 import type { ContentChangesTable } from './history.table.js';
 
 export type RecordType = ContentChangesTable['type'];

@@ -35,9 +35,8 @@ import { registerImageFiles, variantRateLimit } from './storage/image.routes.js'
 import { ImageProcessor } from './storage/image-processor.js';
 import type { ImageStorage } from './storage/image-storage.js';
 import { Upkeep } from './upkeep.js';
-import { removeOldDeliveries } from './webhooks/webhook.repository.js';
+import { forgetRotatedSecrets, removeOldDeliveries } from './webhooks/webhook.repository.js';
 import { registerWebhooks } from './webhooks/webhook.routes.js';
-import { forgetRotatedSecrets } from './webhooks/webhook.service.js';
 import { deliveryGuard, WebhookWorker } from './webhooks/webhook.worker.js';
 
 interface AppDeps {

@@ -3,8 +3,6 @@
  * takes the website's id, so a hook of another website is not found.
  */
 
-import type { Selectable } from 'kysely';
-import { dialectOf } from '../db/database.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp, now } from '../db/time.js';
 import { inSnapshot, inTransaction, lockInTransaction } from '../db/transaction.js';
@@ -12,9 +10,24 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { OutboundError, type OutboundGuard } from '../http/outbound.js';
 import { entityTag, type Precondition } from '../http/representation.js';
 import { EVENTS, eventsOf, payloadOf, TEST_EVENT } from './webhook.events.js';
-import { disableHook, enqueueDeliveries } from './webhook.repository.js';
+import {
+  countHooks,
+  deleteHook,
+  deliveryExists,
+  disableHook,
+  enqueueDeliveries,
+  type HookRow,
+  insertHook,
+  makePendingAgain,
+  previousSecretUntil,
+  selectAttempts,
+  selectDeliveries,
+  selectHook,
+  selectHooks,
+  updateHook,
+} from './webhook.repository.js';
 import { newSecret } from './webhook.signing.js';
-import type { DisabledReason, WebhooksTable } from './webhook.table.js';
+import type { DisabledReason } from './webhook.table.js';
 
 /** After a rotation the previous secret still signs this long, for receivers to switch over. */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
@@ -39,10 +52,6 @@ export interface WebhookView {
   createdAt: string;
   secret?: string;
 }
-
-const COLUMNS = ['id', 'url', 'events', 'description', 'status', 'disabled_reason', 'failing_since', 'created_at', 'secret'] as const;
-
-type HookRow = Pick<Selectable<WebhooksTable>, (typeof COLUMNS)[number]>;
 
 function viewOf(row: HookRow, withSecret = false): WebhookView {
   return {
@@ -90,8 +99,7 @@ async function checkedUrl(guard: OutboundGuard, url: string): Promise<string> {
 
 /** The hook's row, or a 404; `lock`: on PostgreSQL, held until the transaction ends, so a precondition checked on it still holds at the write. */
 async function hookRow(db: DbHandle, siteId: number, id: number, lock = false): Promise<HookRow> {
-  const query = db.selectFrom('webhooks').select(COLUMNS).where('site_id', '=', siteId).where('id', '=', id);
-  const row = await (lock && dialectOf(db) === 'postgres' ? query.forNoKeyUpdate() : query).executeTakeFirst();
+  const row = await selectHook(db, siteId, id, lock);
   if (!row) throw new NotFoundError(`There is no webhook ${id} on this website.`);
   return row;
 }
@@ -143,33 +151,24 @@ export async function createWebhook(
     // The count and the insert under one lock of the website's hooks: two creates on any nodes
     // cannot both count 49.
     await lockInTransaction(trx, HOOKS_LOCK, siteId);
-    const { count } = await trx
-      .selectFrom('webhooks')
-      .select((eb) => eb.fn.countAll<number>().as('count'))
-      .where('site_id', '=', siteId)
-      .executeTakeFirstOrThrow();
-    if (Number(count) >= MAX_HOOKS_PER_SITE)
+    if ((await countHooks(trx, siteId)) >= MAX_HOOKS_PER_SITE)
       throw new ConflictError(`This website has ${MAX_HOOKS_PER_SITE} webhooks, the most it may have: delete one before adding another.`);
-    const row = await trx
-      .insertInto('webhooks')
-      .values({
-        site_id: siteId,
-        url,
-        events,
-        description: input.description ?? '',
-        secret: newSecret(),
-        disabled_reason: null,
-        created_at: now(),
-        ...credentialColumns(credential),
-      })
-      .returning(COLUMNS)
-      .executeTakeFirstOrThrow();
+    const row = await insertHook(trx, {
+      site_id: siteId,
+      url,
+      events,
+      description: input.description ?? '',
+      secret: newSecret(),
+      disabled_reason: null,
+      created_at: now(),
+      ...credentialColumns(credential),
+    });
     return viewOf(row, true);
   });
 }
 
 export async function listWebhooks(db: DbHandle, siteId: number): Promise<WebhookView[]> {
-  const rows = await db.selectFrom('webhooks').select(COLUMNS).where('site_id', '=', siteId).orderBy('id').execute();
+  const rows = await selectHooks(db, siteId);
   return rows.map((row) => viewOf(row));
 }
 
@@ -212,7 +211,7 @@ export async function updateWebhook(
         ? { status: 'active' as const, disabled_reason: null, failing_since: null, ...credentialColumns(credential) }
         : {}),
     };
-    if (Object.keys(changes).length > 0) await trx.updateTable('webhooks').where('id', '=', id).set(changes).execute();
+    if (Object.keys(changes).length > 0) await updateHook(trx, id, changes);
     if (patch.status === 'disabled' && current.status !== 'disabled') await disableHook(trx, id, 'owner');
     return viewOf(await hookRow(trx, siteId, id));
   });
@@ -221,8 +220,7 @@ export async function updateWebhook(
 export async function deleteWebhook(db: DbHandle, siteId: number, id: number, precondition?: Precondition): Promise<void> {
   await inTransaction(db, async (trx) => {
     precondition?.(webhookTag(viewOf(await hookRow(trx, siteId, id, true))));
-    const result = await trx.deleteFrom('webhooks').where('site_id', '=', siteId).where('id', '=', id).executeTakeFirst();
-    if (Number(result.numDeletedRows) === 0) throw new NotFoundError(`There is no webhook ${id} on this website.`);
+    if (!(await deleteHook(trx, siteId, id))) throw new NotFoundError(`There is no webhook ${id} on this website.`);
   });
 }
 
@@ -235,42 +233,20 @@ export async function deleteWebhook(db: DbHandle, siteId: number, id: number, pr
 export async function rotateSecret(db: DbHandle, siteId: number, id: number, at = new Date()): Promise<WebhookView> {
   return inTransaction(db, async (trx) => {
     const current = await hookRow(trx, siteId, id, true);
-    const { previous_secret_until: until } = await trx
-      .selectFrom('webhooks')
-      .select('previous_secret_until')
-      .where('id', '=', id)
-      .executeTakeFirstOrThrow();
+    const until = await previousSecretUntil(trx, id);
     if (until !== null && until > formatTimestamp(at)) {
       throw new ConflictError(
         `The secret of webhook ${id} was rotated less than 24 hours ago, and the secret before it signs until ${until} UTC: rotating again now would end that overlap early. Rotate after ${until} UTC, or delete the webhook and create it again to replace both secrets at once.`,
       );
     }
     const secret = newSecret();
-    await trx
-      .updateTable('webhooks')
-      .where('id', '=', id)
-      .set({
-        secret,
-        previous_secret: current.secret,
-        previous_secret_until: formatTimestamp(new Date(at.getTime() + ROTATION_OVERLAP_MS)),
-      })
-      .execute();
+    await updateHook(trx, id, {
+      secret,
+      previous_secret: current.secret,
+      previous_secret_until: formatTimestamp(new Date(at.getTime() + ROTATION_OVERLAP_MS)),
+    });
     return viewOf({ ...current, secret }, true);
   });
-}
-
-/**
- * Clears the previous secrets whose overlap after a rotation has ended: they sign nothing any
- * more, and a secret kept is a secret a copy of the database gives away. Part of each node's
- * upkeep (upkeep.ts). Resolves to how many hooks it cleared.
- */
-export async function forgetRotatedSecrets(db: DbHandle, at = new Date()): Promise<number> {
-  const cleared = await db
-    .updateTable('webhooks')
-    .where('previous_secret_until', '<=', formatTimestamp(at))
-    .set({ previous_secret: null, previous_secret_until: null })
-    .executeTakeFirst();
-  return Number(cleared.numUpdatedRows);
 }
 
 export interface AttemptView {
@@ -301,21 +277,12 @@ export function listDeliveries(db: DbHandle, siteId: number, id: number, limit: 
 
 async function readDeliveries(db: DbHandle, siteId: number, id: number, limit: number, only?: number): Promise<DeliveryView[]> {
   await hookRow(db, siteId, id);
-  let query = db.selectFrom('webhook_deliveries').select(['id', 'message_id', 'event', 'state', 'created_at']).where('webhook_id', '=', id);
-  if (only !== undefined) query = query.where('id', '=', only);
-  const deliveries = await query.orderBy('id', 'desc').limit(limit).execute();
+  const deliveries = await selectDeliveries(db, id, limit, only);
   if (deliveries.length === 0) return [];
-  const attempts = await db
-    .selectFrom('webhook_attempts')
-    .select(['delivery_id', 'attempt', 'status_code', 'error', 'duration_ms', 'at'])
-    .where(
-      'delivery_id',
-      'in',
-      deliveries.map((d) => d.id),
-    )
-    .orderBy('delivery_id')
-    .orderBy('attempt')
-    .execute();
+  const attempts = await selectAttempts(
+    db,
+    deliveries.map((d) => d.id),
+  );
   return deliveries.map((d) => ({
     id: d.id,
     messageId: d.message_id,
@@ -346,21 +313,8 @@ export async function retryDelivery(
     const hook = await hookRow(trx, siteId, id, true);
     if (hook.status !== 'active')
       throw new ConflictError(`Webhook ${id} is disabled: enable it (set its status to active) before retrying a delivery.`);
-    const result = await trx
-      .updateTable('webhook_deliveries')
-      .where('webhook_id', '=', id)
-      .where('id', '=', deliveryId)
-      .where('state', '!=', 'pending')
-      .set({ state: 'pending', due_ms: Date.now(), step: retrySteps, claimed_by: null })
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 0) {
-      const exists = await trx
-        .selectFrom('webhook_deliveries')
-        .select('id')
-        .where('webhook_id', '=', id)
-        .where('id', '=', deliveryId)
-        .executeTakeFirst();
-      if (!exists)
+    if (!(await makePendingAgain(trx, id, deliveryId, { dueMs: Date.now(), step: retrySteps }))) {
+      if (!(await deliveryExists(trx, id, deliveryId)))
         throw new NotFoundError(`Webhook ${id} has no delivery ${deliveryId}: GET /api/webhooks/${id}/deliveries lists its deliveries.`);
       throw new ConflictError(
         `Delivery ${deliveryId} of webhook ${id} is already pending: it will be sent again at its next attempt, so there is nothing to retry.`,

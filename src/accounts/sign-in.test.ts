@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formOf, signIn, startOAuthApp } from '../../test/oauth.helpers.js';
-import { databaseRateLimits } from '../http/rate-limit.js';
+import { databaseRateLimits } from '../http/database-rate-limits.js';
 import {
   attemptLogin,
   LOGIN_ATTEMPTS,

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/database.js';
-import type { RedisStore } from './rate-limit.js';
+import type { RedisStore } from './redis-rate-limits.js';
 
 /**
  * /readyz is 503 when the database does not answer: a node without it can serve nothing. Redis,

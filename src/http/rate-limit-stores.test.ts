@@ -8,18 +8,12 @@ import { startRedis, startRedisProcess } from '../../test/redis-server.js';
 import { freePort } from '../../test/server-process.js';
 import { until } from '../../test/until.js';
 import { sha256 } from '../accounts/secrets.js';
-import {
-  databaseRateLimits,
-  type Hit,
-  memoryRateLimits,
-  purgeRateLimits,
-  type RateLimitStore,
-  type RedisFailure,
-  rateLimitStores,
-  redisRateLimits,
-  syncedRateLimits,
-  withFallback,
-} from './rate-limit.js';
+import { rateLimitStores, withFallback } from './configured-rate-limits.js';
+import { databaseRateLimits, purgeRateLimits } from './database-rate-limits.js';
+import { memoryRateLimits } from './memory-rate-limits.js';
+import type { Hit, RateLimitStore } from './rate-limit.js';
+import { type RedisFailure, redisRateLimits } from './redis-rate-limits.js';
+import { syncedRateLimits } from './synced-rate-limits.js';
 
 async function countsAndResets(store: RateLimitStore) {
   assert.deepEqual((await store.hit('k1', 60)).count, 1);

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../../config.js';
+import { memoryRateLimits } from '../../http/memory-rate-limits.js';
 import { OutboundError, type OutboundFetch } from '../../http/outbound.js';
-import { memoryRateLimits } from '../../http/rate-limit.js';
 import { clientMetadataDocuments, DOCUMENT_FETCHES_PER_MINUTE, FailedDocuments } from './client-metadata.js';
 
 const CONFIG = { oauth: { dynamicRegistration: true, clientMetadataDocuments: true } } as Config;

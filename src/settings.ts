@@ -4,7 +4,7 @@
  * ranges from here, and the README's Configuration table is this table (config.docs.test.ts fails
  * when they differ), so the code, the defaults and the documentation cannot drift apart.
  */
-export interface Setting {
+interface Setting {
   readonly name: string;
   /** The value an unset or empty variable stands for. Absent when it is worked out at start-up (`shown` says how). */
   readonly default?: string;

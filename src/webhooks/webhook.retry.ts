@@ -13,12 +13,12 @@ const MAX_RETRY_AFTER_S = 24 * 3600;
 const JITTER = 0.1;
 
 /** What the receiver answered: its status (null when no answer came), and its Retry-After in seconds on a 429 or 503. */
-export interface AttemptResult {
+interface AttemptResult {
   readonly statusCode: number | null;
   readonly retryAfterS?: number | undefined;
 }
 
-export type NextState =
+type NextState =
   /** The receiver has it (a 2xx). */
   | { readonly state: 'delivered' }
   /** Given up: the schedule ran out, or the receiver said the endpoint is gone (a 410: `disable`). */

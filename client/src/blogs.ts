@@ -20,7 +20,7 @@ function toBlob(source: ImageSource): { blob: Blob; filename: string } {
   const named = typeof source === 'object' && source !== null && 'data' in source && !(source instanceof Blob);
   const data = named ? source.data : (source as Blob | ArrayBuffer | Uint8Array);
   const type = named ? source.type : undefined;
-  const blob = data instanceof Blob ? data : new Blob([data as BlobPart], type ? { type } : {});
+  const blob = data instanceof Blob ? data : new Blob([data as ArrayBuffer], type ? { type } : {});
   const filename = (named ? source.filename : undefined) ?? (data instanceof Blob && 'name' in data ? String(data.name) : 'image');
   return { blob, filename };
 }

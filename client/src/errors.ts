@@ -49,9 +49,8 @@ export class ProblemError extends Error {
     this.headers = init.headers ?? new Headers();
   }
 
-  /** Reads an error answer (its body is consumed). */
-  static async from(response: Response): Promise<ProblemError> {
-    const text = await response.text().catch(() => '');
+  /** An error answer, from its response and its body's text. */
+  static from(response: Response, text: string): ProblemError {
     let body: unknown;
     try {
       body = text ? JSON.parse(text) : undefined;

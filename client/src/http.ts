@@ -39,6 +39,12 @@ export interface Call extends RequestOptions {
   headers?: Record<string, string | undefined>;
 }
 
+/** An answer and its body, read in full. */
+export interface Answer {
+  response: Response;
+  text: string;
+}
+
 /** Methods whose retry cannot apply a change twice (RFC 9110 §9.2.2). */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 /** Statuses that say "later": rate limited, or briefly unavailable (an image pool full, a restart). */
@@ -84,19 +90,20 @@ export class Transport {
     return url.href;
   }
 
-  /** The answer of a 2xx or 304; any other status throws a ProblemError. */
-  async send(call: Call): Promise<Response> {
+  /** The answer of a 2xx or 304, its body read; any other status throws a ProblemError. */
+  async send(call: Call): Promise<Answer> {
     const retry = this.options.retry ?? {};
     const retries = IDEMPOTENT.has(call.method) ? (retry.retries ?? 2) : 0;
     const maxDelay = retry.maxDelayMs ?? 60_000;
     let renewed = false;
     for (let attempt = 0; ; attempt++) {
-      const response = await this.attempt(call);
-      if (response.ok || response.status === 304) return response;
+      const answer = await this.attempt(call);
+      const { response } = answer;
+      if (response.ok || response.status === 304) return answer;
       // A credential that renewed itself (an expired OAuth access token) gets one more try.
       if (response.status === 401 && !renewed && this.options.credentials?.unauthorized) {
         renewed = true;
-        if (await this.options.credentials.unauthorized(response.clone(), call.signal)) {
+        if (await this.options.credentials.unauthorized(response, call.signal)) {
           attempt--;
           continue;
         }
@@ -105,16 +112,20 @@ export class Transport {
         const asked = retryAfterMs(response.headers.get('retry-after'));
         const delay = asked ?? (retry.baseDelayMs ?? 1000) * 2 ** attempt;
         if (delay <= maxDelay) {
-          await response.body?.cancel();
           await sleep(delay, call.signal);
           continue;
         }
       }
-      throw await ProblemError.from(response);
+      throw ProblemError.from(response, answer.text);
     }
   }
 
-  private async attempt(call: Call): Promise<Response> {
+  /**
+   * One request, its body read within the time limit: the limit covers a server that sends the
+   * headers and then stalls. The timer is the global setTimeout, so a test can drive it.
+   */
+  private async attempt(call: Call): Promise<Answer> {
+    call.signal?.throwIfAborted();
     const headers = new Headers(this.options.headers);
     headers.set('accept', 'application/json');
     for (const [key, value] of Object.entries(call.headers ?? {})) if (value !== undefined) headers.set(key, value);
@@ -126,16 +137,22 @@ export class Transport {
       body = call.form; // fetch writes the multipart boundary into content-type.
     }
     await this.options.credentials?.authorize(headers, call.signal);
-    const limit = AbortSignal.timeout(call.timeoutMs ?? this.options.timeoutMs ?? 30_000);
-    const signal = call.signal ? AbortSignal.any([call.signal, limit]) : limit;
-    const fetcher = this.options.fetch ?? globalThis.fetch;
-    return fetcher(this.url(call.path, call.query), { method: call.method, headers, body, signal });
+    const limit = new AbortController();
+    const ms = call.timeoutMs ?? this.options.timeoutMs ?? 30_000;
+    const timer = setTimeout(() => limit.abort(new DOMException(`no answer within ${ms} ms`, 'TimeoutError')), ms);
+    const signal = call.signal ? AbortSignal.any([call.signal, limit.signal]) : limit.signal;
+    try {
+      const fetcher = this.options.fetch ?? globalThis.fetch;
+      const response = await fetcher(this.url(call.path, call.query), { method: call.method, headers, body, signal });
+      return { response, text: await response.text() };
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** A JSON answer's body; undefined for a 204 or 304. */
   async json<T>(call: Call): Promise<{ body: T; response: Response }> {
-    const response = await this.send(call);
-    const text = response.status === 204 || response.status === 304 ? '' : await response.text();
+    const { response, text } = await this.send(call);
     return { body: (text ? JSON.parse(text) : undefined) as T, response };
   }
 }

@@ -35,7 +35,7 @@ export class Changes {
       query: query as Record<string, string | number | undefined>,
       ...options,
       // A long-poll is held up to `wait` seconds: the request's limit starts after it.
-      timeoutMs: (options.timeoutMs ?? 30_000) + wait * 1000,
+      timeoutMs: (options.timeoutMs ?? this.transport.timeoutMs) + wait * 1000,
     });
     return body;
   }

@@ -84,6 +84,11 @@ export class Transport {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
   }
 
+  /** Each attempt's limit unless a call gives its own, in milliseconds. */
+  get timeoutMs(): number {
+    return this.options.timeoutMs ?? 30_000;
+  }
+
   url(path: string, query?: Call['query']): string {
     const url = new URL(this.baseUrl + path);
     for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
@@ -138,7 +143,7 @@ export class Transport {
     }
     await this.options.credentials?.authorize(headers, call.signal);
     const limit = new AbortController();
-    const ms = call.timeoutMs ?? this.options.timeoutMs ?? 30_000;
+    const ms = call.timeoutMs ?? this.timeoutMs;
     const timer = setTimeout(() => limit.abort(new DOMException(`no answer within ${ms} ms`, 'TimeoutError')), ms);
     const signal = call.signal ? AbortSignal.any([call.signal, limit.signal]) : limit.signal;
     try {

@@ -21,6 +21,8 @@ export interface OAuthOptions {
   allowInsecureRequests?: boolean;
   /** The time now, in milliseconds (for tests of expiry). */
   now?: () => number;
+  /** Each request's limit, in milliseconds (default 30 s). */
+  timeoutMs?: number;
 }
 
 export interface AuthorizationRequest {
@@ -77,10 +79,11 @@ export class OAuthClient {
   }
 
   private requestOptions(signal?: AbortSignal) {
+    const limit = AbortSignal.timeout(this.options.timeoutMs ?? 30_000);
     return {
       ...(this.options.fetch ? { [oauth.customFetch]: this.options.fetch } : {}),
       ...(this.options.allowInsecureRequests ? { [oauth.allowInsecureRequests]: true } : {}),
-      ...(signal ? { signal } : {}),
+      signal: signal ? AbortSignal.any([signal, limit]) : limit,
     };
   }
 
@@ -94,8 +97,11 @@ export class OAuthClient {
   }
 
   /** Where to send the owner's browser, with a fresh PKCE verifier and state. */
-  async authorizationUrl(options: { scope: 'everything:read' | 'everything:write' | (string & {}) }): Promise<AuthorizationRequest> {
-    const as = await this.server();
+  async authorizationUrl(options: {
+    scope: 'everything:read' | 'everything:write' | (string & {});
+    signal?: AbortSignal;
+  }): Promise<AuthorizationRequest> {
+    const as = await this.server(options.signal);
     const codeVerifier = oauth.generateRandomCodeVerifier();
     const state = oauth.generateRandomState();
     const url = new URL(as.authorization_endpoint!);
@@ -116,8 +122,12 @@ export class OAuthClient {
    * Exchanges the code the browser brought back to `redirectUri` (pass the whole callback URL) for
    * tokens. Checks `state` and `iss` (RFC 9207); a refusal by the owner (`access_denied`) throws.
    */
-  async exchangeCode(callbackUrl: string | URL, request: Pick<AuthorizationRequest, 'state' | 'codeVerifier'>): Promise<TokenSet> {
-    const as = await this.server();
+  async exchangeCode(
+    callbackUrl: string | URL,
+    request: Pick<AuthorizationRequest, 'state' | 'codeVerifier'>,
+    signal?: AbortSignal,
+  ): Promise<TokenSet> {
+    const as = await this.server(signal);
     const params = oauth.validateAuthResponse(as, this.client, new URL(callbackUrl), request.state);
     const response = await oauth.authorizationCodeGrantRequest(
       as,
@@ -126,7 +136,7 @@ export class OAuthClient {
       params,
       this.options.redirectUri,
       request.codeVerifier,
-      this.requestOptions(),
+      this.requestOptions(signal),
     );
     return this.tokenSet(await oauth.processAuthorizationCodeResponse(as, this.client, response).catch(tokenError));
   }

@@ -1,11 +1,12 @@
 /**
  * How a request is authenticated. The client calls `authorize` before every attempt (so a token
- * refreshed meanwhile is used), and `unauthorized` after a 401: a credential that can renew
- * itself (an OAuth session) does so and answers true, and the request is sent once more.
+ * refreshed meanwhile is used), and `unauthorized` after a 401 with the headers that request was
+ * sent with: a credential that can renew itself (an OAuth session) does so and answers true, and
+ * the request is sent once more.
  */
 export interface Credentials {
   authorize(headers: Headers, signal?: AbortSignal): Promise<void> | void;
-  unauthorized?(response: Response, signal?: AbortSignal): Promise<boolean>;
+  unauthorized?(response: Response, sent: Headers, signal?: AbortSignal): Promise<boolean>;
 }
 
 /** A website's API ID and key, sent as `X-Api-Id` and `X-Api-Key` (never in the URL). */

@@ -43,6 +43,8 @@ export interface Call extends RequestOptions {
 export interface Answer {
   response: Response;
   text: string;
+  /** The request's headers, as sent. */
+  sent: Headers;
 }
 
 /** Methods whose retry cannot apply a change twice (RFC 9110 §9.2.2). */
@@ -108,7 +110,7 @@ export class Transport {
       // A credential that renewed itself (an expired OAuth access token) gets one more try.
       if (response.status === 401 && !renewed && this.options.credentials?.unauthorized) {
         renewed = true;
-        if (await this.options.credentials.unauthorized(response, call.signal)) {
+        if (await this.options.credentials.unauthorized(response, answer.sent, call.signal)) {
           attempt--;
           continue;
         }
@@ -149,7 +151,7 @@ export class Transport {
     try {
       const fetcher = this.options.fetch ?? globalThis.fetch;
       const response = await fetcher(this.url(call.path, call.query), { method: call.method, headers, body, signal });
-      return { response, text: await response.text() };
+      return { response, text: await response.text(), sent: headers };
     } finally {
       clearTimeout(timer);
     }

@@ -198,8 +198,11 @@ export class OAuthSession implements Credentials {
     headers.set('authorization', `Bearer ${this.current.access_token}`);
   }
 
-  async unauthorized(_response: Response, signal?: AbortSignal): Promise<boolean> {
+  async unauthorized(_response: Response, sent: Headers, signal?: AbortSignal): Promise<boolean> {
     if (!this.current.refresh_token) return false;
+    // Sent with a token another request has replaced meanwhile: try again with the new one. A
+    // second refresh would only rotate the tokens once more.
+    if (sent.get('authorization') !== `Bearer ${this.current.access_token}`) return true;
     await this.refresh(signal);
     return true;
   }

@@ -180,7 +180,22 @@ test('the SDK against a server process', async (t) => {
     const reused = await oauth.refresh(old.refresh_token!).catch((e: unknown) => e);
     assert.ok(reused instanceof ProblemError && reused.title === 'invalid_grant', String(reused));
 
-    // The replay above revoked the connection (the service's rule): a new one to revoke ourselves.
+    // The replay above revoked the connection (the service's rule): a new one, whose access token
+    // the server refuses (as it would an expired one): the session refreshes once, for both requests.
+    const again = await oauth.authorizationUrl({ scope: 'everything:read' });
+    const home = await completeInteraction(new Browser(server.base), again.url, { login: server.owner, site: server.site.siteId });
+    const renewed: TokenSet[] = [];
+    const refused = oauth.session(
+      { ...(await oauth.exchangeCode(home.callback!, again)), access_token: 'refused' },
+      {
+        onTokens: (next) => void renewed.push(next),
+      },
+    );
+    const both = new CmsClient({ baseUrl: server.base, auth: refused });
+    await Promise.all([both.pages.list({ pageSize: 1 }), both.pages.list({ pageSize: 2 })]);
+    assert.equal(renewed.length, 1, 'one refresh after the 401s');
+
+    // And a connection to revoke ourselves.
     const second = await oauth.authorizationUrl({ scope: 'everything:read' });
     const back = await completeInteraction(new Browser(server.base), second.url, { login: server.owner, site: server.site.siteId });
     const fresh = oauth.session(await oauth.exchangeCode(back.callback!, second));

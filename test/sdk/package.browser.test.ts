@@ -120,11 +120,9 @@ try {
       if (url.pathname === '/') return response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page);
       const file = path.join(project, path.normalize(url.pathname));
       if (!file.startsWith(project)) return response.writeHead(404).end();
-      try {
-        response.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }).end(await readFile(file));
-      } catch {
-        response.writeHead(404).end();
-      }
+      const body = await readFile(file).catch(() => undefined);
+      if (body === undefined) return response.writeHead(404).end();
+      response.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }).end(body);
     });
     await new Promise<void>((resolve) => files.listen(port, '127.0.0.1', resolve));
     t.after(() => new Promise<void>((resolve) => files.close(() => resolve())));

@@ -27,7 +27,7 @@ const CONFIG_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package.json'];
 /** What each build compiles, from which project, and where its stamp is. */
 const BUILDS = {
   src: { folders: ['src'], tests: false, project: 'tsconfig.build.json', stamp: path.join('dist', '.src-build') },
-  all: { folders: ['src', 'test', 'bench'], tests: true, project: 'tsconfig.json', stamp: path.join('dist', '.all-build') },
+  all: { folders: ['src', 'test', 'bench', 'client/src'], tests: true, project: 'tsconfig.json', stamp: path.join('dist', '.all-build') },
 };
 
 /** The .ts files under dir (the tests only when asked for), as relative paths, sorted. */

@@ -71,7 +71,7 @@ test('the build compiles src/ only when something it depends on changed, and sha
   // The tests' build (everything) rewrites dist/src from the same sources: a start after it compiles nothing.
   run = build('--all');
   assert.equal(run.status, 0, run.said);
-  assert.match(run.said, /compiling src\/, test\/, bench\/ \(no build of src\/, test\/, bench\/ yet\)/);
+  assert.match(run.said, /compiling src\/, test\/, bench\/, client\/src\/ \(no build of src\/, test\/, bench\/, client\/src\/ yet\)/);
   assert.equal(existsSync(file('dist', 'src', 'a.test.js')), true);
   assert.equal(existsSync(file('dist', 'test', 'b.test.js')), true);
   assert.match(build().said, /dist\/src is up to date/);
@@ -84,7 +84,7 @@ test('the build compiles src/ only when something it depends on changed, and sha
   assert.match(run.said, /dist\/ is up to date/);
   assert.equal(statSync(file('dist', 'test', 'b.test.js')).mtimeMs, tested);
   writeFileSync(file('test', 'b.test.ts'), "import { a } from '../src/a.js';\nexport const b = a + 2;\n");
-  assert.match(build('--all').said, /compiling src\/, test\/, bench\/ \(src\/, test\/, bench\/ changed\)/);
+  assert.match(build('--all').said, /compiling src\/, test\/, bench\/, client\/src\/ \(src\/, test\/, bench\/, client\/src\/ changed\)/);
   assert.equal(readFileSync(file('dist', 'test', 'b.test.js'), 'utf8').includes('a + 2'), true);
 
   // Another compile (npm run dev, a bare tsc, the src/ build) wrote dist/src after the stamps: both

@@ -18,16 +18,18 @@ function problem(status: number, headers: Record<string, string> = {}): Response
 
 const ok = () => new Response(JSON.stringify({ data: [], meta: { pageSize: 200, total: 0, offset: 0 } }), { status: 200 });
 
-/** A fetch that answers from a list, and records each request. */
+/** A fetch that answers from a list, and records each request and when (by the mocked clock) it was sent. */
 function fakeFetch(answers: Array<() => Response>) {
   const requests: Request[] = [];
+  const sentAt: number[] = [];
   const fetch = async (input: string | URL | Request, init?: RequestInit) => {
     requests.push(new Request(input, init));
+    sentAt.push(Date.now());
     const next = answers.shift();
     if (!next) throw new Error('no more answers');
     return next();
   };
-  return { fetch: fetch as typeof globalThis.fetch, requests };
+  return { fetch: fetch as typeof globalThis.fetch, requests, sentAt };
 }
 
 /** Lets the client's pending promises run up to its next timer. */
@@ -37,17 +39,41 @@ function mockClock(t: TestContext) {
   t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: Date.parse('2026-12-01T12:00:00Z') });
 }
 
+/**
+ * Moves the mocked clock on in steps of 10 ms until `done()` holds, letting the client's promises
+ * run after each step: the client sets its timer only once it has read an answer, which takes a
+ * number of turns of the event loop that no test should count on. Returns the milliseconds moved.
+ */
+async function advanceUntil(t: TestContext, done: () => boolean): Promise<number> {
+  let moved = 0;
+  await settle();
+  while (!done()) {
+    if (moved > 24 * 3600_000) throw new Error('a day of mocked time went by and the client did not get there');
+    t.mock.timers.tick(10);
+    moved += 10;
+    await settle();
+  }
+  return moved;
+}
+
+/** Whether a promise has settled, read synchronously. */
+function tracked<T>(promise: Promise<T>): { promise: Promise<T>; done: () => boolean } {
+  let settled = false;
+  const tracking = promise.finally(() => {
+    settled = true;
+  });
+  return { promise: tracking, done: () => settled };
+}
+
 test('a GET answered 503 with Retry-After is sent again after that many seconds, not before', async (t) => {
   mockClock(t);
-  const { fetch, requests } = fakeFetch([() => problem(503, { 'retry-after': '3' }), ok]);
+  const { fetch, requests, sentAt } = fakeFetch([() => problem(503, { 'retry-after': '3' }), ok]);
   const cms = new CmsClient({ baseUrl: 'https://cms.example', fetch });
   const listed = cms.pages.list();
-  await settle();
-  assert.equal(requests.length, 1);
-  t.mock.timers.tick(2999);
-  await settle();
-  assert.equal(requests.length, 1, 'not before Retry-After');
-  t.mock.timers.tick(1);
+  await advanceUntil(t, () => requests.length === 2);
+  const waited = sentAt[1]! - sentAt[0]!;
+  assert.ok(waited >= 3000, `not before Retry-After: sent again after ${waited} ms`);
+  assert.ok(waited < 6000, `soon after Retry-After: sent again after ${waited} ms`);
   assert.deepEqual((await listed).data, []);
   assert.equal(requests.length, 2);
 });
@@ -55,13 +81,13 @@ test('a GET answered 503 with Retry-After is sent again after that many seconds,
 test('Retry-After as an HTTP date, and 429 like 503', async (t) => {
   mockClock(t);
   const at = new Date(Date.now() + 5000).toUTCString();
-  const { fetch, requests } = fakeFetch([() => problem(429, { 'retry-after': at }), ok]);
+  const { fetch, requests, sentAt } = fakeFetch([() => problem(429, { 'retry-after': at }), ok]);
   const listed = new CmsClient({ baseUrl: 'https://cms.example', fetch }).pages.list();
-  await settle();
-  t.mock.timers.tick(4999);
-  await settle();
-  assert.equal(requests.length, 1);
-  t.mock.timers.tick(1);
+  await advanceUntil(t, () => requests.length === 2);
+  const waited = sentAt[1]! - sentAt[0]!;
+  // The date names a whole second: at most a second sooner than five seconds, never later than asked.
+  assert.ok(waited >= 4000 && waited < 10_000, `sent again after ${waited} ms`);
+  assert.ok(sentAt[1]! >= Date.parse(at), 'not before the date Retry-After names');
   await listed;
   assert.equal(requests.length, 2);
   assert.equal(retryAfterMs('120'), 120_000);
@@ -85,10 +111,9 @@ test('retries stop after `retries`, and a Retry-After beyond maxDelayMs is not w
   mockClock(t);
   const { fetch, requests } = fakeFetch([() => problem(503, { 'retry-after': '1' }), () => problem(503, { 'retry-after': '1' })]);
   const cms = new CmsClient({ baseUrl: 'https://cms.example', fetch, retry: { retries: 1 } });
-  const listed = cms.pages.list().catch((e: unknown) => e);
-  await settle();
-  t.mock.timers.tick(1000);
-  const error = await listed;
+  const listed = tracked(cms.pages.list().catch((e: unknown) => e));
+  await advanceUntil(t, listed.done);
+  const error = await listed.promise;
   assert.ok(error instanceof ProblemError && error.status === 503);
   assert.equal(requests.length, 2);
 
@@ -121,10 +146,10 @@ test('each request carries the signal: a timeout or an abort reaches fetch', asy
     });
   }) as typeof fetch;
   const cms = new CmsClient({ baseUrl: 'https://cms.example', fetch: hanging, timeoutMs: 10_000 });
-  const timedOut = cms.pages.get(1).catch((e: unknown) => e);
-  await settle();
-  t.mock.timers.tick(10_000);
-  assert.equal(((await timedOut) as Error).name, 'TimeoutError');
+  const timedOut = tracked(cms.pages.get(1).catch((e: unknown) => e));
+  const waited = await advanceUntil(t, timedOut.done);
+  assert.equal(((await timedOut.promise) as Error).name, 'TimeoutError');
+  assert.ok(waited >= 10_000, `not before timeoutMs: after ${waited} ms`);
   const stop = new AbortController();
   const aborted = cms.pages.get(1, { signal: stop.signal, timeoutMs: 60_000 }).catch((e: unknown) => e);
   await settle();

@@ -25,7 +25,10 @@ for run in $(seq 1 "$runs"); do
   echo "run $run: exit $status in ${took} s ($(uptime | sed 's/.*load average: //'))"
   if [ "$status" -ne 0 ]; then
     failed=1
-    tail -n 40 "$work/ci.log"
+    # The whole log is kept, and its failures shown: a shard's report can be long.
+    cp "$work/ci.log" "${TMPDIR:-/tmp}/cms-ci-load-run-$run.log"
+    echo "log kept in ${TMPDIR:-/tmp}/cms-ci-load-run-$run.log"
+    grep -n -A 25 -E '^(✖ failing tests:|Failed tests:)|FAILED:' "$work/ci.log" | head -n 120 || tail -n 40 "$work/ci.log"
   fi
   grep -E '^==> \[' "$work/ci.log" || true
   rm -rf "$work"

@@ -19,7 +19,7 @@ import type { Db } from '../src/db/db.js';
 import { readDemoCredentials } from '../src/demo/credentials.js';
 import { LocalImageStorage } from '../src/storage/local-image-storage.js';
 import { createEmptyPostgresDatabase, TEST_DATABASE_URL } from './helpers.js';
-import { basic, listening, type Started, start } from './server-process.js';
+import { basic, fetchWhole, listening, type Started, start } from './server-process.js';
 
 const ROUNDS = 25;
 
@@ -64,7 +64,7 @@ async function cluster(t: TestContext): Promise<Cluster> {
     siteId: credentials.siteId,
     dataDir,
     send: (i, method, target, body, headers = {}) =>
-      fetch(`${nodes[i % nodes.length]!.base}${target}`, {
+      fetchWhole(`${nodes[i % nodes.length]!.base}${target}`, {
         method,
         headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),

@@ -54,16 +54,27 @@ function answer(raw: string): { status: number; headers: string; body: Record<st
 }
 
 let server: Started;
+/**
+ * A server whose idle limit is far beyond its request limit, for the requests that arrive slowly.
+ * With the idle limit of `server` (1 s), a trickle held up for a second by a busy machine left the
+ * connection idle, and the idle limit closed it without an answer before the request limit's 408.
+ */
+let patient: Started;
 let authorization: string;
 let dataDir: string;
 
 test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
   dataDir = await tempDir(t);
-  server = await start(t, { DATA_DIR: dataDir, HTTP_IDLE_TIMEOUT_SECONDS: '1', HTTP_REQUEST_TIMEOUT_SECONDS: '2', RATE_LIMIT_TOKEN: '0' });
+  const env = { DATA_DIR: dataDir, HTTP_REQUEST_TIMEOUT_SECONDS: '2', RATE_LIMIT_TOKEN: '0' };
+  server = await start(t, { ...env, HTTP_IDLE_TIMEOUT_SECONDS: '1' });
   await listening(server);
+  // The same data folder: the demo data is there already, and the staging folder is the same.
+  patient = await start(t, { ...env, HTTP_IDLE_TIMEOUT_SECONDS: '600' });
+  await listening(patient);
   const credentials = JSON.parse(await readFile(path.join(dataDir, 'demo-credentials.json'), 'utf8')) as DemoCredentials;
   authorization = basic(credentials);
   const host = new URL(server.base).host;
+  const patientHost = new URL(patient.base).host;
 
   await t.test('a connection that sends nothing is closed after the idle timeout', async (t) => {
     const idle = await open(t, server.base);
@@ -84,10 +95,10 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
   });
 
   await t.test('headers that arrive a byte at a time get a 408 problem once the request timeout passes', async (t) => {
-    const slow = await open(t, server.base);
+    const slow = await open(t, patient.base);
     void trickle(
       slow.socket,
-      `GET /api/page HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${authorization}\r\nX-Filler: ${'x'.repeat(200)}\r\n\r\n`,
+      `GET /api/page HTTP/1.1\r\nHost: ${patientHost}\r\nAuthorization: ${authorization}\r\nX-Filler: ${'x'.repeat(200)}\r\n\r\n`,
       300,
     );
     // The trickle would take a minute and a half: a 408 is the request timeout's, not its end.
@@ -100,9 +111,9 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
   await t.test('a JSON body that stops arriving gets a 408 problem and writes nothing', async (t) => {
     const title = `slow body ${Date.now()}`;
     const json = JSON.stringify({ page_usertitle: title });
-    const slow = await open(t, server.base);
+    const slow = await open(t, patient.base);
     slow.socket.write(
-      `POST /api/page HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${json.length + 50}\r\n\r\n`,
+      `POST /api/page HTTP/1.1\r\nHost: ${patientHost}\r\nAuthorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${json.length + 50}\r\n\r\n`,
     );
     // A byte every 300 ms: never idle for a second, but never done either.
     void trickle(slow.socket, json + ' '.repeat(50), 300);
@@ -111,7 +122,7 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
     assert.equal(status, 408, slow.received());
     assert.match(headers, /content-type: application\/problem\+json/);
     assert.equal(body.status, 408);
-    const list = await fetch(`${server.base}/api/page?title=${encodeURIComponent(title)}`, { headers: { authorization } });
+    const list = await fetch(`${patient.base}/api/page?title=${encodeURIComponent(title)}`, { headers: { authorization } });
     assert.equal(((await list.json()) as { meta: { total: number } }).meta.total, 0, 'the page was not created');
   });
 
@@ -121,9 +132,9 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
       `--${boundary}\r\nContent-Disposition: form-data; name="data"\r\n\r\n{"info_title":"Slow upload","page":1}\r\n` +
       `--${boundary}\r\nContent-Disposition: form-data; name="uploadPrimaryImage"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`;
     const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
-    const slow = await open(t, server.base);
+    const slow = await open(t, patient.base);
     slow.socket.write(
-      `POST /api/blog HTTP/1.1\r\nHost: ${host}\r\nAuthorization: ${authorization}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 100000\r\n\r\n`,
+      `POST /api/blog HTTP/1.1\r\nHost: ${patientHost}\r\nAuthorization: ${authorization}\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: 100000\r\n\r\n`,
     );
     slow.socket.write(head);
     slow.socket.write(png);
@@ -180,4 +191,5 @@ test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
   });
 
   assert.equal(server.child.exitCode, null, 'the server is still running');
+  assert.equal(patient.child.exitCode, null, 'the patient server is still running');
 });

@@ -19,7 +19,7 @@ import type { DemoCredentials } from '../src/demo/credentials.js';
 import { image, noisyJpeg } from './blog-fixtures.js';
 import { type Shared, sha256, Writer } from './crash-writers.js';
 import { ownPostgresDatabase, TEST_DATABASE_URL } from './helpers.js';
-import { basic, listening, type Started, start } from './server-process.js';
+import { basic, HANG_LIMIT_MS, listening, type Started, start } from './server-process.js';
 
 const KILLS = 5;
 const WRITERS = 4;
@@ -134,7 +134,9 @@ function acknowledgedMore(shared: Shared, more: number, ended: Promise<unknown>)
 }
 
 for (const c of CASES) {
-  test(`SIGKILL ${KILLS} times under concurrent writes: ${c.database}, IMAGE_STORAGE=${c.storage}`, { timeout: 120_000 }, async (t) => {
+  test(`SIGKILL ${KILLS} times under concurrent writes: ${c.database}, IMAGE_STORAGE=${c.storage}`, {
+    timeout: HANG_LIMIT_MS,
+  }, async (t) => {
     const began = Date.now();
     const dataDir = await mkdtemp(path.join(tmpdir(), 'cms-crash-'));
     t.after(() => rm(dataDir, { recursive: true, force: true }));

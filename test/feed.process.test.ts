@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { Acknowledgements, type Api, assertRevisionsListed, assertSawEachOnce, followFeed, runWriter } from './feed-writers.js';
 import { addTestSite, createEmptyPostgresDatabase, TEST_DATABASE_URL, type TestSite, tempDir } from './helpers.js';
-import { listening, type Started, start } from './server-process.js';
+import { HANG_LIMIT_MS, listening, type Started, start } from './server-process.js';
 
 /** Requests to one node with the website's credentials. */
 function apiOf(node: Started, site: TestSite): Api {
@@ -20,7 +20,7 @@ function apiOf(node: Started, site: TestSite): Api {
 
 test('two nodes on one PostgreSQL: the feed on one shows every write acknowledged by either, once, in seq order', {
   skip: TEST_DATABASE_URL ? false : 'needs PostgreSQL (set TEST_DATABASE_URL): several nodes cannot share a SQLite file',
-  timeout: 120_000,
+  timeout: HANG_LIMIT_MS,
 }, async (t) => {
   const database = await createEmptyPostgresDatabase(t);
   const env = {

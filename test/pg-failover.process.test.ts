@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { DemoCredentials } from '../src/demo/credentials.js';
 import { ownPostgresDatabase, TEST_DATABASE_URL, tempDir } from './helpers.js';
-import { basic, listening, start } from './server-process.js';
+import { basic, HANG_LIMIT_MS, listening, start } from './server-process.js';
 
 const WRITERS = 12;
 const TERMINATIONS = 8;
@@ -82,7 +82,7 @@ async function writer(base: string, authorization: string, name: string, tally: 
 
 test('backends terminated again and again under concurrent writes: the process stays up and loses nothing', {
   skip: !TEST_DATABASE_URL && 'PostgreSQL only',
-  timeout: 120_000,
+  timeout: HANG_LIMIT_MS,
 }, async (t) => {
   const database = await ownPostgresDatabase(t, 'failover');
   const { admin } = database;

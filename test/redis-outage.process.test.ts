@@ -8,7 +8,7 @@ import { readDemoCredentials } from '../src/demo/credentials.js';
 import { DEMO_CLIENT_ID } from '../src/oauth/clients/client.service.js';
 import { Browser } from './oauth.helpers.js';
 import { startRedisProcess } from './redis-server.js';
-import { basic, freePort, listening, type Started, start } from './server-process.js';
+import { basic, freePort, HANG_LIMIT_MS, listening, type Started, start } from './server-process.js';
 import { until } from './until.js';
 
 interface Answer {
@@ -66,7 +66,7 @@ async function dataDir(t: TestContext): Promise<string> {
 }
 
 test('Redis killed under load: fast answers, no 500, limits that still hold, /readyz says so, and Redis again once it is back', {
-  timeout: 120_000,
+  timeout: HANG_LIMIT_MS,
 }, async (t) => {
   const redis = await startRedisProcess(t);
   if (!redis) {

@@ -8,6 +8,14 @@ import type { DemoCredentials } from '../src/demo/credentials.js';
 /** What `npm start` runs after the build. */
 const SERVER = fileURLToPath(new URL('../src/server.js', import.meta.url));
 
+/**
+ * The time limit of a test that starts server processes. It only turns a hang into a failure: each
+ * start, kill and restart waits for the scheduler, and on a 2-core machine kept busy by other jobs
+ * a test that restarts servers ten times has run past two minutes while making progress. The
+ * suite's own deadline (scripts/test.mjs) still names whatever is running when it passes.
+ */
+export const HANG_LIMIT_MS = 600_000;
+
 /** Where freePort draws from: below Linux's ephemeral ports (32768–60999). */
 const PORTS = { from: 20_000, count: 12_000 } as const;
 

@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import type { DemoCredentials } from '../src/demo/credentials.js';
-import { basic, listening, start } from './server-process.js';
+import { basic, HANG_LIMIT_MS, listening, start } from './server-process.js';
 
-test('npm start: demo data on first start, pages over HTTP, clean SIGTERM, nothing new on restart', { timeout: 120_000 }, async (t) => {
+test('npm start: demo data on first start, pages over HTTP, clean SIGTERM, nothing new on restart', {
+  timeout: HANG_LIMIT_MS,
+}, async (t) => {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'cms-server-'));
   t.after(() => rm(dataDir, { recursive: true, force: true }));
 

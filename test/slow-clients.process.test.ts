@@ -14,7 +14,7 @@ import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DemoCredentials } from '../src/demo/credentials.js';
 import { tempDir } from './helpers.js';
-import { basic, feedEnd, listening, type Started, start } from './server-process.js';
+import { basic, feedEnd, HANG_LIMIT_MS, listening, type Started, start } from './server-process.js';
 import { until } from './until.js';
 
 interface Opened {
@@ -63,7 +63,7 @@ let patient: Started;
 let authorization: string;
 let dataDir: string;
 
-test('slow, silent and malformed clients', { timeout: 90_000 }, async (t) => {
+test('slow, silent and malformed clients', { timeout: HANG_LIMIT_MS }, async (t) => {
   dataDir = await tempDir(t);
   const env = { DATA_DIR: dataDir, HTTP_REQUEST_TIMEOUT_SECONDS: '2', RATE_LIMIT_TOKEN: '0' };
   server = await start(t, { ...env, HTTP_IDLE_TIMEOUT_SECONDS: '1' });

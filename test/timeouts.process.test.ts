@@ -13,10 +13,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { DemoCredentials } from '../src/demo/credentials.js';
 import { tempDir } from './helpers.js';
 import { rawSocket } from './raw-socket.js';
-import { basic, feedEnd, listening, start } from './server-process.js';
+import { basic, feedEnd, HANG_LIMIT_MS, listening, start } from './server-process.js';
 
 test('at the default limits: a silent connection is closed, slow headers get a 408, a long-poll of the longest wait is answered', {
-  timeout: 120_000,
+  timeout: HANG_LIMIT_MS,
 }, async (t) => {
   const dataDir = await tempDir(t);
   const server = await start(t, { DATA_DIR: dataDir });

@@ -16,7 +16,7 @@ import { listConnections } from '../src/oauth/connections/connection.service.js'
 import { createEmptyPostgresDatabase, TEST_DATABASE_URL } from './helpers.js';
 import { authorizeUrl, Browser, completeInteraction, formOf, pkcePair, type Tokens, tokenRequest } from './oauth.helpers.js';
 import { startRedis } from './redis-server.js';
-import { freePort, listening, type Started, start } from './server-process.js';
+import { freePort, HANG_LIMIT_MS, listening, type Started, start } from './server-process.js';
 
 /**
  * The load balancer in front of the nodes, listening at PUBLIC_URL; the test says which node gets
@@ -75,7 +75,7 @@ function treeSize(pages: readonly DemoPage[]): number {
 
 test('two nodes, one PostgreSQL, one Redis: one migration, one demo, and logins, tokens, revocations and limits shared', {
   skip: TEST_DATABASE_URL ? false : 'needs PostgreSQL (set TEST_DATABASE_URL): several nodes cannot share a SQLite file',
-  timeout: 120_000,
+  timeout: HANG_LIMIT_MS,
 }, async (t) => {
   const database = await createEmptyPostgresDatabase(t);
   const redisUrl = await startRedis(t);

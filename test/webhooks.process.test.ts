@@ -11,7 +11,7 @@ import path from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { readDemoCredentials } from '../src/demo/credentials.js';
 import { createEmptyPostgresDatabase, ownPostgresDatabase, TEST_DATABASE_URL } from './helpers.js';
-import { basic, listening, type Started, start } from './server-process.js';
+import { basic, HANG_LIMIT_MS, listening, type Started, start } from './server-process.js';
 import { until } from './until.js';
 import { webhookReceiver } from './webhook-receiver.js';
 
@@ -45,7 +45,7 @@ const CASES = [TEST_DATABASE_URL ? { database: 'postgres' } : { database: 'sqlit
 
 for (const c of CASES) {
   test(`a delivery committed but not sent when the server is SIGKILLed is sent after the restart: ${c.database}`, {
-    timeout: 90_000,
+    timeout: HANG_LIMIT_MS,
   }, async (t) => {
     const dir = await dataDir(t);
     const databaseUrl = c.database === 'postgres' ? (await ownPostgresDatabase(t, 'hooks')).url : undefined;
@@ -107,7 +107,7 @@ const PER_SITE = 5;
 
 test('two nodes on one PostgreSQL database: 20 writes across both, 20 deliveries, none twice', {
   skip: TEST_DATABASE_URL ? false : 'needs PostgreSQL (set TEST_DATABASE_URL): several nodes cannot share a SQLite file',
-  timeout: 120_000,
+  timeout: HANG_LIMIT_MS,
 }, async (t) => {
   const database = await createEmptyPostgresDatabase(t);
   const dir = await dataDir(t);

@@ -79,7 +79,7 @@ export interface Change {
 }
 
 /** A change as logged: what a webhook delivery tells about it. */
-export interface LoggedChange {
+interface LoggedChange {
   readonly type: RecordType;
   readonly id: number;
   readonly seq: number;

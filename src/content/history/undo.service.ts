@@ -33,13 +33,13 @@ export interface UndoScope {
   readonly since: string;
 }
 
-export interface UndoneRecord {
+interface UndoneRecord {
   readonly type: RecordType;
   readonly id: number;
 }
 
 /** A record left as it is, and why; `by` and `at` name the other writer's change that stands in the way. */
-export interface SkippedRecord extends UndoneRecord {
+interface SkippedRecord extends UndoneRecord {
   readonly reason: string;
   readonly by?: Actor;
   readonly at?: string;

@@ -41,7 +41,7 @@ async function deleteRow(db: DbHandle, r: AnyResource, siteId: number, id: numbe
  * rebuilt from the row's columns as they now are, so it cannot differ from what building the
  * record from them gives.
  */
-export async function storeRecord<R>(
+async function storeRecord<R>(
   db: DbHandle,
   r: AnyResource<unknown, R>,
   siteId: number,

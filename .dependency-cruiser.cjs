@@ -1,6 +1,6 @@
 // Import rules that CI checks (npm run deps): no cycles anywhere, the data layer depends on
-// nothing above it, the console on the OAuth services only, and the web pages' helpers on no
-// feature. See docs/architecture.md for the folders and what each owns.
+// nothing above it, the console on the OAuth services only, the content on no webhook module, and
+// the web pages' helpers on no feature. See docs/architecture.md for the folders and what each owns.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -39,6 +39,16 @@ module.exports = {
         'never its repositories, provider internals, views or interaction steps: those may change without the console knowing.',
       from: { path: '^src/console/' },
       to: { path: '^src/oauth/', pathNot: '^src/oauth/(.+\\.service|scopes)\\.ts$' },
+    },
+    {
+      name: 'content-not-on-webhooks',
+      severity: 'error',
+      comment:
+        'Pages, blogs and their history know nothing of webhooks: the change log queues a change\u2019s deliveries through the ' +
+        'outbox it is handed where the app is wired (app.ts, the cms command; webhook.outbox.ts), so a write shows its steps ' +
+        'and the content folder builds without the webhooks.',
+      from: { path: '^src/content/' },
+      to: { path: '^src/webhooks/' },
     },
     {
       name: 'web-not-on-features',

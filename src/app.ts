@@ -8,8 +8,9 @@ import { registerConsole } from './console/console.routes.js';
 import { registerFrontDoor } from './console/front-door.js';
 import { registerBlogs } from './content/blogs/blog.routes.js';
 import { removeOrphanImages } from './content/blogs/image-cleanup.js';
+import { ChangeLog } from './content/history/change-log.js';
 import { registerHistory } from './content/history/history.routes.js';
-import { applyRetention } from './content/history/history.service.js';
+import { applyRetention } from './content/history/retention.service.js';
 import { registerPages } from './content/pages/page.routes.js';
 import { LIST_RECORDS_IN_FLIGHT } from './content/shared/envelope.js';
 import type { Db } from './db/database.js';
@@ -36,6 +37,7 @@ import { registerImageFiles, variantRateLimit } from './storage/image.routes.js'
 import { ImageProcessor } from './storage/image-processor.js';
 import type { ImageStorage } from './storage/image-storage.js';
 import { Upkeep } from './upkeep.js';
+import { webhookOutbox } from './webhooks/webhook.outbox.js';
 import { forgetRotatedSecrets, removeOldDeliveries } from './webhooks/webhook.repository.js';
 import { registerWebhooks } from './webhooks/webhook.routes.js';
 import { deliveryGuard, WebhookWorker } from './webhooks/webhook.worker.js';
@@ -43,6 +45,8 @@ import { deliveryGuard, WebhookWorker } from './webhooks/webhook.worker.js';
 interface AppDeps {
   readonly config: Config;
   readonly db: Db;
+  /** The change log every write of a page or blog appends to, with the webhook outbox; changeLogWithWebhooks() when absent. */
+  readonly changeLog?: ChangeLog;
   /** Where uploaded images are kept; IMAGE_STORAGE's driver (swept at start) when absent. */
   readonly images?: ImageStorage;
   /** Keeps the principals credentials proved; when absent, one on the database's change source unless KEEP_CREDENTIALS=false. */
@@ -64,6 +68,7 @@ const HEADERS_TIMEOUT_MS = 20_000;
 export async function buildApp({
   config,
   db,
+  changeLog = changeLogWithWebhooks(),
   images,
   principals,
   logStream,
@@ -157,6 +162,7 @@ export async function buildApp({
     config,
     limits: limits.shared,
     images: imageStorage,
+    changeLog,
     webhookGuard,
   });
   registerFrontDoor(app, { config, db: db.kysely });
@@ -174,11 +180,16 @@ export async function buildApp({
   });
   const lists = new Budget(LIST_RECORDS_IN_FLIGHT);
   for (const prefix of ['/api', '/webapps/api']) {
-    await app.register(async (scope) => registerPages(scope, { db: db.kysely, prefix, lists }), { prefix });
-    await app.register(async (scope) => registerBlogs(scope, { db: db.kysely, config, prefix, images: imageStorage, processor, lists }), {
+    await app.register(async (scope) => registerPages(scope, { db: db.kysely, changeLog, prefix, lists }), { prefix });
+    await app.register(
+      async (scope) => registerBlogs(scope, { db: db.kysely, changeLog, config, prefix, images: imageStorage, processor, lists }),
+      {
+        prefix,
+      },
+    );
+    await app.register(async (scope) => registerHistory(scope, { deps: { db: db.kysely, changeLog, images: imageStorage }, prefix }), {
       prefix,
     });
-    await app.register(async (scope) => registerHistory(scope, { deps: { db: db.kysely, images: imageStorage }, prefix }), { prefix });
   }
   // Webhooks: the management API, and this process's share of the deliveries (webhook.worker.ts).
   await app.register(
@@ -215,9 +226,17 @@ export async function buildApp({
   app.addHook('onClose', () => upkeep.stop());
   // After the content routes: its tools are built from their schemas.
   await registerMcp(app, {
-    deps: { db: db.kysely, images: imageStorage, warn: (message, error) => app.log.warn({ err: error }, message) },
+    deps: { db: db.kysely, changeLog, images: imageStorage, warn: (message, error) => app.log.warn({ err: error }, message) },
   });
   return app;
+}
+
+/**
+ * The change log with the webhook outbox: every change a write logs queues its deliveries in the
+ * write's transaction. What the app, the server's start-up and the `cms` command hand their writes.
+ */
+export function changeLogWithWebhooks(): ChangeLog {
+  return new ChangeLog(webhookOutbox);
 }
 
 /** The image processor the settings describe: uploads' pool and variants' bounded pool. */

@@ -31,13 +31,14 @@ interface RunningServer {
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   // Loaded only now, after the configuration was read: a configuration error is then answered at
   // once, in one line, before the slow load of oidc-provider and the app (and anything they print).
-  const [{ buildApp }, { createDatabase }, { migrateToLatest }, { seedDemo }, { addDemoRedirects }] = await Promise.all([
-    import('./app.js'),
-    import('./db/database.js'),
-    import('./db/migrate.js'),
-    import('./demo/seed.js'),
-    import('./oauth/clients/client.service.js'),
-  ]);
+  const [{ buildApp, changeLogWithWebhooks }, { createDatabase }, { migrateToLatest }, { seedDemo }, { addDemoRedirects }] =
+    await Promise.all([
+      import('./app.js'),
+      import('./db/database.js'),
+      import('./db/migrate.js'),
+      import('./demo/seed.js'),
+      import('./oauth/clients/client.service.js'),
+    ]);
   let app: FastifyInstance | undefined;
   const db = createDatabase(config.databaseUrl, {
     synchronous: config.sqliteSynchronous,
@@ -52,12 +53,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
   try {
     const migrations = await migrateToLatest(db);
+    // One change log for the process: the start-up's writes (cycle repair, demo data) are logged and delivered as the app's are.
+    const changeLog = changeLogWithWebhooks();
     // Cycles a database may hold from before page moves were locked: broken before anything reads the tree.
     const { repairPageCycles } = await import('./content/pages/page.cycles.js');
-    const repairs = await repairPageCycles(db.kysely, { kind: 'system', id: 'page-cycles', name: 'page cycle repair at start' });
-    const demoCreated = config.demo ? await seedDemo(db.kysely, config, { password: options.demoPassword }) : undefined;
+    const repairs = await repairPageCycles(db.kysely, changeLog, { kind: 'system', id: 'page-cycles', name: 'page cycle repair at start' });
+    const demoCreated = config.demo ? await seedDemo(db.kysely, changeLog, config, { password: options.demoPassword }) : undefined;
     if (config.demo) await addDemoRedirects(db.kysely, config.publicUrl);
-    app = await buildApp({ config, db, logStream: options.logStream });
+    app = await buildApp({ config, db, changeLog, logStream: options.logStream });
     // Says which node of several did the upgrade: the others wait for its lock, then find it done.
     app.log.info({ migrations }, migrations.length ? 'database migrations applied' : 'database schema is current');
     for (const repair of repairs) app.log.warn(repair, 'page tree cycle broken at its latest move');

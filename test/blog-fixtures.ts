@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { TestContext } from 'node:test';
 import sharp from 'sharp';
 import type { Config, ImageStorageKind } from '../src/config.js';
-import { applyRetention } from '../src/content/history/history.service.js';
+import { applyRetention } from '../src/content/history/retention.service.js';
 import { DatabaseImageStorage } from '../src/storage/database-image-storage.js';
 import type { ImageProcessor } from '../src/storage/image-processor.js';
 import type { ImageStorage } from '../src/storage/image-storage.js';

@@ -8,6 +8,7 @@ import { savePage } from '../src/content/pages/page.service.js';
 import { createWebhook } from '../src/webhooks/webhook.service.js';
 import { deliveryGuard } from '../src/webhooks/webhook.worker.js';
 import { launchChromium, SCREENSHOTS } from './browser.js';
+import { CHANGE_LOG } from './helpers.js';
 import { connect, startOAuthApp } from './oauth.helpers.js';
 
 /**
@@ -60,8 +61,20 @@ test('in Chromium at 1280 and 390 px: every console page, the front door, /try a
     config: { webhooks: { ...testConfig().webhooks, allowPrivateTargets: true } },
   });
   await connect(a, { site: a.site.siteId });
-  const about = await savePage(a.db.kysely, a.site.siteId, { page_usertitle: 'About us', page_parent: 0, page_order: 1 }, SYSTEM_ACTOR);
-  await savePage(a.db.kysely, a.site.siteId, { page_usertitle: 'Our team', page_parent: about.record.page, page_order: 1 }, SYSTEM_ACTOR);
+  const about = await savePage(
+    a.db.kysely,
+    CHANGE_LOG,
+    a.site.siteId,
+    { page_usertitle: 'About us', page_parent: 0, page_order: 1 },
+    SYSTEM_ACTOR,
+  );
+  await savePage(
+    a.db.kysely,
+    CHANGE_LOG,
+    a.site.siteId,
+    { page_usertitle: 'Our team', page_parent: about.record.page, page_order: 1 },
+    SYSTEM_ACTOR,
+  );
   const hook = await createWebhook(a.db.kysely, deliveryGuard(a.config.webhooks), a.site.siteId, {
     url: 'http://127.0.0.1:9/hook',
     events: ['*'],

@@ -11,6 +11,7 @@ import { listConnections } from '../src/oauth/connections/connection.service.js'
 import { createWebhook } from '../src/webhooks/webhook.service.js';
 import { deliveryGuard } from '../src/webhooks/webhook.worker.js';
 import { launchChromium, SCREENSHOTS } from './browser.js';
+import { CHANGE_LOG } from './helpers.js';
 import { connect, exchangeCode, type OAuthTestApp, startOAuthApp, tokenRequest } from './oauth.helpers.js';
 import { webhookReceiver } from './webhook-receiver.js';
 
@@ -27,14 +28,28 @@ async function signIn(page: Page, a: OAuthTestApp) {
 async function addPages(a: OAuthTestApp) {
   const home = await savePage(
     a.db.kysely,
+    CHANGE_LOG,
     a.site.siteId,
     { page_usertitle: 'Home', page_menuname: 'Home', page_parent: 0, page_order: 1 },
     SYSTEM_ACTOR,
   );
-  const about = await savePage(a.db.kysely, a.site.siteId, { page_usertitle: 'About us', page_parent: 0, page_order: 2 }, SYSTEM_ACTOR);
-  await savePage(a.db.kysely, a.site.siteId, { page_usertitle: 'Our team', page_parent: about.record.page, page_order: 1 }, SYSTEM_ACTOR);
+  const about = await savePage(
+    a.db.kysely,
+    CHANGE_LOG,
+    a.site.siteId,
+    { page_usertitle: 'About us', page_parent: 0, page_order: 2 },
+    SYSTEM_ACTOR,
+  );
   await savePage(
     a.db.kysely,
+    CHANGE_LOG,
+    a.site.siteId,
+    { page_usertitle: 'Our team', page_parent: about.record.page, page_order: 1 },
+    SYSTEM_ACTOR,
+  );
+  await savePage(
+    a.db.kysely,
+    CHANGE_LOG,
     a.site.siteId,
     { page_usertitle: 'History', page_parent: about.record.page, page_order: 2, page_privacy: 1 },
     SYSTEM_ACTOR,

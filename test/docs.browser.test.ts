@@ -5,7 +5,7 @@ import { testConfig } from '../src/config.js';
 import { seedDemo } from '../src/demo/seed.js';
 import { DEMO_CLIENT_ID, DOCS_REDIRECT_PATH } from '../src/oauth/clients/client.service.js';
 import { launchChromium, SCREENSHOTS } from './browser.js';
-import { buildTestApp, createTestDatabase, tempDir } from './helpers.js';
+import { buildTestApp, CHANGE_LOG, createTestDatabase, tempDir } from './helpers.js';
 import { freePort } from './server-process.js';
 
 test('in Chromium: /docs renders every page and blog operation from the OpenAPI document', async (t) => {
@@ -49,7 +49,7 @@ test('in Chromium: /docs Authorize runs PKCE with the demo client, and Try it ou
   const base = `http://127.0.0.1:${port}`;
   const db = await createTestDatabase(t);
   const password = 'correct horse battery';
-  const demo = await seedDemo(db.kysely, testConfig({ publicUrl: base, dataDir: await tempDir(t) }), { password });
+  const demo = await seedDemo(db.kysely, CHANGE_LOG, testConfig({ publicUrl: base, dataDir: await tempDir(t) }), { password });
   if (!demo) throw new Error('the empty database got no demo');
   assert.ok(demo.oauthClient.redirectUris.includes(`${base}${DOCS_REDIRECT_PATH}`));
   const { app } = await buildTestApp(t, { db, config: { publicUrl: base, demo: true } });

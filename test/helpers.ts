@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
 import { lowerPasswordCostForTests } from '../src/accounts/secrets.js';
-import { buildApp } from '../src/app.js';
+import { buildApp, changeLogWithWebhooks } from '../src/app.js';
 import type { PrincipalCache } from '../src/auth/principal.js';
 import { type Config, testConfig } from '../src/config.js';
 import { createDatabase, type DatabaseOptions, type Db } from '../src/db/database.js';
@@ -303,6 +303,12 @@ export async function addTestSite(db: Db, name = 'Test site'): Promise<TestSite>
     headers: { authorization: `Basic ${Buffer.from(`${credential.apiId}:${credential.apiKey}`).toString('base64')}` },
   };
 }
+
+/**
+ * The change log with the webhook outbox, as the app wires it: what a test hands the services it
+ * calls directly, so their writes are logged and delivered as the app's are.
+ */
+export const CHANGE_LOG = changeLogWithWebhooks();
 
 export async function buildTestApp(
   t: TestContext,

@@ -18,7 +18,7 @@ import { createDatabase } from '../src/db/database.js';
 import type { Db } from '../src/db/db.js';
 import { readDemoCredentials } from '../src/demo/credentials.js';
 import { LocalImageStorage } from '../src/storage/local-image-storage.js';
-import { createEmptyPostgresDatabase, TEST_DATABASE_URL } from './helpers.js';
+import { CHANGE_LOG, createEmptyPostgresDatabase, TEST_DATABASE_URL } from './helpers.js';
 import { basic, fetchWhole, listening, type Started, start } from './server-process.js';
 
 const ROUNDS = 25;
@@ -196,12 +196,16 @@ test(`writes that race stay correct: ${TEST_DATABASE_URL ? 'two nodes on one Pos
       .select((eb) => eb.fn.max('at').as('since'))
       .where('site_id', '=', c.siteId)
       .executeTakeFirstOrThrow();
-    for (const id of ids) await savePage(c.db.kysely, c.siteId, { id, page_summary: 'written by the app' }, app);
+    for (const id of ids) await savePage(c.db.kysely, CHANGE_LOG, c.siteId, { id, page_summary: 'written by the app' }, app);
     // The owner writes every page through the nodes while the undo runs beside them on its own connection.
     const undoActor = { kind: 'cli', id: 'races', name: 'races undo' } as const;
     const images = new LocalImageStorage(path.join(c.dataDir, 'images'));
     const [result, ...owner] = await Promise.all([
-      undoChanges({ db: c.db.kysely, images }, { siteId: c.siteId, connectionIds: [app.connectionId], since: String(since) }, undoActor),
+      undoChanges(
+        { db: c.db.kysely, changeLog: CHANGE_LOG, images },
+        { siteId: c.siteId, connectionIds: [app.connectionId], since: String(since) },
+        undoActor,
+      ),
       ...ids.map((id, i) => c.send(i, 'PATCH', `/api/page/${id}`, { page_summary: `the owner's ${i}` })),
     ]);
     assert.deepEqual(new Set(statuses(owner)), new Set([200]));

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { access, readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { testConfig } from '../src/config.js';
 import { buildBlogApp, type FormPart, image, postForm } from './blog-fixtures.js';
@@ -61,3 +61,11 @@ test('the walk of a multipart POST /api/blog in docs/architecture.md names every
   t.diagnostic(`${files.length} files: ${files.join(' ')}`);
   assert.deepEqual([...(await walkInDocs('Multipart POST /api/blog'))].sort(), files);
 });
+
+for (const heading of ['A webhook delivery, from the write', 'An undo of one application']) {
+  test(`the walk "${heading}…" in docs/architecture.md names files that exist, each in its step`, async () => {
+    const files = await walkInDocs(heading);
+    assert.ok(files.length >= 5, `the walk names its files as numbered steps (${files.length} found)`);
+    for (const file of files) await access(new URL(`../../${file}`, import.meta.url));
+  });
+}

@@ -1,6 +1,7 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { findSite } from '../accounts/account.repository.js';
 import type { Config } from '../config.js';
+import type { ChangeLog } from '../content/history/change-log.js';
 import type { Db } from '../db/database.js';
 import { NotFoundError } from '../errors.js';
 
@@ -23,6 +24,11 @@ export interface CommandContext {
    * asked not to, as the server does at start, so a command works on a fresh DATA_DIR.
    */
   db(options?: { migrate?: boolean }): Promise<Db>;
+  /**
+   * The change log a command's writes of pages and blogs append to, with the webhook outbox, as
+   * the server's: a change made by a command is delivered like one made through the API.
+   */
+  changeLog(): Promise<ChangeLog>;
 }
 
 /** What a command prints: `json` with --json (on one line, an object or an array), `text` otherwise. */

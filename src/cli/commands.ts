@@ -66,7 +66,7 @@ const doctor: Command = {
       import('../content/pages/page.cycles.js'),
       import('../content/history/change-log.js'),
     ]);
-    const repairs = await repairPageCycles((await ctx.db()).kysely, cliActor('doctor'));
+    const repairs = await repairPageCycles((await ctx.db()).kysely, await ctx.changeLog(), cliActor('doctor'));
     const lines = repairs.map(
       (r) =>
         `Site ${r.siteId}: page ${r.page} moved from under page ${r.parentWas} to ${r.parentNow ? `under page ${r.parentNow}` : 'the top level'}, breaking the cycle ${r.cycle.join(' → ')}`,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { json } from '../../test/helpers.js';
+import { CHANGE_LOG, json } from '../../test/helpers.js';
 import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
 import { testConfig } from '../config.js';
 import type { Db } from '../db/database.js';
@@ -15,7 +15,14 @@ async function cms(db: Db, dataDir: string, ...words: string[]): Promise<string>
   assert.ok(command, words.join(' '));
   const { values, positionals } = parseArguments(command, words.slice(2));
   const asJson = values.json === true;
-  const result = await command.run({ json: asJson, values, positionals, config: () => testConfig({ dataDir }), db: async () => db });
+  const result = await command.run({
+    json: asJson,
+    values,
+    positionals,
+    config: () => testConfig({ dataDir }),
+    db: async () => db,
+    changeLog: async () => CHANGE_LOG,
+  });
   assert.ok(result);
   return asJson ? JSON.stringify(result.json) : result.text;
 }

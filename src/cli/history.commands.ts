@@ -1,7 +1,7 @@
 import { readTypedTime } from '../db/time.js';
 import { type Command, type CommandContext, optionalOption, requiredOption, UsageError } from './command.js';
 
-const history = () => import('../content/history/history.service.js');
+const undo = () => import('../content/history/undo.service.js');
 
 /** --since as stored times are written: `YYYY-MM-DD HH:MM:SS`, UTC. */
 function sinceOption(ctx: CommandContext, required: boolean): string | undefined {
@@ -17,7 +17,7 @@ function sinceOption(ctx: CommandContext, required: boolean): string | undefined
 async function connectionOf(ctx: CommandContext) {
   const id = ctx.positionals[0]!;
   const db = (await ctx.db()).kysely;
-  const { connectionSite } = await history();
+  const { connectionSite } = await undo();
   return { id, db, siteId: await connectionSite(db, id) };
 }
 
@@ -30,7 +30,7 @@ const connectionChanges: Command = {
   async run(ctx) {
     const since = sinceOption(ctx, false);
     const { id, db, siteId } = await connectionOf(ctx);
-    const { changesBy } = await history();
+    const { changesBy } = await undo();
     const changes = await changesBy(db, siteId, [id], since);
     const lines = changes.map((c) => `${c.at}\t${c.op}\t${c.type} ${c.id}\trevision ${c.revision}\tseq ${c.seq}`);
     return { json: { changes }, text: lines.join('\n') || `Connection ${id} changed nothing${since ? ` since ${since}` : ''}.` };
@@ -47,12 +47,16 @@ const connectionUndo: Command = {
     const since = sinceOption(ctx, true)!;
     const { id, db, siteId } = await connectionOf(ctx);
     const [{ undoChanges }, { cliActor }, { configuredStorage }] = await Promise.all([
-      import('../content/history/undo.service.js'),
+      undo(),
       import('../content/history/change-log.js'),
       import('../storage/configured-storage.js'),
     ]);
     const images = configuredStorage(ctx.config(), db);
-    const result = await undoChanges({ db, images }, { siteId, connectionIds: [id], since }, cliActor('connection undo'));
+    const result = await undoChanges(
+      { db, changeLog: await ctx.changeLog(), images },
+      { siteId, connectionIds: [id], since },
+      cliActor('connection undo'),
+    );
     const named = (list: readonly { type: string; id: number }[]) => list.map((r) => `${r.type} ${r.id}`).join(', ') || 'none';
     const text = [
       `Restored: ${named(result.restored)}`,

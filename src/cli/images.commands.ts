@@ -28,7 +28,10 @@ const imagesReprocess: Command = {
     process.once('SIGINT', interrupt);
     process.once('SIGTERM', interrupt);
     try {
-      const result = await reprocessImages({ db, images, processor }, { siteId, page, signal: stop.signal });
+      const result = await reprocessImages(
+        { db, changeLog: await ctx.changeLog(), images, processor },
+        { siteId, page, signal: stop.signal },
+      );
       const text = `${result.remade} image(s) remade, ${result.skipped} skipped (gone or no longer shown)${
         result.interrupted ? '; interrupted: run again to go on' : '; every image follows its page’s rules'
       }.`;

@@ -105,6 +105,14 @@ export async function main(
         }
         return db;
       },
+      async changeLog() {
+        // Loaded only by the commands that write records, as every command's modules are.
+        const [{ ChangeLog }, { webhookOutbox }] = await Promise.all([
+          import('../content/history/change-log.js'),
+          import('../webhooks/webhook.outbox.js'),
+        ]);
+        return new ChangeLog(webhookOutbox);
+      },
     };
     const result = await command.run(ctx);
     if (result === undefined) return undefined;

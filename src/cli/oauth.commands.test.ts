@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { CHANGE_LOG } from '../../test/helpers.js';
 import { authorizeCode, connect, startOAuthApp } from '../../test/oauth.helpers.js';
 import { testConfig } from '../config.js';
 import type { Db } from '../db/database.js';
@@ -15,7 +16,14 @@ async function run(db: Db, line: string): Promise<string> {
   assert.ok(command, line);
   const { values, positionals } = parseArguments(command, words.slice(2));
   const json = values.json === true;
-  const result = await command.run({ json, values, positionals, config: () => testConfig(), db: async () => db });
+  const result = await command.run({
+    json,
+    values,
+    positionals,
+    config: () => testConfig(),
+    db: async () => db,
+    changeLog: async () => CHANGE_LOG,
+  });
   assert.ok(result, line);
   return json ? JSON.stringify(camelCased(result.json)) : result.text;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { addTestSite, createTestDatabase } from '../../test/helpers.js';
+import { addTestSite, CHANGE_LOG, createTestDatabase } from '../../test/helpers.js';
 import { testConfig } from '../config.js';
 import type { Db } from '../db/database.js';
 import { ValidationError } from '../errors.js';
@@ -13,7 +13,14 @@ async function cms(db: Db, ...words: string[]): Promise<string> {
   assert.ok(command, words.join(' '));
   const { values, positionals } = parseArguments(command, words.slice(2));
   const config = () => testConfig({ webhooks: { ...testConfig().webhooks, allowPrivateTargets: true } });
-  const result = await command.run({ json: values.json === true, values, positionals, config, db: async () => db });
+  const result = await command.run({
+    json: values.json === true,
+    values,
+    positionals,
+    config,
+    db: async () => db,
+    changeLog: async () => CHANGE_LOG,
+  });
   assert.ok(result);
   return values.json === true ? JSON.stringify(result.json) : result.text;
 }

@@ -155,7 +155,13 @@ export async function registerHistoryPages(app: FastifyInstance, deps: ConsoleDe
       const typed = readTypedTime(raw);
       if ('invalid' in typed) return undoPage(ctx, raw);
       const since = typed.at;
-      const undone = await undoSiteApplication({ db, images: deps.images }, ctx.user, siteId, ctx.params.clientId, since);
+      const undone = await undoSiteApplication(
+        { db, changeLog: deps.changeLog, images: deps.images },
+        ctx.user,
+        siteId,
+        ctx.params.clientId,
+        since,
+      );
       return ctx.seeOther(sitePath(siteId), { notice: undoNotice(undone.app, since, undone.result) });
     }),
   );

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import type { Config } from '../config.js';
+import type { ChangeLog } from '../content/history/change-log.js';
 import type { DbHandle } from '../db/schema.js';
 import { AppError, BadRequestError } from '../errors.js';
 import { withoutSecretParams } from '../http/logging.js';
@@ -22,6 +23,8 @@ export interface ConsoleDeps {
   readonly limits: RateLimitStore;
   /** The image storage the blogs use: undoing an application's changes may delete a blog. */
   readonly images: ImageStorage;
+  /** The change log undo's writes append to, with the webhook outbox. */
+  readonly changeLog: ChangeLog;
   /** Checks a webhook's URL as its deliveries will be checked (the Webhooks tab's forms). */
   readonly webhookGuard: OutboundGuard;
 }

@@ -1,8 +1,9 @@
 import { listCredentials, readCredential, sitesOfUser } from '../accounts/account.repository.js';
 import { revokeCredential } from '../accounts/account.service.js';
 import type { RecordType } from '../content/history/change-log.js';
-import { type ChangeEntry, changesBy, getRevision, type HistoryDeps, listRevisions } from '../content/history/history.service.js';
-import { type UndoResult, undoChanges } from '../content/history/undo.service.js';
+import type { ChangeEntry } from '../content/history/feed.service.js';
+import { getRevision, type HistoryDeps, listRevisions } from '../content/history/revisions.service.js';
+import { changesBy, type UndoResult, undoChanges } from '../content/history/undo.service.js';
 import type { DbHandle } from '../db/schema.js';
 import { NotFoundError } from '../errors.js';
 import { type Application, findApplication, revokeApplication } from '../oauth/connections/connection.service.js';

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { LABEL_MAX } from '../accounts/account.names.js';
 import { createCredential } from '../accounts/account.service.js';
-import type { ChangeEntry } from '../content/history/history.service.js';
+import type { ChangeEntry } from '../content/history/feed.service.js';
 import { getPage, type PageNode, pageTree } from '../content/pages/page.service.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { isVerifiedClient, listClients } from '../oauth/clients/client.service.js';

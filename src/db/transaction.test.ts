@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { sql } from 'kysely';
-import { addTestSite, createTestDatabase, TEST_DATABASE_URL } from '../../test/helpers.js';
+import { addTestSite, CHANGE_LOG, createTestDatabase, TEST_DATABASE_URL } from '../../test/helpers.js';
 import { SYSTEM_ACTOR } from '../content/history/change-log.js';
 import { listPages, savePage } from '../content/pages/page.service.js';
 import { createDatabase } from './database.js';
@@ -12,15 +12,15 @@ test('service writes inside inTransaction join it: a failure later undoes them a
   const { siteId } = await addTestSite(db);
   await assert.rejects(
     inTransaction(db.kysely, async (tx) => {
-      const parent = await savePage(tx, siteId, { page_usertitle: 'Parent' }, SYSTEM_ACTOR);
-      await savePage(tx, siteId, { page_usertitle: 'Child', page_parent: parent.record.page }, SYSTEM_ACTOR);
+      const parent = await savePage(tx, CHANGE_LOG, siteId, { page_usertitle: 'Parent' }, SYSTEM_ACTOR);
+      await savePage(tx, CHANGE_LOG, siteId, { page_usertitle: 'Child', page_parent: parent.record.page }, SYSTEM_ACTOR);
       throw new Error('stop');
     }),
     /stop/,
   );
   assert.equal((await listPages(db.kysely, siteId, { offset: 0, pageSize: 10 })).total, 0);
 
-  const saved = await inTransaction(db.kysely, (tx) => savePage(tx, siteId, { page_usertitle: 'Kept' }, SYSTEM_ACTOR));
+  const saved = await inTransaction(db.kysely, (tx) => savePage(tx, CHANGE_LOG, siteId, { page_usertitle: 'Kept' }, SYSTEM_ACTOR));
   assert.equal(saved.record.page_usertitle, 'Kept');
   assert.equal((await listPages(db.kysely, siteId, { offset: 0, pageSize: 10 })).total, 1);
 });
@@ -42,7 +42,7 @@ test('inSnapshot: two reads agree although another connection commits between th
   const [first, second] = await inSnapshot(db.kysely, async (snapshot) => {
     const before = await count(snapshot);
     // Another pool connection commits a page between the two reads.
-    await savePage(db.kysely, siteId, { page_usertitle: 'Committed between' }, SYSTEM_ACTOR);
+    await savePage(db.kysely, CHANGE_LOG, siteId, { page_usertitle: 'Committed between' }, SYSTEM_ACTOR);
     return [before, await count(snapshot)];
   });
   assert.equal(second, first, 'the second read sees the snapshot of the first');

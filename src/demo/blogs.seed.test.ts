@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildTestApp, json } from '../../test/helpers.js';
+import { buildTestApp, CHANGE_LOG, json } from '../../test/helpers.js';
 import { seedDemoBlogs } from './blogs.seed.js';
 
 test('the demo blogs sit on the Blog page, one hidden and one held back until a later date', async (t) => {
   const { app, db, site } = await buildTestApp(t);
   const page = json(await app.inject({ method: 'POST', url: '/api/page', headers: site.headers, payload: { page_usertitle: 'Blog' } }))
     .data[0].page;
-  const seeded = await seedDemoBlogs(db.kysely, site.siteId, page);
+  const seeded = await seedDemoBlogs(db.kysely, CHANGE_LOG, site.siteId, page);
   assert.ok(seeded.length >= 4);
   const all = json(await app.inject({ url: `/api/blog?page=${page}`, headers: site.headers }));
   assert.equal(all.meta.total, seeded.length);

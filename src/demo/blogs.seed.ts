@@ -1,5 +1,5 @@
 import { type BlogInput, type BlogRecord, saveBlog } from '../content/blogs/blog.service.js';
-import { SYSTEM_ACTOR } from '../content/history/change-log.js';
+import { type ChangeLog, SYSTEM_ACTOR } from '../content/history/change-log.js';
 import type { DbHandle } from '../db/schema.js';
 import { formatTimestamp } from '../db/time.js';
 import type { ImageStorage } from '../storage/image-storage.js';
@@ -18,7 +18,7 @@ function daysFromToday(days: number): string {
  * (info_show N) and one held back by a hide-until date a month ahead, so publicContentOnly has
  * something to leave out. Dates are relative to today, so the demo never goes stale.
  */
-export async function seedDemoBlogs(db: DbHandle, siteId: number, blogPageId: number): Promise<BlogRecord[]> {
+export async function seedDemoBlogs(db: DbHandle, changeLog: ChangeLog, siteId: number, blogPageId: number): Promise<BlogRecord[]> {
   const articles: BlogInput[] = [
     {
       info_title: 'Welcome to our new blog',
@@ -64,7 +64,7 @@ export async function seedDemoBlogs(db: DbHandle, siteId: number, blogPageId: nu
   ];
   const saved: BlogRecord[] = [];
   for (const article of articles) {
-    const { record } = await saveBlog({ db, images: NO_IMAGES }, siteId, { page: blogPageId, ...article }, SYSTEM_ACTOR);
+    const { record } = await saveBlog({ db, changeLog, images: NO_IMAGES }, siteId, { page: blogPageId, ...article }, SYSTEM_ACTOR);
     saved.push(record);
   }
   return saved;

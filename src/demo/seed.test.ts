@@ -3,7 +3,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { addTestSite, createTestDatabase } from '../../test/helpers.js';
+import { addTestSite, CHANGE_LOG, createTestDatabase } from '../../test/helpers.js';
 import { findUserByEmail, listCredentials, listSites } from '../accounts/account.repository.js';
 import { verifyPassword } from '../accounts/secrets.js';
 import { testConfig } from '../config.js';
@@ -30,7 +30,7 @@ async function tempDataDir(t: TestContext): Promise<string> {
 test('seedDemo creates the demo website, its page tree, an owner and a key, once', async (t) => {
   const db = await createTestDatabase(t);
   const config = testConfig({ dataDir: await tempDataDir(t) });
-  const created = await seedDemo(db.kysely, config);
+  const created = await seedDemo(db.kysely, CHANGE_LOG, config);
   assert.ok(created);
 
   const all = await listPages(db.kysely, created.siteId, { offset: 0, pageSize: 100 });
@@ -74,7 +74,7 @@ test('seedDemo creates the demo website, its page tree, an owner and a key, once
   assert.deepEqual(await readDemoCredentials(config), created);
   assert.equal((await stat(demoCredentialsFile(config))).mode & 0o777, 0o600);
 
-  assert.equal(await seedDemo(db.kysely, config), undefined, 'a second run creates nothing');
+  assert.equal(await seedDemo(db.kysely, CHANGE_LOG, config), undefined, 'a second run creates nothing');
   assert.equal((await listSites(db.kysely)).length, 1);
   assert.equal((await listPages(db.kysely, created.siteId, { offset: 0, pageSize: 100 })).total, all.total);
   assert.deepEqual(await readDemoCredentials(config), created, 'and leaves the credentials file alone');
@@ -84,7 +84,7 @@ test('nodes seeding an empty database at once create one demo website', async (t
   const db = await createTestDatabase(t);
   const config = testConfig({ dataDir: await tempDataDir(t) });
   // On PostgreSQL each call runs on a connection of its own, as nodes starting together would.
-  const results = await Promise.all(Array.from({ length: 4 }, () => seedDemo(db.kysely, config)));
+  const results = await Promise.all(Array.from({ length: 4 }, () => seedDemo(db.kysely, CHANGE_LOG, config)));
   const created = results.filter((r) => r !== undefined);
   assert.equal(created.length, 1, 'one seeds; the others find its website');
   assert.equal((await listSites(db.kysely)).length, 1);
@@ -99,7 +99,9 @@ test('nodes seeding an empty database at once create one demo website', async (t
 
 test('seedDemo uses the given owner password', async (t) => {
   const db = await createTestDatabase(t);
-  const created = await seedDemo(db.kysely, testConfig({ dataDir: await tempDataDir(t) }), { password: 'correct horse battery' });
+  const created = await seedDemo(db.kysely, CHANGE_LOG, testConfig({ dataDir: await tempDataDir(t) }), {
+    password: 'correct horse battery',
+  });
   assert.equal(created?.owner.password, 'correct horse battery');
 });
 
@@ -107,7 +109,7 @@ test('seedDemo leaves a database that has any website alone', async (t) => {
   const db = await createTestDatabase(t);
   await addTestSite(db, 'Real site');
   const config = testConfig({ dataDir: await tempDataDir(t) });
-  assert.equal(await seedDemo(db.kysely, config), undefined);
+  assert.equal(await seedDemo(db.kysely, CHANGE_LOG, config), undefined);
   assert.deepEqual(
     (await listSites(db.kysely)).map((s) => s.name),
     ['Real site'],
@@ -118,7 +120,7 @@ test('seedDemo leaves a database that has any website alone', async (t) => {
 test('a demo password the account rules refuse undoes the whole seed', async (t) => {
   const db = await createTestDatabase(t);
   const config = testConfig({ dataDir: await tempDataDir(t) });
-  await assert.rejects(seedDemo(db.kysely, config, { password: 'short' }), /at least 8 characters/);
+  await assert.rejects(seedDemo(db.kysely, CHANGE_LOG, config, { password: 'short' }), /at least 8 characters/);
   assert.equal((await listSites(db.kysely)).length, 0, 'no half-made demo website is left');
   assert.equal((await db.kysely.selectFrom('blogs').select('page').execute()).length, 0, 'nor its articles');
   assert.equal(await readDemoCredentials(config), undefined);

@@ -1,7 +1,7 @@
 import { createCredential, createSite, createUser } from '../accounts/account.service.js';
 import { randomToken } from '../accounts/secrets.js';
 import type { Config } from '../config.js';
-import { SYSTEM_ACTOR } from '../content/history/change-log.js';
+import { type ChangeLog, SYSTEM_ACTOR } from '../content/history/change-log.js';
 import { savePage } from '../content/pages/page.service.js';
 import type { DbHandle } from '../db/schema.js';
 import { inTransaction, lockInTransaction } from '../db/transaction.js';
@@ -23,9 +23,15 @@ const SEED_LOCK_CLASS = 7302;
 /**
  * On a database without websites, creates the demo website, its pages and articles, an owner,
  * an API credential and the demo OAuth client, all in one transaction, and writes the credentials file. Returns undefined (and
- * creates nothing) when any website exists already.
+ * creates nothing) when any website exists already. The pages and articles are written through
+ * their services, so each is logged in `changeLog` like any write.
  */
-export async function seedDemo(db: DbHandle, config: Config, options: SeedOptions = {}): Promise<DemoCredentials | undefined> {
+export async function seedDemo(
+  db: DbHandle,
+  changeLog: ChangeLog,
+  config: Config,
+  options: SeedOptions = {},
+): Promise<DemoCredentials | undefined> {
   return inTransaction(db, async (tx) => {
     await lockInTransaction(tx, SEED_LOCK_CLASS, 0);
     // Checked inside the transaction (and lock), so a concurrent start sees the committed demo.
@@ -33,9 +39,9 @@ export async function seedDemo(db: DbHandle, config: Config, options: SeedOption
     if (anySite) return undefined;
 
     const site = await createSite(tx, DEMO_SITE_NAME);
-    const pageIds = await createPages(tx, site.id, DEMO_PAGES, 0);
+    const pageIds = await createPages(tx, changeLog, site.id, DEMO_PAGES, 0);
     // Articles on the Blog page, through the blog service, in this same transaction.
-    await seedDemoBlogs(tx, site.id, pageIds.get('blog')!);
+    await seedDemoBlogs(tx, changeLog, site.id, pageIds.get('blog')!);
 
     const password = options.password ?? randomToken(12);
     await createUser(tx, { email: DEMO_OWNER_EMAIL, password, siteId: site.id, role: 'owner' });
@@ -58,10 +64,18 @@ export async function seedDemo(db: DbHandle, config: Config, options: SeedOption
 }
 
 /** Creates `tree` under `parent` through the page service; returns the page id of every key. */
-async function createPages(db: DbHandle, siteId: number, tree: readonly DemoPage[], parent: number, ids = new Map<string, number>()) {
+async function createPages(
+  db: DbHandle,
+  changeLog: ChangeLog,
+  siteId: number,
+  tree: readonly DemoPage[],
+  parent: number,
+  ids = new Map<string, number>(),
+) {
   for (const [index, page] of tree.entries()) {
     const { record } = await savePage(
       db,
+      changeLog,
       siteId,
       {
         page_usertitle: page.title,
@@ -76,7 +90,7 @@ async function createPages(db: DbHandle, siteId: number, tree: readonly DemoPage
       SYSTEM_ACTOR,
     );
     ids.set(page.key, record.page);
-    if (page.children) await createPages(db, siteId, page.children, record.page, ids);
+    if (page.children) await createPages(db, changeLog, siteId, page.children, record.page, ids);
   }
   return ids;
 }

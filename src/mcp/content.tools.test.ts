@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildBlogApp, storageOf } from '../../test/blog-fixtures.js';
-import { json } from '../../test/helpers.js';
+import { CHANGE_LOG, json } from '../../test/helpers.js';
 import { html, realisticPage, words } from '../../test/mcp.helpers.js';
 import { SYSTEM_ACTOR } from '../content/history/change-log.js';
 import { contentTools, MCP_BLOG_FIELDS, MCP_PAGE_FIELDS, MCP_PAGE_SIZE } from './content.tools.js';
@@ -28,7 +28,7 @@ test('the MCP list tools answer 20 records of a few fields unless asked, well un
     });
   }
   const tools = new Map(contentTools(app.app).map((tool) => [tool.name, tool]));
-  const deps = { db: app.db.kysely, images: storageOf(app), warn: () => {} };
+  const deps = { db: app.db.kysely, changeLog: CHANGE_LOG, images: storageOf(app), warn: () => {} };
   const figures: string[] = [];
   for (const [name, fields, ids] of [
     ['list_pages', MCP_PAGE_FIELDS, ['page', 'id']],
@@ -61,7 +61,7 @@ test('the MCP list tools answer 20 records of a few fields unless asked, well un
 test('the history tools: one tool for both record types, the arguments of the REST routes, MCP defaults, restore annotated destructive', async (t) => {
   const app = await buildBlogApp(t);
   const tools = new Map(contentTools(app.app).map((tool) => [tool.name, tool]));
-  const deps = { db: app.db.kysely, images: storageOf(app), warn: () => {} };
+  const deps = { db: app.db.kysely, changeLog: CHANGE_LOG, images: storageOf(app), warn: () => {} };
   const run = (name: string, args: object) => tools.get(name)!.run(deps, app.site.siteId, tools.get(name)!.validate(args), SYSTEM_ACTOR);
 
   const changes = tools.get('list_changes')!;

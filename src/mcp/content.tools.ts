@@ -2,8 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Scope } from '../auth/principal.js';
 import { BLOG_SYSTEM_FIELDS, type BlogField } from '../content/blogs/blog.fields.js';
 import * as blogs from '../content/blogs/blog.service.js';
-import type { ActorRef, RecordType } from '../content/history/change-log.js';
-import { type ChangeEntry, listRevisions, readFeed, restoreRevision, sinceOf } from '../content/history/history.service.js';
+import type { ActorRef, ChangeLog, RecordType } from '../content/history/change-log.js';
+import { type ChangeEntry, readFeed, sinceOf } from '../content/history/feed.service.js';
+import { listRevisions, restoreRevision } from '../content/history/revisions.service.js';
 import { PAGE_SYSTEM_FIELDS, type PageField } from '../content/pages/page.fields.js';
 import * as pages from '../content/pages/page.service.js';
 import { type Listed, listMeta } from '../content/shared/envelope.js';
@@ -18,6 +19,7 @@ import { plain, type Schema, shown } from './tool-schema.js';
 
 export interface ToolDeps {
   readonly db: DbHandle;
+  readonly changeLog: ChangeLog;
   readonly images: ImageStorage;
   readonly warn: (message: string, error: unknown) => void;
 }
@@ -179,7 +181,7 @@ const OPERATIONS: readonly Operation[] = [
       'Inserts a page (without id) or updates one (with id; fields left out stay as they are); answers the page as saved. page_parent must be 0 or a page of this website, and may not make a cycle. page_alias is generated from the title when absent, and kept unique.',
     // The fields the service sets: a record read may be sent back whole, so they are taken, and ignored.
     hidden: PAGE_SYSTEM_FIELDS,
-    run: async (d, site, input, actor) => saved(await pages.savePage(d.db, site, input as pages.PageInput, actor)),
+    run: async (d, site, input, actor) => saved(await pages.savePage(d.db, d.changeLog, site, input as pages.PageInput, actor)),
   },
   {
     name: 'delete_page',
@@ -188,7 +190,7 @@ const OPERATIONS: readonly Operation[] = [
     part: 'params',
     description: 'Deletes a page; refused (409) while it has sub pages or blogs. Answers {"deleted": id}; restore_revision brings it back.',
     run: async (d, site, input, actor) => {
-      await pages.deletePage(d.db, site, id(input), actor);
+      await pages.deletePage(d.db, d.changeLog, site, id(input), actor);
       return { deleted: id(input) };
     },
   },
@@ -270,7 +272,7 @@ const OPERATIONS: readonly Operation[] = [
       'Makes a revision (from list_revisions) the current content of its page or blog (type), deleted or not, and records a new revision; answers the record as restored. Refused (409) when the parent page is gone.',
     destructive: true,
     run: async (d, site, input, actor) =>
-      saved(await restoreRevision(d.db, site, recordType(input), id(input), Number(input.revision), actor)),
+      saved(await restoreRevision(d.db, d.changeLog, site, recordType(input), id(input), Number(input.revision), actor)),
   },
 ];
 

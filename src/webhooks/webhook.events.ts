@@ -1,8 +1,6 @@
 /**
  * The events a hook can ask for, which hooks want a change, and the body that tells them. The
- * outbox rows are inserted in the change's own transaction (recordChange calls hooksFor and
- * enqueueDeliveries, webhook.repository.ts), so that a committed change is always delivered and a
- * rolled-back one never is. Sending happens after the commit (webhook.worker.ts).
+ * outbox (webhook.outbox.ts) uses them to queue a logged change's deliveries in its transaction.
  */
 import type { DbHandle } from '../db/schema.js';
 import { activeHooks } from './webhook.repository.js';

@@ -1,5 +1,5 @@
 /**
- * Sends the outbox (webhook.events.ts), one worker per process, every node alike:
+ * Sends the outbox (webhook.outbox.ts), one worker per process, every node alike:
  *
  * - Every `pollMs` it claims the deliveries that are due, in one statement that moves them a lease
  *   ahead under its own name. On PostgreSQL the rows are picked `for update skip locked`, so two

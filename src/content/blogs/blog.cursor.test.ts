@@ -6,7 +6,7 @@ import { json } from '../../../test/helpers.js';
 import { assertOffsetWindows, assertWindowPlan } from '../../../test/offset-windows.js';
 import { planOf, recording } from '../../../test/query-plan.js';
 import { now } from '../../db/time.js';
-import { listRows, listRowsAfter } from '../shared/stored-records.js';
+import { listRows, listRowsAfter } from '../shared/stored-lists.js';
 import { BLOGS } from './blog.repository.js';
 
 type Blog = Record<string, unknown> & { info_id: number; info_title: string };

@@ -5,7 +5,7 @@ import type { Database, DbHandle } from '../../db/schema.js';
 import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
-import { storedResource } from '../shared/stored-records.js';
+import { storedResource } from '../shared/stored-resource.js';
 import { BLOG_BODY_FIELDS, BLOG_FIELDS, type BlogField } from './blog.fields.js';
 import type { PageImageFields } from './blog.image-rules.js';
 import { blogSortKeys, toBlogRecord } from './blog.record.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import sharp from 'sharp';
 import { buildBlogApp, DRIVERS, forgetHistory, image, postForm, storageOf, storedImages } from '../../../test/blog-fixtures.js';
-import { json } from '../../../test/helpers.js';
+import { CHANGE_LOG, json } from '../../../test/helpers.js';
 import { ImageProcessor } from '../../storage/image-processor.js';
 import { reprocessImages } from './blog.reprocess.js';
 
@@ -33,7 +33,12 @@ for (const driver of DRIVERS) {
     });
     assert.equal(changed.statusCode, 200, changed.body);
 
-    const deps = { db: app.db.kysely, images: storageOf(app), processor: new ImageProcessor({ concurrency: 1, maxPixels: 50_000_000 }) };
+    const deps = {
+      db: app.db.kysely,
+      changeLog: CHANGE_LOG,
+      images: storageOf(app),
+      processor: new ImageProcessor({ concurrency: 1, maxPixels: 50_000_000 }),
+    };
     const stop = new AbortController();
     const first = await reprocessImages(deps, { siteId: app.site.siteId, signal: stop.signal, onImage: () => stop.abort() });
     assert.deepEqual(first, { checked: 1, remade: 1, skipped: 0, interrupted: true });

@@ -10,10 +10,11 @@ import {
   newImageName,
   thumbnailNameOf,
 } from '../../storage/image-storage.js';
-import { cliActor } from '../history/change-log.js';
+import { type ChangeLog, cliActor } from '../history/change-log.js';
 import { lockImageReferences } from '../shared/image-references.js';
 import { blogSearchText } from '../shared/search-text.js';
-import { findForWrite, storeChanged } from '../shared/stored-records.js';
+import { findForWrite } from '../shared/stored-records.js';
+import { storeLogAndQueue } from '../shared/stored-writes.js';
 import { processUpload } from './blog.image-processing.js';
 import { rulesKey, rulesOfPage } from './blog.image-rules.js';
 import { metadataOf, type ReceivedImage } from './blog.images.js';
@@ -27,6 +28,7 @@ interface ReprocessDeps {
   readonly db: DbHandle;
   readonly images: ImageStorage;
   readonly processor: ImageProcessor;
+  readonly changeLog: ChangeLog;
 }
 
 interface ReprocessOptions {
@@ -173,7 +175,7 @@ async function reprocessOne(deps: ReprocessDeps, row: Row, rules: ImageRules): P
         row.info_id,
         rows.map((r) => (r.path === row.path ? newRow : r)),
       );
-      await storeChanged(trx, BLOGS, row.site_id, row.info_id, 'update', cliActor('images reprocess'));
+      await storeLogAndQueue(trx, deps.changeLog, BLOGS, row.site_id, row.info_id, 'update', cliActor('images reprocess'));
       // The remade image is the website's own, as the one it replaces was.
       await repo.insertImageOwners(trx, row.site_id, [made.name]);
       // Last step before COMMIT, as for an upload.

@@ -11,7 +11,7 @@ import { writePreconditions } from '../../http/representation.js';
 import { validatorFor } from '../../http/validation.js';
 import type { ImageProcessor } from '../../storage/image-processor.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
-import { actorOf } from '../history/change-log.js';
+import { actorOf, type ChangeLog } from '../history/change-log.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { acceptContentBodies, patchOptions, takingForms } from '../shared/form-body.js';
@@ -49,18 +49,19 @@ export async function registerBlogs(
   app: FastifyInstance,
   {
     db,
+    changeLog,
     config,
     prefix,
     images,
     processor,
     lists,
-  }: { db: DbHandle; config: Config; prefix: string; images: ImageStorage; processor: ImageProcessor; lists: Budget },
+  }: { db: DbHandle; changeLog: ChangeLog; config: Config; prefix: string; images: ImageStorage; processor: ImageProcessor; lists: Budget },
 ): Promise<void> {
   await app.register(multipart);
   acceptContentBodies(app);
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
   const { read, write } = operations('blogs', prefix);
-  const deps: blogs.BlogDeps = { db, images, processor, warn: (message, error) => app.log.warn({ err: error }, message) };
+  const deps: blogs.BlogDeps = { db, changeLog, images, processor, warn: (message, error) => app.log.warn({ err: error }, message) };
   const checkData = dataValidator(app, `${prefix}/blog`);
 
   routes.get(

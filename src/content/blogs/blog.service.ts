@@ -7,7 +7,7 @@ import type { Precondition } from '../../http/representation.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import type { ImageProcessor } from '../../storage/image-processor.js';
 import { type ImageStorage, imageNameOf, thumbnailNameOf } from '../../storage/image-storage.js';
-import type { ActorRef } from '../history/change-log.js';
+import type { ActorRef, ChangeLog } from '../history/change-log.js';
 import { pageExists } from '../shared/content.queries.js';
 import type { Listed, Saved } from '../shared/envelope.js';
 import { lockImageReferences } from '../shared/image-references.js';
@@ -15,7 +15,9 @@ import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { blogSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
-import { deleteChanged, findForWrite, getRecord, getStored, listStored, restoreChanged, storeChanged } from '../shared/stored-records.js';
+import { listStored } from '../shared/stored-lists.js';
+import { findForWrite, getRecord, getStored } from '../shared/stored-records.js';
+import { deleteLogAndQueue, restoreLogAndQueue, storeLogAndQueue } from '../shared/stored-writes.js';
 import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
 import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
 import { processUploads } from './blog.image-processing.js';
@@ -37,6 +39,8 @@ export type BlogListQuery = Static<typeof BlogQuery>;
 export interface BlogDeps {
   readonly db: DbHandle;
   readonly images: ImageStorage;
+  /** What each write's change is logged in, and its webhook deliveries queued through. */
+  readonly changeLog: ChangeLog;
   /** Applies the page's image rules to uploads; a write with uploads and no processor is refused. */
   readonly processor?: ImageProcessor;
   /** Reports a file that could not be removed after a successful write (the write stands). */
@@ -156,8 +160,8 @@ export async function saveBlog(
       };
       const result =
         input.id === undefined
-          ? await insert(trx, siteId, changes, imageRequest, actor, options.defaultPage)
-          : await update(trx, siteId, input.id, changes, imageRequest, actor, options.precondition);
+          ? await insert(trx, deps.changeLog, siteId, changes, imageRequest, actor, options.defaultPage)
+          : await update(trx, deps.changeLog, siteId, input.id, changes, imageRequest, actor, options.precondition);
       // Recorded with the record, so only this website's records keep its uploads stored.
       await repo.insertImageOwners(
         trx,
@@ -192,6 +196,7 @@ type ImageRequestOf = Parameters<typeof planImages>[1];
 
 async function insert(
   db: DbHandle,
+  changeLog: ChangeLog,
   siteId: number,
   changes: Stored,
   images: ImageRequestOf,
@@ -233,7 +238,7 @@ async function insert(
   if (!row.info_filename) row.info_filename = await uniqueFilename(db, siteId, slugify(row.info_title, 'blog'));
   const id = await repo.insertBlog(db, { ...row, site_id: siteId, search_text: blogSearchText(row) });
   await saveImageRows(db, siteId, id, plan);
-  return { ...(await storeChanged(db, BLOGS, siteId, id, 'create', actor)), plan };
+  return { ...(await storeLogAndQueue(db, changeLog, BLOGS, siteId, id, 'create', actor)), plan };
 }
 
 /** The blog's image originals as the plan leaves them (migrateMode dedups against these). */
@@ -248,6 +253,7 @@ function saveImageRows(db: DbHandle, siteId: number, id: number, plan: ImagePlan
 
 async function update(
   db: DbHandle,
+  changeLog: ChangeLog,
   siteId: number,
   id: number,
   changes: Stored,
@@ -277,7 +283,7 @@ async function update(
   if (diff.info_img !== undefined || diff.info_more_images !== undefined) {
     await saveImageRows(db, siteId, id, plan);
   }
-  return { ...(await storeChanged(db, BLOGS, siteId, id, 'update', actor)), plan };
+  return { ...(await storeLogAndQueue(db, changeLog, BLOGS, siteId, id, 'update', actor)), plan };
 }
 
 /**
@@ -288,13 +294,14 @@ async function update(
  */
 export async function restoreBlog(
   db: DbHandle,
+  changeLog: ChangeLog,
   siteId: number,
   id: number,
   record: BlogRecord,
   actor: ActorRef,
   precondition?: Precondition,
 ): Promise<Saved<BlogRecord>> {
-  return restoreChanged(db, BLOGS, siteId, id, actor, precondition, async (tx, current) => {
+  return restoreLogAndQueue(db, changeLog, BLOGS, siteId, id, actor, precondition, async (tx, current) => {
     const { info_id: _id, ...row } = blogRowOf(record);
     if (!(await pageExists(tx, siteId, row.page))) {
       throw new ConflictError(`Blog ${id}'s page, page ${row.page}, no longer exists: restore it first, or move the blog after restoring.`);
@@ -343,7 +350,7 @@ export async function deleteBlog(deps: BlogDeps, siteId: number, id: number, act
     const row = await findForWrite(trx, BLOGS, siteId, id, precondition);
     const record = toBlogRecord(row);
     const rows = await repo.listBlogImages(trx, siteId, id);
-    await deleteChanged(trx, BLOGS, siteId, id, row, actor);
+    await deleteLogAndQueue(trx, deps.changeLog, BLOGS, siteId, id, row, actor);
     return [record.info_img, ...record.info_more_images, ...rows.map((r) => r.path)].filter((p) => p !== '');
   });
   await removeUnused(deps, [...new Set(removed)]);

@@ -4,7 +4,7 @@ import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SqliteDriver, sql } from 'kysely';
 import { type BlogTestApp, buildBlogApp, DRIVERS, image, postForm, storageOf, storedImages } from '../../../test/blog-fixtures.js';
-import { buildTestApp, json } from '../../../test/helpers.js';
+import { buildTestApp, CHANGE_LOG, json } from '../../../test/helpers.js';
 import { dialectOf } from '../../db/database.js';
 import type { DbHandle } from '../../db/schema.js';
 import { newImageName } from '../../storage/image-storage.js';
@@ -109,7 +109,7 @@ for (const driver of DRIVERS) {
     const asked = connectionAsked(t, () => drop !== undefined);
     const referring = await db.transaction().execute(async (trx) => {
       const write = await saveBlog(
-        { db: trx, images: storageOf(app) },
+        { db: trx, changeLog: CHANGE_LOG, images: storageOf(app) },
         app.site.siteId,
         {
           page: app.pageId,

@@ -14,7 +14,8 @@ import { createCredential, revokeCredential } from '../../accounts/account.servi
 import type { Db } from '../../db/database.js';
 import type { DbHandle } from '../../db/schema.js';
 import { CursorExpiredError } from '../../errors.js';
-import { pruneHistory, readFeed, sinceOf } from './history.service.js';
+import { readFeed, sinceOf } from './feed.service.js';
+import { pruneHistory } from './retention.service.js';
 
 /** A test app without the API rate limit: the writers and the follower send hundreds of requests a minute. */
 function feedApp(t: TestContext, db?: Db) {

@@ -8,8 +8,9 @@ import { PageWritten } from '../pages/page.schemas.js';
 import { NoQuery, operations, sendSaved } from '../shared/envelope.js';
 import { IdParams, MAX_PAGE_SIZE } from '../shared/schemas.js';
 import { actorOf, type RecordType } from './change-log.js';
+import { readFeed, sinceOf } from './feed.service.js';
 import { FeedWatch } from './feed-watch.js';
-import { getRevision, type HistoryDeps, listRevisions, readFeed, restoreRevision, sinceOf } from './history.service.js';
+import { getRevision, type HistoryDeps, listRevisions, restoreRevision } from './revisions.service.js';
 
 /** Longest a long-poll is held, in seconds. */
 const MAX_WAIT_SECONDS = 30;
@@ -202,7 +203,16 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
       async (request, reply) => {
         const principal = principalOf(request);
         const { id, revision } = request.params;
-        const saved = await restoreRevision(deps.db, principal.siteId, noun, id, revision, actorOf(principal), writePreconditions(request));
+        const saved = await restoreRevision(
+          deps.db,
+          deps.changeLog,
+          principal.siteId,
+          noun,
+          id,
+          revision,
+          actorOf(principal),
+          writePreconditions(request),
+        );
         return sendSaved(reply, saved as never, () => `${prefix}/${type}/${id}`);
       },
     );

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
 import { buildBlogApp, forgetHistory, image, postForm } from '../../../test/blog-fixtures.js';
-import { buildTestApp, json, type TestApp } from '../../../test/helpers.js';
+import { buildTestApp, CHANGE_LOG, json, type TestApp } from '../../../test/helpers.js';
 import { connect, startOAuthApp } from '../../../test/oauth.helpers.js';
 import { listConnections } from '../../oauth/connections/connection.service.js';
 import { LocalImageStorage } from '../../storage/local-image-storage.js';
 import { SYSTEM_ACTOR } from './change-log.js';
-import { pruneHistory } from './history.service.js';
+import { pruneHistory } from './retention.service.js';
 import { undoChanges } from './undo.service.js';
 
 type Headers = Record<string, string>;
@@ -212,7 +212,7 @@ test('an OAuth connection is named as the actor, and undo takes back what it did
 
   const images = new LocalImageStorage(path.join(a.config.dataDir, 'images'));
   const scope = { siteId: a.site.siteId, connectionIds: [connection.id], since };
-  const result = await undoChanges({ db: a.db.kysely, images }, scope, SYSTEM_ACTOR);
+  const result = await undoChanges({ db: a.db.kysely, changeLog: CHANGE_LOG, images }, scope, SYSTEM_ACTOR);
   const ids = (list: readonly { type: string; id: number }[]) => list.map((r) => `${r.type} ${r.id}`).sort();
   assert.deepEqual(ids(result.deleted), [`blog ${madeBlog.info_id}`, `page ${made.page}`].sort(), 'what it created is deleted');
   assert.deepEqual(ids(result.restored), [`page ${edited.page}`, `page ${removed.page}`].sort(), 'what it changed or deleted comes back');

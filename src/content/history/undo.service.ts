@@ -15,7 +15,15 @@ import { deletePage, restorePage } from '../pages/page.service.js';
 import { lockImageReferences } from '../shared/image-references.js';
 import { findRow } from '../shared/stored-records.js';
 import type { Actor, ActorRef, RecordType } from './change-log.js';
-import type { HistoryDeps } from './history.service.js';
+import {
+  type ChangeEntry,
+  changesByConnections,
+  connectionSiteOf,
+  type Revision,
+  recordsChangedBy,
+  revisionsFrom,
+} from './history.repository.js';
+import type { HistoryDeps } from './revisions.service.js';
 
 /** Whose changes an undo takes back: the connections of one application (or one connection). */
 export interface UndoScope {
@@ -25,13 +33,13 @@ export interface UndoScope {
   readonly since: string;
 }
 
-export interface UndoneRecord {
+interface UndoneRecord {
   readonly type: RecordType;
   readonly id: number;
 }
 
 /** A record left as it is, and why; `by` and `at` name the other writer's change that stands in the way. */
-export interface SkippedRecord extends UndoneRecord {
+interface SkippedRecord extends UndoneRecord {
   readonly reason: string;
   readonly by?: Actor;
   readonly at?: string;
@@ -44,17 +52,6 @@ export interface UndoResult {
   /** Already as it would be without the application's changes (taken back before, or changed back). */
   readonly unchanged: UndoneRecord[];
   readonly skipped: SkippedRecord[];
-}
-
-/** One revision of a record, as undo reads it. */
-interface Revision {
-  revision: number;
-  op: 'create' | 'update' | 'delete' | 'restore';
-  at: string;
-  actor_kind: string;
-  actor_id: string;
-  actor_name: string;
-  record_json: string;
 }
 
 /** What a record goes back to: a revision's content, or not existing. */
@@ -92,6 +89,25 @@ function before(revisions: readonly Revision[], index: number): Target | undefin
   return revisions[0]!.revision === 1 ? 'absent' : undefined;
 }
 
+/** The website an OAuth connection is for; a 404 when there is no such connection. */
+export async function connectionSite(db: DbHandle, connectionId: string): Promise<number> {
+  const site = await connectionSiteOf(db, connectionId);
+  if (site === undefined) throw new NotFoundError(`There is no OAuth connection ${connectionId}.`);
+  return site;
+}
+
+/** The changes one application (its connections) made, newest first, at most `limit`: what an undo would take back. */
+export async function changesBy(
+  db: DbHandle,
+  siteId: number,
+  connectionIds: readonly string[],
+  since: string | undefined,
+  limit = 200,
+): Promise<ChangeEntry[]> {
+  if (connectionIds.length === 0) return [];
+  return changesByConnections(db, siteId, connectionIds, since, limit);
+}
+
 /**
  * Takes back what the connections changed since `since`. The rule, per record: it returns to how
  * it would be had the application not written since then, wherever that discards no other
@@ -113,19 +129,10 @@ export async function undoChanges(deps: HistoryDeps, scope: UndoScope, actor: Ac
   if (scope.connectionIds.length === 0) return result;
   const theirs = (r: Revision) =>
     ['oauth', 'mcp'].includes(r.actor_kind) && scope.connectionIds.includes(r.actor_id) && r.at >= scope.since;
-  const touched = await deps.db
-    .selectFrom('content_changes')
-    .select(['type', 'record_id'])
-    .where('site_id', '=', scope.siteId)
-    .where('actor_kind', 'in', ['oauth', 'mcp'])
-    .where('actor_id', 'in', [...scope.connectionIds])
-    .where('at', '>=', scope.since)
-    .groupBy(['type', 'record_id'])
-    .orderBy((eb) => eb.fn.min('seq'))
-    .execute();
+  const touched = await recordsChangedBy(deps.db, scope.siteId, scope.connectionIds, scope.since);
   let steps: Step[] = [];
   for (const { type, record_id: id } of touched) {
-    const revisions = await revisionsOf(deps.db, scope.siteId, type, id);
+    const revisions = await revisionsFrom(deps.db, scope.siteId, type, id);
     const latest = revisions.at(-1)!;
     // The application's changes after everybody else's, at the end of the history.
     let start = revisions.length;
@@ -171,18 +178,6 @@ export async function undoChanges(deps: HistoryDeps, scope: UndoScope, actor: Ac
   return result;
 }
 
-async function revisionsOf(db: DbHandle, siteId: number, type: RecordType, id: number, from = 0): Promise<Revision[]> {
-  return (await db
-    .selectFrom('content_changes')
-    .select(['revision', 'op', 'at', 'actor_kind', 'actor_id', 'actor_name', 'record_json'])
-    .where('site_id', '=', siteId)
-    .where('type', '=', type)
-    .where('record_id', '=', id)
-    .where('revision', '>=', from)
-    .orderBy('revision')
-    .execute()) as Revision[];
-}
-
 /**
  * One step, in one transaction: the locks a write of the record takes, in their order (images,
  * the page tree, the row), then its latest revision, which must still be the planned one; then the
@@ -194,20 +189,20 @@ function takeBack(deps: HistoryDeps, siteId: number, step: Step, actor: ActorRef
     if (step.type === 'page') await lockPageTree(tx, siteId);
     if (step.type === 'page') await findRow(tx, PAGES, siteId, step.id, true);
     else await findRow(tx, BLOGS, siteId, step.id, true);
-    const meanwhile = await revisionsOf(tx, siteId, step.type, step.id, step.expected + 1);
+    const meanwhile = await revisionsFrom(tx, siteId, step.type, step.id, step.expected + 1);
     if (meanwhile.length > 0) return meanwhile[0]!;
     if (step.target === 'absent') {
       try {
-        if (step.type === 'page') await deletePage(tx, siteId, step.id, actor);
-        else await deleteBlog({ db: tx, images: deps.images }, siteId, step.id, actor);
+        if (step.type === 'page') await deletePage(tx, deps.changeLog, siteId, step.id, actor);
+        else await deleteBlog({ ...deps, db: tx }, siteId, step.id, actor);
       } catch (error) {
         if (!(error instanceof NotFoundError)) throw error;
       }
       return 'deleted';
     }
     const record = JSON.parse(step.target.recordJson) as PageRecord & BlogRecord;
-    if (step.type === 'page') await restorePage(tx, siteId, step.id, record, actor);
-    else await restoreBlog(tx, siteId, step.id, record, actor);
+    if (step.type === 'page') await restorePage(tx, deps.changeLog, siteId, step.id, record, actor);
+    else await restoreBlog(tx, deps.changeLog, siteId, step.id, record, actor);
     return 'restored';
   });
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { buildTestApp } from '../../../test/helpers.js';
+import { buildTestApp, CHANGE_LOG } from '../../../test/helpers.js';
 import { LocalImageStorage } from '../../storage/local-image-storage.js';
 import { deletePage, getPage, savePage } from '../pages/page.service.js';
 import type { ActorRef } from './change-log.js';
@@ -18,12 +18,12 @@ async function setUp(t: TestContext) {
   const siteId = a.site.siteId;
   const images = new LocalImageStorage(path.join(a.config.dataDir, 'images'));
   const page = async (title: string) =>
-    (await savePage(db, siteId, { page_usertitle: title, page_summary: 'as the owner wrote it' }, OWNER)).record.page;
-  const write = (id: number, page_summary: string, actor: ActorRef) => savePage(db, siteId, { id, page_summary }, actor);
+    (await savePage(db, CHANGE_LOG, siteId, { page_usertitle: title, page_summary: 'as the owner wrote it' }, OWNER)).record.page;
+  const write = (id: number, page_summary: string, actor: ActorRef) => savePage(db, CHANGE_LOG, siteId, { id, page_summary }, actor);
   const summary = async (id: number) => (await getPage(db, siteId, id)).page_summary;
   const undo = (connectionIds: string[], actor: ActorRef) => {
     const scope: UndoScope = { siteId, connectionIds, since: '2000-01-01 00:00:00' };
-    return undoChanges({ db, images }, scope, actor);
+    return undoChanges({ db, changeLog: CHANGE_LOG, images }, scope, actor);
   };
   return { a, db, page, write, summary, undo };
 }
@@ -69,11 +69,11 @@ test('undo lists every record: undone, already as it was, or skipped with the ot
 
 test('undo deletes what the application created and brings back what it deleted, and says when there is nothing left to take back', async (t) => {
   const { db, a, page, undo } = await setUp(t);
-  const made = (await savePage(db, a.site.siteId, { page_usertitle: 'Made by the app' }, REST)).record.page;
+  const made = (await savePage(db, CHANGE_LOG, a.site.siteId, { page_usertitle: 'Made by the app' }, REST)).record.page;
   const gone = await page('Deleted by the app');
-  await deletePage(db, a.site.siteId, gone, REST);
-  const madeAndDeleted = (await savePage(db, a.site.siteId, { page_usertitle: 'Short-lived' }, REST)).record.page;
-  await deletePage(db, a.site.siteId, madeAndDeleted, REST);
+  await deletePage(db, CHANGE_LOG, a.site.siteId, gone, REST);
+  const madeAndDeleted = (await savePage(db, CHANGE_LOG, a.site.siteId, { page_usertitle: 'Short-lived' }, REST)).record.page;
+  await deletePage(db, CHANGE_LOG, a.site.siteId, madeAndDeleted, REST);
 
   const result = await undo(['app-rest'], CLI);
   assert.deepEqual(result.deleted, [{ type: 'page', id: made }]);

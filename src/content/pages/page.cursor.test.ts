@@ -5,7 +5,7 @@ import { buildTestApp, json, type TestApp } from '../../../test/helpers.js';
 import { assertOffsetWindows, assertWindowPlan } from '../../../test/offset-windows.js';
 import { planOf, recording } from '../../../test/query-plan.js';
 import { CURSOR_MAX } from '../shared/cursor.js';
-import { listRows, listRowsAfter } from '../shared/stored-records.js';
+import { listRows, listRowsAfter } from '../shared/stored-lists.js';
 import { PAGES } from './page.repository.js';
 
 type Page = Record<string, unknown> & { page: number; page_usertitle: string };

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
-import { buildTestApp } from '../../../test/helpers.js';
+import { buildTestApp, CHANGE_LOG } from '../../../test/helpers.js';
 import { parseArguments } from '../../cli/command.js';
 import { COMMANDS } from '../../cli/commands.js';
 import { testConfig } from '../../config.js';
 import type { DbHandle } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
 import type { ActorRef } from '../history/change-log.js';
-import { storeChanged } from '../shared/stored-records.js';
+import { storeLogAndQueue } from '../shared/stored-writes.js';
 import { findPageCycles, repairPageCycles } from './page.cycles.js';
 import { PAGES, updatePage } from './page.repository.js';
 import { getPage, pageTree, savePage } from './page.service.js';
@@ -19,7 +19,7 @@ const DOCTOR: ActorRef = { kind: 'system', id: 'doctor', name: 'doctor' };
 async function unlockedMove(db: DbHandle, siteId: number, id: number, parent: number): Promise<void> {
   await inTransaction(db, async (tx) => {
     await updatePage(tx, siteId, id, { page_parent: parent });
-    await storeChanged(tx, PAGES, siteId, id, 'update', OWNER);
+    await storeLogAndQueue(tx, CHANGE_LOG, PAGES, siteId, id, 'update', OWNER);
   });
 }
 
@@ -29,7 +29,7 @@ async function website(t: TestContext) {
   const db = a.db.kysely;
   const siteId = a.site.siteId;
   const page = async (title: string, page_parent = 0) =>
-    (await savePage(db, siteId, { page_usertitle: title, page_parent }, OWNER)).record.page;
+    (await savePage(db, CHANGE_LOG, siteId, { page_usertitle: title, page_parent }, OWNER)).record.page;
   return { a, db, siteId, page };
 }
 
@@ -44,13 +44,13 @@ test('a cycle left by unlocked moves is found and broken at its latest move: tha
   await unlockedMove(db, siteId, x, y);
   await unlockedMove(db, siteId, z, x);
   const unrelated = await page('Unrelated');
-  await savePage(db, siteId, { id: unrelated, page_usertitle: 'Written after the cycle' }, OWNER);
+  await savePage(db, CHANGE_LOG, siteId, { id: unrelated, page_usertitle: 'Written after the cycle' }, OWNER);
 
   const [found] = await findPageCycles(db);
   assert.deepEqual(new Set(found!.cycle), new Set([x, y, z]));
   assert.equal(found!.siteId, siteId);
 
-  const repairs = await repairPageCycles(db, DOCTOR);
+  const repairs = await repairPageCycles(db, CHANGE_LOG, DOCTOR);
   assert.equal(repairs.length, 1);
   assert.deepEqual({ ...repairs[0], cycle: undefined }, { siteId, cycle: undefined, page: z, parentWas: x, parentNow: 0 });
   assert.equal((await getPage(db, siteId, z)).page_parent, 0, 'Z goes back to the top level, where it was before its move');
@@ -70,7 +70,7 @@ test('a cycle left by unlocked moves is found and broken at its latest move: tha
     .orderBy('revision', 'desc')
     .execute();
   assert.deepEqual(latest, { actor_name: 'doctor', op: 'update' }, 'the repair is a revision like any write');
-  assert.deepEqual(await repairPageCycles(db, DOCTOR), [], 'a second run finds nothing');
+  assert.deepEqual(await repairPageCycles(db, CHANGE_LOG, DOCTOR), [], 'a second run finds nothing');
 });
 
 test('the page that closed a cycle goes back under its parent before the move when that parent still holds it; `cms doctor` reports it', async (t) => {
@@ -91,6 +91,7 @@ test('the page that closed a cycle goes back under its parent before the move wh
     positionals,
     config: () => testConfig({ dataDir: a.config.dataDir }),
     db: async () => a.db,
+    changeLog: async () => CHANGE_LOG,
   });
   assert.equal(
     result!.text,
@@ -104,6 +105,7 @@ test('the page that closed a cycle goes back under its parent before the move wh
     positionals,
     config: () => testConfig({ dataDir: a.config.dataDir }),
     db: async () => a.db,
+    changeLog: async () => CHANGE_LOG,
   });
   assert.equal(again!.text, 'No page tree has a cycle.');
 });

@@ -4,7 +4,7 @@
  * and B under A at once) may hold some. Each start looks for them, and `cms doctor` does on demand.
  */
 import type { DbHandle } from '../../db/schema.js';
-import type { ActorRef } from '../history/change-log.js';
+import type { ActorRef, ChangeLog } from '../history/change-log.js';
 import { ancestryOf } from './page.repository.js';
 import { savePage } from './page.service.js';
 
@@ -65,7 +65,7 @@ async function movedAt(db: DbHandle, siteId: number, id: number): Promise<{ seq:
  * close a cycle again. Each move is an ordinary page write, as `actor`, so it has a revision, a
  * change in the feed and its webhooks.
  */
-export async function repairPageCycles(db: DbHandle, actor: ActorRef): Promise<CycleRepair[]> {
+export async function repairPageCycles(db: DbHandle, changeLog: ChangeLog, actor: ActorRef): Promise<CycleRepair[]> {
   const repairs: CycleRepair[] = [];
   for (const { siteId, cycle } of await findPageCycles(db)) {
     const moves = await Promise.all(cycle.map(async (page) => ({ page, ...(await movedAt(db, siteId, page)) })));
@@ -75,7 +75,7 @@ export async function repairPageCycles(db: DbHandle, actor: ActorRef): Promise<C
     // Told from the page that is moved: each the parent of the one before.
     const from = cycle.indexOf(latest.page);
     const told = [...cycle.slice(from), ...cycle.slice(0, from)];
-    await savePage(db, siteId, { id: latest.page, page_parent: parentNow }, actor);
+    await savePage(db, changeLog, siteId, { id: latest.page, page_parent: parentNow }, actor);
     repairs.push({ siteId, cycle: told, page: latest.page, parentWas: told[1]!, parentNow });
   }
   return repairs;

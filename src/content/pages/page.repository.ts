@@ -6,7 +6,7 @@ import { lockInTransaction } from '../../db/transaction.js';
 import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
-import { storedResource } from '../shared/stored-records.js';
+import { storedResource } from '../shared/stored-resource.js';
 import { PAGE_BODY_FIELDS, PAGE_FIELDS, type PageField } from './page.fields.js';
 import { pageSortKeys, toPageRecord } from './page.record.js';
 import type { PagesTable } from './page.table.js';

@@ -7,7 +7,7 @@ import type { DbHandle } from '../../db/schema.js';
 import type { Budget } from '../../http/budget.js';
 import { writePreconditions } from '../../http/representation.js';
 import { validatorFor } from '../../http/validation.js';
-import { actorOf } from '../history/change-log.js';
+import { actorOf, type ChangeLog } from '../history/change-log.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
 import { acceptContentBodies, patchOptions, takingForms } from '../shared/form-body.js';
@@ -42,7 +42,7 @@ const DOCS = {
 /** `lists`: the process's list budget, shared by every list route (envelope.ts, withinBudget). */
 export async function registerPages(
   app: FastifyInstance,
-  { db, prefix, lists }: { db: DbHandle; prefix: string; lists: Budget },
+  { db, changeLog, prefix, lists }: { db: DbHandle; changeLog: ChangeLog; prefix: string; lists: Budget },
 ): Promise<void> {
   await app.register(multipart);
   acceptContentBodies(app);
@@ -87,7 +87,14 @@ export async function registerPages(
     ),
     async (request, reply) => {
       const principal = principalOf(request);
-      const saved = await pages.savePage(db, principal.siteId, request.body ?? {}, actorOf(principal), writePreconditions(request));
+      const saved = await pages.savePage(
+        db,
+        changeLog,
+        principal.siteId,
+        request.body ?? {},
+        actorOf(principal),
+        writePreconditions(request),
+      );
       return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
     },
   );
@@ -105,7 +112,7 @@ export async function registerPages(
     async (request, reply) => {
       const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'page') };
       const principal = principalOf(request);
-      const saved = await pages.savePage(db, principal.siteId, input, actorOf(principal), writePreconditions(request));
+      const saved = await pages.savePage(db, changeLog, principal.siteId, input, actorOf(principal), writePreconditions(request));
       return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
     },
   );
@@ -120,7 +127,7 @@ export async function registerPages(
     ),
     async (request, reply) => {
       const principal = principalOf(request);
-      await pages.deletePage(db, principal.siteId, request.params.id, actorOf(principal), writePreconditions(request));
+      await pages.deletePage(db, changeLog, principal.siteId, request.params.id, actorOf(principal), writePreconditions(request));
       return reply.code(204).send(null);
     },
   );

@@ -5,7 +5,7 @@ import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/representation.js';
 import type { MaybePromise } from '../../maybe-async.js';
-import type { ActorRef } from '../history/change-log.js';
+import type { ActorRef, ChangeLog } from '../history/change-log.js';
 import { countBlogsOnPage } from '../shared/content.queries.js';
 import type { Listed, Saved } from '../shared/envelope.js';
 import { lockImageReferences } from '../shared/image-references.js';
@@ -13,7 +13,9 @@ import { listWindow, queryBoolean } from '../shared/schemas.js';
 import { pageSearchText } from '../shared/search-text.js';
 import { slugify } from '../shared/slug.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
-import { deleteChanged, findForWrite, getRecord, getStored, listStored, restoreChanged, storeChanged } from '../shared/stored-records.js';
+import { listStored } from '../shared/stored-lists.js';
+import { findForWrite, getRecord, getStored } from '../shared/stored-records.js';
+import { deleteLogAndQueue, restoreLogAndQueue, storeLogAndQueue } from '../shared/stored-writes.js';
 import { PAGE_ALIAS, uniqueName } from '../shared/unique-name.js';
 import { PAGE_FIELDS, PAGE_SYSTEM_FIELDS, type PageField } from './page.fields.js';
 import { type PageRecord, pageRowOf, toPageRecord } from './page.record.js';
@@ -95,9 +97,13 @@ function uniqueAlias(db: DbHandle, siteId: number, wanted: string, self?: number
   return uniqueName(db, PAGE_ALIAS, siteId, wanted, self);
 }
 
-/** POST: insert without `id`, update with it, as `actor`. Returns the saved record. */
+/**
+ * POST: insert without `id`, update with it, as `actor`: the row written, the record stored, the
+ * change logged and its webhook deliveries queued (`changeLog`). Returns the saved record.
+ */
 export async function savePage(
   db: DbHandle,
+  changeLog: ChangeLog,
   siteId: number,
   input: PageInput,
   actor: ActorRef,
@@ -117,13 +123,20 @@ export async function savePage(
     if (changes.page_parent !== undefined) await repo.lockPageTree(tx, siteId);
     if (input.id === undefined) {
       precondition?.(undefined);
-      return { ...(await insert(tx, siteId, changes, at, actor)), created: true };
+      return { ...(await insert(tx, changeLog, siteId, changes, at, actor)), created: true };
     }
-    return { ...(await update(tx, siteId, input.id, changes, at, actor, precondition)), created: false };
+    return { ...(await update(tx, changeLog, siteId, input.id, changes, at, actor, precondition)), created: false };
   });
 }
 
-async function insert(db: DbHandle, siteId: number, changes: Partial<Record<PageField, string | number>>, at: string, actor: ActorRef) {
+async function insert(
+  db: DbHandle,
+  changeLog: ChangeLog,
+  siteId: number,
+  changes: Partial<Record<PageField, string | number>>,
+  at: string,
+  actor: ActorRef,
+) {
   if (changes.page_parent !== undefined) await checkParent(db, siteId, Number(changes.page_parent), undefined);
   // A page is named by its title or its menu text; one with neither is nothing anybody could find.
   const named = (field: PageField) => typeof changes[field] === 'string' && String(changes[field]).trim() !== '';
@@ -141,11 +154,12 @@ async function insert(db: DbHandle, siteId: number, changes: Partial<Record<Page
     row.page_alias = await uniqueAlias(db, siteId, slugify(row.page_usertitle || row.page_menuname, 'page'));
   }
   const id = await repo.insertPage(db, { ...row, site_id: siteId, search_text: pageSearchText(row) });
-  return storeChanged(db, PAGES, siteId, id, 'create', actor);
+  return storeLogAndQueue(db, changeLog, PAGES, siteId, id, 'create', actor);
 }
 
 async function update(
   db: DbHandle,
+  changeLog: ChangeLog,
   siteId: number,
   id: number,
   changes: Partial<Record<PageField, string | number>>,
@@ -170,7 +184,7 @@ async function update(
     page_lastmodified: at,
     search_text: pageSearchText(merged),
   });
-  return storeChanged(db, PAGES, siteId, id, 'update', actor);
+  return storeLogAndQueue(db, changeLog, PAGES, siteId, id, 'update', actor);
 }
 
 /**
@@ -180,6 +194,7 @@ async function update(
  */
 export async function restorePage(
   db: DbHandle,
+  changeLog: ChangeLog,
   siteId: number,
   id: number,
   record: PageRecord,
@@ -190,7 +205,9 @@ export async function restorePage(
     // The locks in the order every page write takes them: images, the tree, then the row.
     await lockImageReferences(tx, 'shared');
     await repo.lockPageTree(tx, siteId);
-    return restoreChanged(tx, PAGES, siteId, id, actor, precondition, (trx, current) => restoreColumns(trx, siteId, id, record, current));
+    return restoreLogAndQueue(tx, changeLog, PAGES, siteId, id, actor, precondition, (trx, current) =>
+      restoreColumns(trx, siteId, id, record, current),
+    );
   });
 }
 
@@ -209,7 +226,14 @@ async function restoreColumns(tx: DbHandle, siteId: number, id: number, record: 
 }
 
 /** DELETE: only a page without sub pages and without blogs. */
-export async function deletePage(db: DbHandle, siteId: number, id: number, actor: ActorRef, precondition?: Precondition): Promise<void> {
+export async function deletePage(
+  db: DbHandle,
+  changeLog: ChangeLog,
+  siteId: number,
+  id: number,
+  actor: ActorRef,
+  precondition?: Precondition,
+): Promise<void> {
   await inTransaction(db, async (trx) => {
     // No page may be put under this one while it is checked for sub pages and deleted.
     await repo.lockPageTree(trx, siteId);
@@ -222,7 +246,7 @@ export async function deletePage(db: DbHandle, siteId: number, id: number, actor
     if (blogs > 0) {
       throw new ConflictError(`Page ${id} still holds ${blogs} blog(s); move or delete them first.`);
     }
-    await deleteChanged(trx, PAGES, siteId, id, row, actor);
+    await deleteLogAndQueue(trx, changeLog, PAGES, siteId, id, row, actor);
   });
 }
 

@@ -13,7 +13,8 @@ import { planOf, recording } from '../../../test/query-plan.js';
 import type { Config } from '../../config.js';
 import { BLOGS } from '../blogs/blog.repository.js';
 import { PAGES } from '../pages/page.repository.js';
-import { listRows, listRowsAfter, type OrderDirection, sortOrder } from './stored-records.js';
+import { listRows, listRowsAfter } from './stored-lists.js';
+import { type OrderDirection, sortOrder } from './stored-resource.js';
 
 type Item = Record<string, unknown> & { id: number };
 type Resource = typeof PAGES | typeof BLOGS;

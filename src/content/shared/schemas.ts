@@ -185,7 +185,7 @@ const ORDER_DIRECTIONS = ['asc', 'desc', 'reverse'] as const;
 
 /**
  * The parameters that choose a list's order and fields. `orders` are the resource's orderBy names
- * (its description in stored-records.ts), the first the default; `bodies` its HTML body fields.
+ * (its description in stored-resource.ts), the first the default; `bodies` its HTML body fields.
  */
 export function listViewProperties(orders: readonly string[], bodies: readonly string[]) {
   const orderNames = (description: string) =>

@@ -6,7 +6,7 @@ import type { DialectName } from '../database.js';
  * log of their attempts.
  *
  * - `webhook_deliveries` is the outbox: one row per change and matching active hook, inserted in the
- *   change's own transaction (recordChange), so a committed change always has its deliveries and a
+ *   change's own transaction (the change log's outbox), so a committed change always has its deliveries and a
  *   rolled-back one never does. `due_ms` (milliseconds since the epoch: retries are seconds apart
  *   and the worker polls many times a second, finer than the stored times' second) is when a
  *   pending row may next be claimed; claiming moves it a lease ahead, so a node that dies mid-attempt

@@ -1,0 +1,178 @@
+/**
+ * Lists of a resource with stored records (pages, blogs): an offset window with its total, or a
+ * keyset page after a cursor, each read along the index of the list's order
+ * (stored-resource.ts), with the fields the client chose.
+ */
+import { type Expression, expressionBuilder, type SqlBool, sql } from 'kysely';
+import { dialectOf } from '../../db/database.js';
+import type { Database, DbHandle } from '../../db/schema.js';
+import { listTotal } from './content.queries.js';
+import type { Listed } from './envelope.js';
+import { chosenFields, projected } from './projection.js';
+import type { ListWindow } from './schemas.js';
+import type { StoredItem } from './stored.js';
+import {
+  type AnyResource,
+  column,
+  type ListKey,
+  type OrderDirection,
+  type SortOrder,
+  type StoredTable,
+  selected,
+  sortOrder,
+} from './stored-resource.js';
+
+function filtered<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>) {
+  const dialect = dialectOf(db);
+  return db
+    .selectFrom(r.table)
+    .where(column(r, 'site_id'), '=', siteId)
+    .where((eb) => eb.and(r.conditions(eb, dialect, siteId, filter)));
+}
+
+function inOrder<Q extends ReturnType<typeof filtered>>(r: AnyResource, order: SortOrder, query: Q): Q {
+  let ordered = query;
+  for (const c of order.columns) {
+    ordered = (c.desc ? ordered.orderBy(column(r, c.column), 'desc') : ordered.orderBy(column(r, c.column))) as Q;
+  }
+  return ordered;
+}
+
+/** The list's rows: id, stored text and tag, in list order. */
+function inListOrder<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>, order: SortOrder) {
+  return inOrder(r, order, filtered(db, r, siteId, filter))
+    .select(column(r, r.id).as('id'))
+    .select(selected(db, [`${r.table}.record_json`, `${r.table}.etag`]))
+    .$castTo<StoredItem>();
+}
+
+/** An offset window of the list and the list's total. */
+export async function listRows<F>(
+  db: DbHandle,
+  r: AnyResource<unknown, unknown, F>,
+  siteId: number,
+  filter: Partial<F>,
+  offset: number,
+  limit: number,
+  order: SortOrder = sortOrder(r),
+): Promise<{ rows: StoredItem[]; total: number }> {
+  const everyRecord = r.conditions(expressionBuilder<Database, StoredTable>(), dialectOf(db), siteId, filter).length === 0;
+  const [rows, total] = await Promise.all([
+    windowRows(db, r, siteId, filter, offset, limit, order).execute(),
+    listTotal(db, siteId, r.table, everyRecord ? undefined : filtered(db, r, siteId, filter)),
+  ]);
+  return { rows, total };
+}
+
+/**
+ * The rows of an offset window. SQLite walks the index of the list order past the skipped rows.
+ * PostgreSQL reads the window's keys first, by an index-only scan of that index, and then only
+ * those rows by primary key: the plain form sorted or read the heap row of every skipped row
+ * (docs/architecture.md). On SQLite the same shape is slower, so each database runs its own.
+ */
+function windowRows<F>(
+  db: DbHandle,
+  r: AnyResource<unknown, unknown, F>,
+  siteId: number,
+  filter: Partial<F>,
+  offset: number,
+  limit: number,
+  order: SortOrder,
+) {
+  if (dialectOf(db) === 'sqlite') return inListOrder(db, r, siteId, filter, order).offset(offset).limit(limit);
+  const keys = inOrder(r, order, filtered(db, r, siteId, filter).select(selected(db, [`${r.table}.${r.id}`])))
+    .offset(offset)
+    .limit(limit);
+  // No filter on the outer read: the window's keys have been filtered already.
+  return inListOrder(db, r, siteId, {}, order).where(column(r, r.id), '=', sql<number>`any(array(${keys}))`);
+}
+
+/** Which rows follow `after` in list order, as conditions, one set per range of the index read in order. */
+function rangesAfter(r: AnyResource, order: SortOrder, after: ListKey): Expression<SqlBool>[][] {
+  const columns = order.columns;
+  const refs = columns.map((c) => column(r, c.column));
+  const desc = columns[0]?.desc === true;
+  // One column (the id): a plain comparison, which both databases read as a range of the index.
+  if (columns.length === 1) return [[sql<SqlBool>`${refs[0]} ${sql.raw(desc ? '<' : '>')} ${after[0]}`]];
+  // Every column the same way: one row value says "after", a single range of the index.
+  if (columns.every((c) => (c.desc === true) === desc)) {
+    return [[sql<SqlBool>`(${sql.join(refs)}) ${sql.raw(desc ? '<' : '>')} (${sql.join([...after])})`]];
+  }
+  // Mixed directions: no row value says "after". What follows is, from the last column to the
+  // first, the rows equal on the columns before it and past the key on it. (One OR condition
+  // would scan every earlier row of the first column's value.)
+  return columns.map((_, at) => {
+    const i = columns.length - 1 - at;
+    const equal = refs.slice(0, i).map((ref, j) => sql<SqlBool>`${ref} = ${after[j]}`);
+    return [...equal, sql<SqlBool>`${refs[i]} ${sql.raw(columns[i]!.desc ? '<' : '>')} ${after[i]}`];
+  });
+}
+
+/**
+ * Keyset paging: up to `limit` records after `after` (from the start when null), and the key of
+ * the last one when more follow (null on the last page). Each query is a range of the index of
+ * the list order: no count, no sort, no earlier row read. The ranges are read one after another
+ * until the page is full.
+ */
+export async function listRowsAfter<F>(
+  db: DbHandle,
+  r: AnyResource<unknown, unknown, F>,
+  siteId: number,
+  filter: Partial<F>,
+  after: ListKey | null,
+  limit: number,
+  order: SortOrder = sortOrder(r),
+): Promise<{ rows: StoredItem[]; next: ListKey | null }> {
+  const rows: Array<StoredItem & Record<string, number | string>> = [];
+  // The key is selected by name, whatever else the list selects: the next cursor is made of it.
+  // The id is selected as `id` already.
+  const keyColumns = order.columns.filter((c) => c.column !== r.id).map((c) => `${r.table}.${c.column}`);
+  // One more than asked says whether a next page exists.
+  for (const range of after ? rangesAfter(r, order, after) : [[]]) {
+    if (rows.length > limit) break;
+    let query = inListOrder(db, r, siteId, filter, order);
+    if (keyColumns.length > 0) query = query.select(selected(db, keyColumns));
+    for (const condition of range) query = query.where(condition);
+    rows.push(...((await query.limit(limit + 1 - rows.length).execute()) as typeof rows));
+  }
+  if (rows.length <= limit) return { rows, next: null };
+  rows.length = limit;
+  const last = rows[limit - 1]!;
+  return { rows, next: order.columns.map((c) => (c.column === r.id ? last.id : last[c.column]!)) };
+}
+
+/** How a list is shown, as its query string asks: the order, its direction, and the fields. */
+interface ListView {
+  readonly orderBy?: string | undefined;
+  /** orderBy as the hosted original's examples spell it; orderBy wins when both are sent. */
+  readonly orderby?: string | undefined;
+  readonly orderDirection?: OrderDirection | undefined;
+  readonly fields?: string | undefined;
+  readonly allFields?: string | undefined;
+}
+
+/**
+ * A list of stored records: the route joins their texts, the list's ETag comes from their tags
+ * (and the fields chosen, which change the bytes but not the tags).
+ */
+export async function listStored<F>(
+  db: DbHandle,
+  r: AnyResource<unknown, unknown, F>,
+  siteId: number,
+  filter: Partial<F>,
+  window: ListWindow,
+  view: ListView = {},
+): Promise<Listed<StoredItem>> {
+  const { pageSize } = window;
+  const order = sortOrder(r, view.orderBy ?? view.orderby, view.orderDirection);
+  // Checked before any query: an unknown field name is a 400 whatever the list holds.
+  const fields = chosenFields(r.fields, view);
+  const shown = (rows: StoredItem[]) => (fields ? { records: projected(rows, fields), fields } : { records: rows });
+  if ('cursor' in window) {
+    const { rows, next } = await listRowsAfter(db, r, siteId, filter, order.cursor.decode(window.cursor), pageSize, order);
+    return { ...shown(rows), pageSize, nextCursor: next && order.cursor.encode(next) };
+  }
+  const { offset } = window;
+  const { rows, total } = await listRows(db, r, siteId, filter, offset, pageSize, order);
+  return { ...shown(rows), total, offset, pageSize };
+}

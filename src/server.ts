@@ -31,13 +31,15 @@ interface RunningServer {
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   // Loaded only now, after the configuration was read: a configuration error is then answered at
   // once, in one line, before the slow load of oidc-provider and the app (and anything they print).
-  const [{ buildApp }, { createDatabase }, { migrateToLatest }, { seedDemo }, { addDemoRedirects }] = await Promise.all([
-    import('./app.js'),
-    import('./db/database.js'),
-    import('./db/migrate.js'),
-    import('./demo/seed.js'),
-    import('./oauth/clients/client.service.js'),
-  ]);
+  const [{ buildApp }, { createDatabase }, { migrateToLatest }, { ensureTrigramIndexes }, { seedDemo }, { addDemoRedirects }] =
+    await Promise.all([
+      import('./app.js'),
+      import('./db/database.js'),
+      import('./db/migrate.js'),
+      import('./db/migrations/0022_trigram_filters.js'),
+      import('./demo/seed.js'),
+      import('./oauth/clients/client.service.js'),
+    ]);
   let app: FastifyInstance | undefined;
   const db = createDatabase(config.databaseUrl, {
     synchronous: config.sqliteSynchronous,
@@ -52,6 +54,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
   try {
     const migrations = await migrateToLatest(db);
+    // An extension an administrator created since the migration is used from this start on.
+    const trigramIndexes = db.dialect === 'postgres' ? await ensureTrigramIndexes(db.kysely) : true;
     // Cycles a database may hold from before page moves were locked: broken before anything reads the tree.
     const { repairPageCycles } = await import('./content/pages/page.cycles.js');
     const repairs = await repairPageCycles(db.kysely, { kind: 'system', id: 'page-cycles', name: 'page cycle repair at start' });
@@ -61,6 +65,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     // Says which node of several did the upgrade: the others wait for its lock, then find it done.
     app.log.info({ migrations }, migrations.length ? 'database migrations applied' : 'database schema is current');
     for (const repair of repairs) app.log.warn(repair, 'page tree cycle broken at its latest move');
+    if (!trigramIndexes) {
+      app.log.warn(
+        'PostgreSQL extension pg_trgm is missing and this user may not create it: text filters that are not anchored at the start (contains, endsWith, a leading %) read every row of the website (docs/deploy.md#postgresql-extensions)',
+      );
+    }
     const address = await app.listen({ host: config.host, port: config.port });
     let closing: Promise<void> | undefined;
     const running = app;

@@ -23,7 +23,7 @@ export interface Config {
   readonly databaseUrl: string;
   /** PostgreSQL only: the most connections one process opens (DATABASE_POOL_SIZE). */
   readonly databasePoolSize: number;
-  /** Processes that serve requests (WORKERS): the available cores unless set. */
+  /** Processes that serve requests (WORKERS; its 0 is the available cores). */
   readonly workers: number;
   readonly redisUrl: string | undefined;
   /** Starts every Redis key, so that several deployments can share one Redis. */
@@ -309,7 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl,
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE'),
-    workers: env.WORKERS ? integer(env, 'WORKERS') : availableParallelism(),
+    workers: integer(env, 'WORKERS') || availableParallelism(),
     redisUrl,
     redisKeyPrefix,
     trustProxy: trustProxyOf(text(env, 'TRUST_PROXY')),

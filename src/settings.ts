@@ -35,10 +35,10 @@ export const SETTINGS: readonly Setting[] = [
   },
   {
     name: 'WORKERS',
-    shown: 'the available cores',
-    range: [1, 1024],
+    default: '0',
+    range: [0, 1024],
     meaning:
-      'Processes that serve requests, one per core by default (`os.availableParallelism()`); `1` is a single process. With more, a primary process migrates the database, starts them, replaces one that dies and stops them all on SIGTERM; they share rate limits (through Redis, or else through the primary). See [docs/deploy.md](docs/deploy.md#workers)',
+      'Processes that serve requests; `0`: one per available core (`os.availableParallelism()`); `1`: a single process. With more, a primary process migrates the database, starts them, replaces one that dies and stops them all on SIGTERM; they share rate limits (through Redis, or else through the primary). See [docs/deploy.md](docs/deploy.md#workers)',
   },
   {
     name: 'DATA_DIR',

@@ -8,6 +8,7 @@ import { BLOG_FIELDS, type BlogField } from '../src/content/blogs/blog.fields.js
 import { blogSortKeys, storedBlog } from '../src/content/blogs/blog.record.js';
 import type { BlogRow } from '../src/content/blogs/blog.table.js';
 import { type BlogSearchFields, blogSearchText } from '../src/content/shared/search-text.js';
+import { registerFold } from '../src/db/text-fold.js';
 import { formatTimestamp } from '../src/db/time.js';
 import { prng } from './seed.js';
 
@@ -18,6 +19,8 @@ const WORDS = 'bread starter flour oven crust crumb recipe season market coffee 
 /** Blogs with long HTML bodies (4–14 KB), straight through better-sqlite3 in one transaction. */
 export function seedBlogs(file: string, siteId: number, pageId: number, count: number): { averageHtmlBytes: number } {
   const sqlite = new SQLite(file);
+  // The trigram index's triggers fold the text they index (migration 0022).
+  registerFold(sqlite);
   const random = prng(3);
   const pick = () => WORDS[Math.floor(random() * WORDS.length)]!;
   const words = (n: number) => Array.from({ length: n }, pick).join(' ');

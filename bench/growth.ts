@@ -14,6 +14,13 @@ import { interleave, median, medianRatio, printSummaries, type RoundsOptions, ro
 import { type Seeded, seedDatabase } from './seed.js';
 
 const PAGE_SIZE = 200;
+/**
+ * The filtered list of the comparison with the peers: titles containing "garden" (one of the
+ * seed's words, in about 4 % of titles), the first 100 with their total. Measured on both
+ * databases and printed, without a target: the total counts every match, and the matches grow
+ * with the website; what the trigram index takes away is the read of every row.
+ */
+const FILTERED = '/api/page?pageSize=100&title=garden&matchType=contains';
 
 interface Db {
   pages: number;
@@ -103,18 +110,21 @@ export async function growthCheck(o: GrowthOptions) {
     if (!cursor) console.log(`growth: ${largeEnds.note ?? smallEnds.note}`);
     const targets: Array<{ target: string; value: string; pass: boolean }> = [];
     const report: Record<string, unknown> = { mode: cursor ? 'cursor' : 'offset', pages: { small: small.pages, large: large.pages } };
-    for (const which of ['first', 'last'] as const) {
+    const urls = { small: { ...smallEnds, filtered: FILTERED }, large: { ...largeEnds, filtered: FILTERED } };
+    for (const which of ['first', 'last', 'filtered'] as const) {
       const runs = await interleave(
         [
-          { key: 'small', server: small.app!, makePath: () => smallEnds[which], headers: small.headers },
-          { key: 'large', server: large.app!, makePath: () => largeEnds[which], headers: large.headers },
+          { key: 'small', server: small.app!, makePath: () => urls.small[which], headers: small.headers },
+          { key: 'large', server: large.app!, makePath: () => urls.large[which], headers: large.headers },
         ],
         o.rounds,
       );
       const [s, l] = [summarise(runs.small!), summarise(runs.large!)];
       const slowdown = medianRatio(runs.small!, runs.large!);
       const latency = median(runs.large!.map((r, i) => r.p50Ms / Math.max(runs.small![i]!.p50Ms, 0.001)));
-      console.log(`\ngrowth, ${which} page (${cursor ? 'cursor' : 'offset'} mode): ${largeEnds[which].slice(0, 80)}`);
+      console.log(
+        `\ngrowth, ${which} ${which === 'filtered' ? 'list' : `page (${cursor ? 'cursor' : 'offset'} mode)`}: ${urls.large[which].slice(0, 80)}`,
+      );
       printSummaries([
         [`${small.pages}`, s],
         [`${large.pages}`, l],
@@ -125,13 +135,14 @@ export async function growthCheck(o: GrowthOptions) {
           `p50 latency ${latency.toFixed(2)}×`,
       );
       const failed = s.failed + l.failed;
-      targets.push({
-        target: `list of 200, ${which} page by cursor: ${large.pages} pages ≤ 1.2× slower than ${small.pages} (req/s)`,
-        value: `${slowdown.toFixed(2)}×${cursor ? '' : ' (offset mode: no cursor pages)'}${failed ? `, ${failed} failed` : ''}`,
-        pass: cursor && slowdown <= 1.2 && failed === 0,
-      });
+      if (which !== 'filtered')
+        targets.push({
+          target: `list of 200, ${which} page by cursor: ${large.pages} pages ≤ 1.2× slower than ${small.pages} (req/s)`,
+          value: `${slowdown.toFixed(2)}×${cursor ? '' : ' (offset mode: no cursor pages)'}${failed ? `, ${failed} failed` : ''}`,
+          pass: cursor && slowdown <= 1.2 && failed === 0,
+        });
       report[which] = {
-        url: { small: smallEnds[which], large: largeEnds[which] },
+        url: { small: urls.small[which], large: urls.large[which] },
         small: s,
         large: l,
         slowdown,

@@ -241,7 +241,8 @@ export function printTable(rows: Array<[string, Measured]>, nameWidth: number, r
 /**
  * The app's environment: the service's own configuration, silent, on a free loopback port. The
  * API rate limiter is on, as in production, with a quota the load never reaches (the default,
- * 600 a minute, would answer nearly every request with a 429).
+ * 600 a minute, would answer nearly every request with a 429). One process (`WORKERS=1`), as the
+ * ceilings are: a section that measures workers sets its own.
  */
 export function appEnv(dataDir: string, publicUrl = 'http://127.0.0.1'): Record<string, string> {
   return {
@@ -252,5 +253,6 @@ export function appEnv(dataDir: string, publicUrl = 'http://127.0.0.1'): Record<
     HOST: '127.0.0.1',
     PUBLIC_URL: publicUrl,
     RATE_LIMIT_API: '100000000',
+    WORKERS: '1',
   };
 }

@@ -55,6 +55,7 @@ const { values: args } = parseArgs({
     'pg-url': { type: 'string', default: process.env.BENCH_PG_URL ?? DEFAULT_PG_ADMIN_URL },
     pages: { type: 'string', default: '20000' },
     'growth-pages': { type: 'string' },
+    'growth-small': { type: 'string' },
     rounds: { type: 'string' },
     'round-seconds': { type: 'string' },
     /** Comma-separated sections to run (getById,apiHeaders,list200,list200title,list999,growth,tokens,soak,pg,writes,webhooks); all when absent. */
@@ -85,6 +86,8 @@ const rounds: RoundsOptions = {
  */
 const shortRounds: RoundsOptions = { ...rounds, rounds: Math.max(3, Math.round(rounds.rounds * 0.75)) };
 const GROWTH_PAGES = Number(args['growth-pages'] ?? (quick ? 20_000 : 200_000));
+/** The smaller growth database: 2,000 pages, or `--growth-small=20000` for the filtered list's comparison at 20,000. */
+const GROWTH_SMALL = Number(args['growth-small'] ?? 2000);
 const SOAK = args.soak ? { warmUp: 30, seconds: 300 } : quick ? undefined : { warmUp: 10, seconds: 40 };
 const REFRESH = quick ? { warmUp: 1, seconds: 3 } : { warmUp: 3, seconds: 10 };
 const only = new Set<Section>((args.only?.split(',') as Section[] | undefined) ?? SECTIONS);
@@ -453,7 +456,7 @@ async function main() {
     if (only.has('apiHeaders')) await apiHeadersSection(dataDir, seeded);
     if (only.has('list200title')) await titleOrderSection(dataDir, seeded);
     if (only.has('growth')) {
-      const growth = await growthCheck({ smallPages: 2000, largePages: GROWTH_PAGES, rounds, env: QUOTAS });
+      const growth = await growthCheck({ smallPages: GROWTH_SMALL, largePages: GROWTH_PAGES, rounds, env: QUOTAS });
       for (const t of growth.targets) check('growth', t.target, t.value, t.pass);
       report.growth = growth.report;
     }
@@ -507,7 +510,7 @@ async function main() {
     settings: {
       quick,
       pages: PAGES,
-      growthPages: { small: 2000, large: GROWTH_PAGES },
+      growthPages: { small: GROWTH_SMALL, large: GROWTH_PAGES },
       connections: CONNECTIONS,
       rounds,
       shortRounds,

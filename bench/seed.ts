@@ -11,6 +11,7 @@ import type { PageRow } from '../src/content/pages/page.table.js';
 import { type PageSearchFields, pageSearchText } from '../src/content/shared/search-text.js';
 import { createDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
+import { registerFold } from '../src/db/text-fold.js';
 import { formatTimestamp } from '../src/db/time.js';
 
 export interface Seeded {
@@ -50,6 +51,8 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
   await db.close();
   // The pages go in straight through better-sqlite3, in one transaction.
   const sqlite = new SQLite(file);
+  // The trigram index's triggers fold the text they index (migration 0022).
+  registerFold(sqlite);
 
   const random = prng(20_000);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;

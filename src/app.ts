@@ -8,7 +8,7 @@ import { registerConsole } from './console/console.routes.js';
 import { registerFrontDoor } from './console/front-door.js';
 import { registerBlogs } from './content/blogs/blog.routes.js';
 import { removeOrphanImages } from './content/blogs/image-cleanup.js';
-import { ChangeLog } from './content/history/change-log.js';
+import type { ChangeLog } from './content/history/change-log.js';
 import { registerHistory } from './content/history/history.routes.js';
 import { applyRetention } from './content/history/retention.service.js';
 import { registerPages } from './content/pages/page.routes.js';
@@ -37,7 +37,7 @@ import { registerImageFiles, variantRateLimit } from './storage/image.routes.js'
 import { ImageProcessor } from './storage/image-processor.js';
 import type { ImageStorage } from './storage/image-storage.js';
 import { Upkeep } from './upkeep.js';
-import { webhookOutbox } from './webhooks/webhook.outbox.js';
+import { changeLogWithWebhooks } from './webhooks/webhook.outbox.js';
 import { forgetRotatedSecrets, removeOldDeliveries } from './webhooks/webhook.repository.js';
 import { registerWebhooks } from './webhooks/webhook.routes.js';
 import { deliveryGuard, WebhookWorker } from './webhooks/webhook.worker.js';
@@ -229,14 +229,6 @@ export async function buildApp({
     deps: { db: db.kysely, changeLog, images: imageStorage, warn: (message, error) => app.log.warn({ err: error }, message) },
   });
   return app;
-}
-
-/**
- * The change log with the webhook outbox: every change a write logs queues its deliveries in the
- * write's transaction. What the app, the server's start-up and the `cms` command hand their writes.
- */
-export function changeLogWithWebhooks(): ChangeLog {
-  return new ChangeLog(webhookOutbox);
 }
 
 /** The image processor the settings describe: uploads' pool and variants' bounded pool. */

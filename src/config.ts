@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './private-files.js';
 import { settingOf } from './settings.js';
@@ -22,6 +23,8 @@ export interface Config {
   readonly databaseUrl: string;
   /** PostgreSQL only: the most connections one process opens (DATABASE_POOL_SIZE). */
   readonly databasePoolSize: number;
+  /** Processes that serve requests (WORKERS; its 0 is the available cores). */
+  readonly workers: number;
   readonly redisUrl: string | undefined;
   /** Starts every Redis key, so that several deployments can share one Redis. */
   readonly redisKeyPrefix: string;
@@ -306,6 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl,
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE'),
+    workers: integer(env, 'WORKERS') || availableParallelism(),
     redisUrl,
     redisKeyPrefix,
     trustProxy: trustProxyOf(text(env, 'TRUST_PROXY')),

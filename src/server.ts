@@ -1,7 +1,8 @@
 // First: on an unsupported Node.js it stops before anything else loads.
 import './node-version.js';
+import cluster, { type Worker } from 'node:cluster';
 import { existsSync } from 'node:fs';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type pino from 'pino';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import type { Db } from './db/database.js';
@@ -14,6 +15,8 @@ interface StartOptions {
   readonly demoPassword?: string | undefined;
   /** Where the app logs (runServer: stdout, bounded); pino's default when absent. */
   readonly logStream?: pino.DestinationStream;
+  /** A worker of several: its primary migrated the database and made the demo data. */
+  readonly prepared?: boolean;
 }
 
 interface RunningServer {
@@ -27,43 +30,87 @@ interface RunningServer {
   close(): Promise<void>;
 }
 
-/** config → database → migrations → demo data → app → listen. Used by `npm start`, `cms serve` and tests. */
-export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  // Loaded only now, after the configuration was read: a configuration error is then answered at
-  // once, in one line, before the slow load of oidc-provider and the app (and anything they print).
-  const [{ buildApp, changeLogWithWebhooks }, { createDatabase }, { migrateToLatest }, { seedDemo }, { addDemoRedirects }] =
-    await Promise.all([
-      import('./app.js'),
-      import('./db/database.js'),
-      import('./db/migrate.js'),
-      import('./demo/seed.js'),
-      import('./oauth/clients/client.service.js'),
-    ]);
-  let app: FastifyInstance | undefined;
-  const db = createDatabase(config.databaseUrl, {
+/** What getting the database ready did: done once per start, by the one process that serves or by the primary of several. */
+interface Prepared {
+  readonly migrations: string[];
+  readonly repairs: readonly object[];
+  readonly demoCreated: DemoCredentials | undefined;
+  readonly trigramIndexes: boolean;
+}
+
+/** Migrations, the trigram indexes, page cycle repairs and the demo data, in that order. */
+async function prepareDatabase(db: Db, config: Config, demoPassword: string | undefined): Promise<Prepared> {
+  const [
+    { migrateToLatest },
+    { ensureTrigramIndexes },
+    { seedDemo },
+    { addDemoRedirects },
+    { repairPageCycles },
+    { changeLogWithWebhooks },
+  ] = await Promise.all([
+    import('./db/migrate.js'),
+    import('./db/migrations/0022_trigram_filters.js'),
+    import('./demo/seed.js'),
+    import('./oauth/clients/client.service.js'),
+    import('./content/pages/page.cycles.js'),
+    import('./webhooks/webhook.outbox.js'),
+  ]);
+  // The start-up's writes (cycle repair, demo data) are logged and delivered as the app's are.
+  const changeLog = changeLogWithWebhooks();
+  const migrations = await migrateToLatest(db);
+  // An extension an administrator created since the migration is used from this start on.
+  const trigramIndexes = db.dialect === 'postgres' ? await ensureTrigramIndexes(db.kysely) : true;
+  // Cycles a database may hold from before page moves were locked: broken before anything reads the tree.
+  const repairs = await repairPageCycles(db.kysely, changeLog, { kind: 'system', id: 'page-cycles', name: 'page cycle repair at start' });
+  const demoCreated = config.demo ? await seedDemo(db.kysely, changeLog, config, { password: demoPassword }) : undefined;
+  if (config.demo) await addDemoRedirects(db.kysely, config.publicUrl);
+  return { migrations, repairs, demoCreated, trigramIndexes };
+}
+
+function logPrepared(log: FastifyBaseLogger, { migrations, repairs, trigramIndexes }: Prepared): void {
+  // Says which node of several did the upgrade: the others wait for its lock, then find it done.
+  log.info({ migrations }, migrations.length ? 'database migrations applied' : 'database schema is current');
+  for (const repair of repairs) log.warn(repair, 'page tree cycle broken at its latest move');
+  if (!trigramIndexes) {
+    log.warn(
+      'PostgreSQL extension pg_trgm is missing and this user may not create it: text filters that are not anchored at the start (contains, endsWith, a leading %) read every row of the website (docs/deploy.md#postgresql-extensions)',
+    );
+  }
+}
+
+function openDatabase(
+  config: Config,
+  createDatabase: typeof import('./db/database.js').createDatabase,
+  log: () => FastifyBaseLogger | undefined,
+): Db {
+  return createDatabase(config.databaseUrl, {
     synchronous: config.sqliteSynchronous,
     mmapMB: config.sqliteMmapMB,
     poolSize: config.databasePoolSize,
-    onConnectionLost: (err) => app?.log.warn({ err }, 'lost a database connection; the pool drops it and opens another for the next query'),
+    onConnectionLost: (err) => log()?.warn({ err }, 'lost a database connection; the pool drops it and opens another for the next query'),
     onChangesUnheard: (err) =>
-      app?.log.warn(
+      log()?.warn(
         { err },
         'lost the connection that listens for credential changes; credentials are read on every request until it is back',
       ),
   });
+}
+
+/**
+ * config → database → migrations → demo data → app → listen. Used by `npm start`, `cms serve` and
+ * tests. A worker of several (`prepared`) finds the database made ready by its primary.
+ */
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  // Loaded only now, after the configuration was read: a configuration error is then answered at
+  // once, in one line, before the slow load of oidc-provider and the app (and anything they print).
+  const [{ buildApp }, { createDatabase }] = await Promise.all([import('./app.js'), import('./db/database.js')]);
+  let app: FastifyInstance | undefined;
+  const db = openDatabase(config, createDatabase, () => app?.log);
   try {
-    const migrations = await migrateToLatest(db);
-    // One change log for the process: the start-up's writes (cycle repair, demo data) are logged and delivered as the app's are.
-    const changeLog = changeLogWithWebhooks();
-    // Cycles a database may hold from before page moves were locked: broken before anything reads the tree.
-    const { repairPageCycles } = await import('./content/pages/page.cycles.js');
-    const repairs = await repairPageCycles(db.kysely, changeLog, { kind: 'system', id: 'page-cycles', name: 'page cycle repair at start' });
-    const demoCreated = config.demo ? await seedDemo(db.kysely, changeLog, config, { password: options.demoPassword }) : undefined;
-    if (config.demo) await addDemoRedirects(db.kysely, config.publicUrl);
-    app = await buildApp({ config, db, changeLog, logStream: options.logStream });
-    // Says which node of several did the upgrade: the others wait for its lock, then find it done.
-    app.log.info({ migrations }, migrations.length ? 'database migrations applied' : 'database schema is current');
-    for (const repair of repairs) app.log.warn(repair, 'page tree cycle broken at its latest move');
+    const prepared = options.prepared ? undefined : await prepareDatabase(db, config, options.demoPassword);
+    app = await buildApp({ config, db, logStream: options.logStream });
+    if (prepared) logPrepared(app.log, prepared);
+    const demoCreated = prepared?.demoCreated;
     const address = await app.listen({ host: config.host, port: config.port });
     let closing: Promise<void> | undefined;
     const running = app;
@@ -92,19 +139,41 @@ const LOG_SETTLE_MS = 2_000;
 /**
  * The process around startServer: reads the environment, prints the demo credentials once, and
  * shuts down cleanly on SIGTERM/SIGINT (a second signal, or a stuck shutdown, exits at once).
+ * With WORKERS above 1 this process is the primary of that many workers (runPrimary), each of
+ * which runs this again as a cluster worker; undefined is returned then.
  */
-export async function runServer(env: NodeJS.ProcessEnv = process.env, { json = false } = {}): Promise<RunningServer> {
+export async function runServer(env: NodeJS.ProcessEnv = process.env, { json = false } = {}): Promise<RunningServer | undefined> {
   const config = loadConfig(env);
+  if (config.workers > 1 && cluster.isPrimary) {
+    await runPrimary(config, env, json);
+    return undefined;
+  }
+  const worker = cluster.isWorker;
+  // A worker's primary may ask it to stop while it is still starting: heard from the first moment.
+  let stopAsked = false;
+  let stopNow = () => {
+    stopAsked = true;
+  };
+  if (worker) {
+    process.on('message', (message) => {
+      if ((message as { cms?: unknown } | undefined)?.cms === SHUTDOWN) stopNow();
+    });
+    // The primary is gone (killed): nobody would replace or stop this worker.
+    process.on('disconnect', () => stopNow());
+  }
   const logs = stdoutLog();
-  const server = await startServer(config, { demoPassword: env.DEMO_PASSWORD || undefined, logStream: logs.stream });
+  const server = await startServer(config, { demoPassword: env.DEMO_PASSWORD || undefined, logStream: logs.stream, prepared: worker });
   logs.onCaughtUp((dropped) => server.app.log.warn({ dropped }, 'log lines dropped while stdout was not being read'));
-  announceDemo(config, server.demoCreated, json);
+  if (!worker) announceDemo(config, server.demoCreated, json);
 
   // Exits once the log lines are out, or the reader has had its time: a stalled stdout must
   // never keep the process alive.
   const exit = (code: number) => void logs.settle(LOG_SETTLE_MS).then(() => process.exit(code));
   let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
+  const stop = (signal: NodeJS.Signals | 'primary') => {
+    // A worker hears of a stop twice (its primary's message, and Ctrl-C's SIGINT to the whole
+    // process group): its primary ends it when a second signal means now.
+    if (stopping && worker) return;
     // process.exit would wait for an image being encoded (see below).
     if (stopping) process.kill(process.pid, 'SIGKILL');
     stopping = true;
@@ -125,7 +194,91 @@ export async function runServer(env: NodeJS.ProcessEnv = process.env, { json = f
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  stopNow = () => stop('primary');
+  if (stopAsked) stopNow();
   return server;
+}
+
+/** The message a primary sends its workers to stop. */
+const SHUTDOWN = 'shutdown';
+
+/**
+ * The primary of WORKERS processes (Node's cluster module: the primary accepts the connections
+ * and hands them to the workers in turn). It makes the database ready once (migrations, demo
+ * data) before any worker starts, keeps the workers' shared rate-limit counts, starts a new
+ * worker for one that dies, and on SIGTERM/SIGINT has every worker finish its in-flight requests,
+ * then exits. A worker that fails before it listens stops them all: the next would fail alike.
+ */
+async function runPrimary(config: Config, env: NodeJS.ProcessEnv, json: boolean): Promise<void> {
+  const [{ default: pino }, { loggerOptions }, { createDatabase }, { serveClusterRateLimits }] = await Promise.all([
+    import('pino'),
+    import('./http/logging.js'),
+    import('./db/database.js'),
+    import('./http/cluster-rate-limits.js'),
+  ]);
+  const logs = stdoutLog();
+  const log = pino(loggerOptions(config.logLevel, logs.stream)).child({ worker: 'primary' });
+  const db = openDatabase(config, createDatabase, () => log);
+  let prepared: Prepared;
+  try {
+    prepared = await prepareDatabase(db, config, env.DEMO_PASSWORD || undefined);
+  } finally {
+    await db.close();
+  }
+  logPrepared(log, prepared);
+  announceDemo(config, prepared.demoCreated, json);
+
+  const alive = new Map<number, Worker>();
+  const listening = new Set<number>();
+  serveClusterRateLimits(cluster, () => alive.size);
+  const fork = () => {
+    const worker = cluster.fork();
+    alive.set(worker.id, worker);
+  };
+  const exit = (code: number) => void logs.settle(LOG_SETTLE_MS).then(() => process.exit(code));
+  let stopping: number | undefined;
+  const stopAll = (code: number) => {
+    stopping ??= code;
+    for (const worker of alive.values()) if (worker.isConnected()) worker.send({ cms: SHUTDOWN });
+    if (alive.size === 0) exit(stopping);
+    setTimeout(() => {
+      log.error('workers took too long to stop; ending them');
+      for (const worker of alive.values()) worker.process.kill('SIGKILL');
+      exit(1);
+    }, SHUTDOWN_GRACE_MS).unref();
+  };
+  cluster.on('listening', (worker) => {
+    listening.add(worker.id);
+    if (listening.size === config.workers)
+      log.info({ workers: config.workers, address: `${config.host}:${config.port}` }, 'every worker listens');
+  });
+  cluster.on('exit', (worker, code, signal) => {
+    alive.delete(worker.id);
+    const started = listening.delete(worker.id);
+    if (stopping !== undefined) {
+      if (alive.size === 0) exit(stopping);
+    } else if (!started) {
+      log.error({ exited: worker.id, code, signal }, 'a worker stopped before it listened; stopping every worker');
+      stopAll(1);
+    } else {
+      log.warn({ exited: worker.id, code, signal }, 'a worker exited; starting another in its place');
+      fork();
+    }
+  });
+  let signalled = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      for (const worker of alive.values()) worker.process.kill('SIGKILL');
+      process.kill(process.pid, 'SIGKILL');
+    }
+    signalled = true;
+    log.info({ signal }, 'shutting down: every worker finishes its in-flight requests');
+    stopAll(0);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  log.info({ workers: config.workers }, 'starting workers');
+  for (let i = 0; i < config.workers; i++) fork();
 }
 
 /** Synchronous, so the print comes before the first request is served (scripts wait for it). */

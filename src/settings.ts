@@ -34,6 +34,13 @@ export const SETTINGS: readonly Setting[] = [
     meaning: 'Address to listen on',
   },
   {
+    name: 'WORKERS',
+    default: '0',
+    range: [0, 1024],
+    meaning:
+      'Processes that serve requests; `0`: one per available core (`os.availableParallelism()`); `1`: a single process. With more, a primary process migrates the database, starts them, replaces one that dies and stops them all on SIGTERM; they share rate limits (through Redis, or else through the primary). See [docs/deploy.md](docs/deploy.md#workers)',
+  },
+  {
     name: 'DATA_DIR',
     default: './data',
     meaning: 'Folder for the SQLite file, uploaded images, the generated cookie secret and the demo credentials',

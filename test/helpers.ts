@@ -8,13 +8,14 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
 import { lowerPasswordCostForTests } from '../src/accounts/secrets.js';
-import { buildApp, changeLogWithWebhooks } from '../src/app.js';
+import { buildApp } from '../src/app.js';
 import type { PrincipalCache } from '../src/auth/principal.js';
 import { type Config, testConfig } from '../src/config.js';
 import { createDatabase, type DatabaseOptions, type Db } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import type { OutboundFetch, OutboundGuard } from '../src/http/outbound.js';
 import type { ImageProcessor } from '../src/storage/image-processor.js';
+import { changeLogWithWebhooks } from '../src/webhooks/webhook.outbox.js';
 import { checkResponses } from './response-contract.js';
 
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL;

@@ -54,7 +54,8 @@ export async function start(t: TestContext, env: Record<string, string>, { stall
   const base = `http://127.0.0.1:${port}`;
   const { DATABASE_URL: _url, DEMO_PASSWORD: _password, DEMO_DATA: _demo, ...inherited } = process.env;
   const child = spawn(process.execPath, [SERVER], {
-    env: { ...inherited, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: base, LOG_LEVEL: 'info', ...env },
+    // One process unless the test asks for workers: the suite starts many servers.
+    env: { ...inherited, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: base, LOG_LEVEL: 'info', WORKERS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

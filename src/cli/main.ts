@@ -107,11 +107,8 @@ export async function main(
       },
       async changeLog() {
         // Loaded only by the commands that write records, as every command's modules are.
-        const [{ ChangeLog }, { webhookOutbox }] = await Promise.all([
-          import('../content/history/change-log.js'),
-          import('../webhooks/webhook.outbox.js'),
-        ]);
-        return new ChangeLog(webhookOutbox);
+        const { changeLogWithWebhooks } = await import('../webhooks/webhook.outbox.js');
+        return changeLogWithWebhooks();
       },
     };
     const result = await command.run(ctx);

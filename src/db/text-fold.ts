@@ -21,3 +21,17 @@ export const FOLD_FUNCTION = 'cms_fold';
 export function foldText(text: string): string {
   return withoutAccents(text).toLowerCase();
 }
+
+/** Where `cms_fold` is registered: a better-sqlite3 connection, or anything with its `function`. */
+interface FunctionHost {
+  function(name: string, options: { deterministic: boolean }, fn: (text: unknown) => unknown): unknown;
+}
+
+/**
+ * Registers `cms_fold` on a SQLite connection: null in, null out, as PostgreSQL's strict function.
+ * Every connection that writes pages or blogs needs it, since the trigram index's triggers call it
+ * (migration 0022); the bench's seeders, which write through better-sqlite3 directly, too.
+ */
+export function registerFold(sqlite: FunctionHost): void {
+  sqlite.function(FOLD_FUNCTION, { deterministic: true }, (text: unknown) => (typeof text === 'string' ? foldText(text) : text));
+}

@@ -1,5 +1,7 @@
+import cluster from 'node:cluster';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
+import { clusterRateLimits } from './cluster-rate-limits.js';
 import { databaseRateLimits } from './database-rate-limits.js';
 import { memoryRateLimits } from './memory-rate-limits.js';
 import type { RateLimitStore } from './rate-limit.js';
@@ -34,7 +36,8 @@ export function withFallback(primary: RateLimitStore, fallback: RateLimitStore, 
  * The app's two kinds of counters. `shared` counts what an attacker would multiply across nodes
  * (sign-in guesses, registrations): in Redis, else in the database. `perRequest` counts limits
  * checked on every request of a kind (the content API, the token endpoints): in Redis, else in
- * this process, since a database write on each would cost more than the limit protects.
+ * this process (or, for the workers of one machine, in their primary: cluster-rate-limits.ts),
+ * since a database write on each would cost more than the limit protects.
  * With Redis both share one connection; the per-request counts are synchronised with Redis at
  * most every 100 ms per key away from the quota (syncedRateLimits). While Redis is away each
  * falls back to what it would use without Redis: `shared` to the database (still shared by every
@@ -51,7 +54,8 @@ export interface RateLimitStores {
 
 export function rateLimitStores(db: DbHandle, config: Pick<Config, 'redisUrl' | 'redisKeyPrefix'>, events?: RedisEvents): RateLimitStores {
   const database = databaseRateLimits(db);
-  const local = memoryRateLimits();
+  // The workers of one machine (WORKERS > 1) count in their primary process: once per machine.
+  const local = cluster.isWorker ? clusterRateLimits(memoryRateLimits()) : memoryRateLimits();
   if (config.redisUrl) {
     const redis = redisRateLimits(config.redisUrl, config.redisKeyPrefix, events);
     const connected = () => redis.connected();

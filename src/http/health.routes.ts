@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/database.js';
 import type { RedisStore } from './redis-rate-limits.js';
@@ -8,6 +9,9 @@ import type { RedisStore } from './redis-rate-limits.js';
  * 503 would take the whole fleet out of the load balancer at once, while the rate limits fall
  * back to the database and to each process (docs/rate-limits.md#when-redis-is-unavailable).
  */
+/** Which worker answers, with WORKERS above 1 (its cluster id, as its log lines say). */
+const WORKER = cluster.worker ? { worker: cluster.worker.id } : {};
+
 export function registerHealth(app: FastifyInstance, db: Db, redis?: Pick<RedisStore, 'answers'>): void {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
@@ -21,7 +25,7 @@ export function registerHealth(app: FastifyInstance, db: Db, redis?: Pick<RedisS
       ),
       redis?.answers().then((answers) => (answers ? 'ok' : 'unavailable')),
     ]);
-    const body = { status: database, database, ...(redisState ? { redis: redisState } : {}) };
+    const body = { status: database, database, ...(redisState ? { redis: redisState } : {}), ...WORKER };
     return database === 'ok' ? body : reply.code(503).send(body);
   });
 }

@@ -1,5 +1,7 @@
+import cluster from 'node:cluster';
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { hostname } from 'node:os';
 import { type FastifyRequest, LogController } from 'fastify';
 import pino from 'pino';
 import type { LogLevel } from '../config.js';
@@ -91,6 +93,8 @@ function decodedName(name: string): string {
 export function loggerOptions(level: LogLevel, stream?: pino.DestinationStream) {
   return {
     level,
+    // A worker of several (WORKERS) names itself on every line, beside pino's pid and hostname.
+    ...(cluster.worker ? { base: { pid: process.pid, hostname: hostname(), worker: cluster.worker.id } } : {}),
     ...(stream ? { stream } : {}),
     // Our serializers never log headers, but plugins do: @fastify/multipart logs its busboy options
     // at trace, request headers included ({ busboyOptions: { headers } }). Redacting by header name

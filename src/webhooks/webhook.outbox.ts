@@ -4,7 +4,7 @@
  * transaction, so that a committed change is always delivered and a rolled-back one never is.
  * Sending happens after the commit (webhook.worker.ts).
  */
-import type { Outbox } from '../content/history/change-log.js';
+import { ChangeLog, type Outbox } from '../content/history/change-log.js';
 import { eventOf, hooksFor, payloadOf } from './webhook.events.js';
 import { enqueueDeliveries } from './webhook.repository.js';
 
@@ -15,3 +15,11 @@ export const webhookOutbox: Outbox = {
     return (logged) => enqueueDeliveries(db, siteId, hooks, event, payloadOf(event, logged));
   },
 };
+
+/**
+ * The change log with the webhook outbox: every change a write logs queues its deliveries in the
+ * write's transaction. What the app, the server's start-up and the `cms` command hand their writes.
+ */
+export function changeLogWithWebhooks(): ChangeLog {
+  return new ChangeLog(webhookOutbox);
+}

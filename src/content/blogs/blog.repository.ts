@@ -33,10 +33,10 @@ function conditionsOf(eb: ExpressionBuilder<Database, 'blogs'>, dialect: Dialect
   const conditions: Expression<SqlBool>[] = [];
   if (f.id !== undefined) conditions.push(eb('blogs.info_id', '=', f.id));
   if (f.page !== undefined) conditions.push(eb('blogs.page', '=', f.page));
-  if (f.title !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_title'), f.title, f.matchType));
-  if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('blogs.info_filename'), f.filename, f.matchType));
+  if (f.title !== undefined) conditions.push(textMatches(dialect, 'blogs.info_title', f.title, f.matchType));
+  if (f.filename !== undefined) conditions.push(textMatches(dialect, 'blogs.info_filename', f.filename, f.matchType));
   for (const tags of [f.tags, f.tag]) {
-    if (tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('blogs.info_tags'), tags, f.matchType));
+    if (tags !== undefined) conditions.push(anyListItemMatches(dialect, 'blogs.info_tags', tags, f.matchType));
   }
   if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'blogs', 'info_id', f.keywords));
   if (f.publicOn !== undefined) {

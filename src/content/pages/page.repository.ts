@@ -37,17 +37,12 @@ function conditionsOf(eb: ExpressionBuilder<Database, 'pages'>, dialect: Dialect
   if (f.page !== undefined) conditions.push(eb('pages.page', '=', f.page));
   if (f.parent !== undefined) conditions.push(eb('pages.page_parent', '=', f.parent));
   if (f.title !== undefined) {
-    conditions.push(
-      eb.or([
-        textMatches(dialect, eb.ref('pages.page_usertitle'), f.title, f.matchType),
-        textMatches(dialect, eb.ref('pages.page_menuname'), f.title, f.matchType),
-      ]),
-    );
+    conditions.push(textMatches(dialect, ['pages.page_usertitle', 'pages.page_menuname'], f.title, f.matchType));
   }
-  if (f.menutext !== undefined) conditions.push(textMatches(dialect, eb.ref('pages.page_menuname'), f.menutext, f.matchType));
-  if (f.filename !== undefined) conditions.push(textMatches(dialect, eb.ref('pages.page_alias'), f.filename, f.matchType));
+  if (f.menutext !== undefined) conditions.push(textMatches(dialect, 'pages.page_menuname', f.menutext, f.matchType));
+  if (f.filename !== undefined) conditions.push(textMatches(dialect, 'pages.page_alias', f.filename, f.matchType));
   for (const tags of [f.tags, f.tag]) {
-    if (tags !== undefined) conditions.push(anyListItemMatches(dialect, eb.ref('pages.page_keywords'), tags, f.matchType));
+    if (tags !== undefined) conditions.push(anyListItemMatches(dialect, 'pages.page_keywords', tags, f.matchType));
   }
   if (f.keywords !== undefined) conditions.push(fullTextMatches(dialect, 'pages', 'page', f.keywords));
   if (f.publicContentOnly) conditions.push(sql<SqlBool>`pages.page not in ${hiddenPages(siteId)}`);

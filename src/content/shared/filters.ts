@@ -1,7 +1,7 @@
 import { decodeHTML } from 'entities';
-import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
+import { type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { DialectName } from '../../db/database.js';
-import { FOLD_FUNCTION, withoutAccents } from '../../db/text-fold.js';
+import { FOLD_FUNCTION, foldText, withoutAccents } from '../../db/text-fold.js';
 import type { MatchType } from './schemas.js';
 
 /** `value` as a LIKE pattern (with `escape '\'`) that matches it literally: %, _ and \ escaped. */
@@ -41,11 +41,87 @@ export function likePattern(value: string, matchType: MatchType = 'like'): strin
 const fold = (text: unknown) => sql`${sql.raw(FOLD_FUNCTION)}(${text})`;
 
 /**
- * Pattern match ignoring case and accents on both databases: `creme%` finds "Crème" as `keywords`
- * does. The dialect is not needed for it, and kept so the callers read alike.
+ * The columns the text filters compare, each in a trigram index (migration 0022), by table with
+ * the table's key.
  */
-export function textMatches(_dialect: DialectName, column: Expression<string>, value: string, matchType?: MatchType): RawBuilder<SqlBool> {
-  return sql<SqlBool>`${fold(column)} like ${fold(likePattern(value, matchType))} escape '\\'`;
+const TRIGRAM_INDEXED = {
+  pages: { key: 'page', columns: ['page_usertitle', 'page_menuname', 'page_alias', 'page_keywords'] },
+  blogs: { key: 'info_id', columns: ['info_title', 'info_filename', 'info_tags'] },
+} as const;
+type Indexed = typeof TRIGRAM_INDEXED;
+
+/** A text filter's column, as `table.column`. */
+export type FilterColumn = { [T in keyof Indexed]: `${T}.${Indexed[T]['columns'][number]}` }[keyof Indexed];
+
+/** The shortest text a trigram index finds: a shorter pattern is matched by reading every row. */
+export const TRIGRAM_MIN = 3;
+
+/**
+ * The literal text of a LIKE pattern (with `escape '\'`) between its wildcards, escapes resolved:
+ * `%50\% of_f%` gives `50% of` and `f`. Every text the pattern matches holds each of them.
+ */
+export function literalRuns(pattern: string): string[] {
+  const runs: string[] = [];
+  let run = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern.charAt(i);
+    if (c === '\\' && i + 1 < pattern.length) {
+      i++;
+      run += pattern.charAt(i);
+    } else if (c === '%' || c === '_') {
+      if (run) runs.push(run);
+      run = '';
+    } else {
+      run += c;
+    }
+  }
+  if (run) runs.push(run);
+  return runs;
+}
+
+/**
+ * The rows whose indexed columns may match: an FTS5 trigram query (SQLite) for the pieces of at
+ * least TRIGRAM_MIN characters, each of which a matching text must hold in one of the columns.
+ * Undefined when no piece is that long: the caller then reads every row of the website.
+ */
+function trigramCandidates(columns: readonly FilterColumn[], pieces: readonly string[]): RawBuilder<SqlBool> | undefined {
+  const long = pieces.filter((piece) => Array.from(piece).length >= TRIGRAM_MIN);
+  if (long.length === 0 || columns.length === 0) return undefined;
+  const table = (columns[0] as FilterColumn).split('.')[0] as keyof Indexed;
+  const names = columns.map((column) => column.split('.')[1]).join(' ');
+  const match = long.map((piece) => `{${names}} : "${piece.replace(/"/g, '""')}"`).join(' AND ');
+  const trgm = sql.table(`${table}_trgm`);
+  return sql<SqlBool>`${sql.ref(`${table}.${TRIGRAM_INDEXED[table].key}`)} in (select rowid from ${trgm} where ${trgm} match ${match})`;
+}
+
+/**
+ * With the trigram index's candidates first where it can serve the pattern: on SQLite the FTS5
+ * query, on PostgreSQL nothing, since its planner finds the GIN index of the folded column itself
+ * (and reads every row when the pattern has no three characters in a row, or pg_trgm is missing).
+ * The exact LIKE decides either way.
+ */
+function narrowed(dialect: DialectName, candidates: RawBuilder<SqlBool> | undefined, exact: RawBuilder<SqlBool>): RawBuilder<SqlBool> {
+  if (dialect === 'postgres' || !candidates) return exact;
+  return sql<SqlBool>`(${candidates} and ${exact})`;
+}
+
+/**
+ * Pattern match ignoring case and accents on both databases: `creme%` finds "Crème" as `keywords`
+ * does. With several columns, any of them may match (a page's `title` is its title or menu name).
+ */
+export function textMatches(
+  dialect: DialectName,
+  columns: FilterColumn | readonly FilterColumn[],
+  value: string,
+  matchType?: MatchType,
+): RawBuilder<SqlBool> {
+  const list: readonly FilterColumn[] = typeof columns === 'string' ? [columns] : columns;
+  const pattern = likePattern(value, matchType);
+  const exact = sql.join(
+    list.map((column) => sql<SqlBool>`${fold(sql.ref(column))} like ${fold(pattern)} escape '\\'`),
+    sql` or `,
+  );
+  return narrowed(dialect, trigramCandidates(list, literalRuns(foldText(pattern))), sql<SqlBool>`(${exact})`);
 }
 
 /**
@@ -79,16 +155,15 @@ export function fullTextMatches(dialect: DialectName, table: string, key: string
 }
 
 /** Any of a comma-separated list matches: `a, b,c` is split and each item compared. */
-export function anyListItemMatches(
-  _dialect: DialectName,
-  column: Expression<string>,
-  value: string,
-  matchType?: MatchType,
-): RawBuilder<SqlBool> {
+export function anyListItemMatches(dialect: DialectName, column: FilterColumn, value: string, matchType?: MatchType): RawBuilder<SqlBool> {
   // Normalise the list to ",a,b,c," (no spaces around commas) and look for ",<pattern>,".
-  const normalised = sql`',' || replace(replace(${fold(column)}, ', ', ','), ' ,', ',') || ','`;
-  const pattern = `%,${likePattern(value, matchType)},%`;
-  return sql<SqlBool>`${normalised} like ${fold(pattern)} escape '\\'`;
+  const normalised = sql`',' || replace(replace(${fold(sql.ref(column))}, ', ', ','), ' ,', ',') || ','`;
+  const item = likePattern(value, matchType);
+  const exact = sql<SqlBool>`${normalised} like ${fold(`%,${item},%`)} escape '\\'`;
+  // The normalising drops only spaces beside commas, so each piece between commas is text of the
+  // column as it is indexed.
+  const pieces = literalRuns(foldText(item)).flatMap((run) => run.split(','));
+  return narrowed(dialect, trigramCandidates([column], pieces), exact);
 }
 
 /**

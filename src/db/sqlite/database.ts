@@ -3,7 +3,7 @@ import { makePrivate } from '../../private-files.js';
 import { ChangeSource, type RemoteChanges } from '../change-source.js';
 import type { DatabaseOptions, Db } from '../db.js';
 import { PreparedLookups, RootHandle } from '../prepared-lookup.js';
-import { FOLD_FUNCTION, foldText } from '../text-fold.js';
+import { registerFold } from '../text-fold.js';
 import { GroupCommit, GroupCommitDialect, ImmediateSqliteDialect } from './group-commit.js';
 import { statementCache } from './statement-cache.js';
 
@@ -25,8 +25,8 @@ function openFile(file: string, mmapMB: number): SQLite.Database {
   // Reads by memory map: a page comes from the OS page cache without a read() per page, which
   // matters once the database is larger than SQLite's own cache (bench/README.md).
   sqlite.pragma(`mmap_size = ${mmapMB * 1024 * 1024}`);
-  // The text filters' folding (text-fold.ts); null in, null out, as PostgreSQL's strict function.
-  sqlite.function(FOLD_FUNCTION, { deterministic: true }, (text: unknown) => (typeof text === 'string' ? foldText(text) : text));
+  // The text filters' folding (text-fold.ts).
+  registerFold(sqlite);
   return sqlite;
 }
 

@@ -20,6 +20,7 @@ import { BLOG_BODY_FIELDS } from './blog.fields.js';
 import { BlogBodies, BlogList, BlogListing, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
 import * as blogs from './blog.service.js';
 import { readBlogForm } from './blog.uploads.js';
+import { withStagedUploads } from './staged-uploads.js';
 
 const DOCS = {
   list: [
@@ -102,13 +103,13 @@ export async function registerBlogs(
         precondition: writePreconditions(request),
         signal: clientGone(reply),
       };
-      // A multipart form is read first: its credentials may be among its fields.
-      const form = request.isMultipart() ? await readBlogForm(request, images, config.uploads, checkData) : undefined;
-      const principal = principalOf(request);
-      const { siteId, defaultPage } = principal;
-      const saved = form
-        ? await blogs.saveBlog(deps, siteId, form.data, actorOf(principal), { ...options, defaultPage, uploads: form.uploads })
-        : await blogs.saveBlog(deps, siteId, request.body ?? {}, actorOf(principal), { ...options, defaultPage });
+      const saved = await withStagedUploads(images, async (uploads) => {
+        // A multipart form is read first: its credentials may be among its fields.
+        const input = request.isMultipart() ? await readBlogForm(request, uploads, config.uploads, checkData) : (request.body ?? {});
+        const principal = principalOf(request);
+        const { siteId, defaultPage } = principal;
+        return blogs.saveBlog(deps, siteId, input, actorOf(principal), { ...options, defaultPage, uploads });
+      });
       return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
     },
   );

@@ -7,7 +7,8 @@ import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
 import { BadRequestError, PayloadTooLargeError, ValidationError } from '../../errors.js';
-import { parsed, readMultipartForm } from '../shared/form-body.js';
+import { readMultipartForm } from '../../http/form-reader.js';
+import { parsed } from '../../http/multipart-stream.js';
 import type { ImageRole } from './blog.table.js';
 import { fileLabel, type StagedUploads } from './staged-uploads.js';
 import { fileTooLarge } from './upload-inspection.js';
@@ -29,7 +30,7 @@ async function* whole(part: MultipartFile, maxBytes: number): AsyncGenerator<Buf
 }
 
 /**
- * Reads the whole form (form-body.ts): its credentials first, then `data`, held to the route's
+ * Reads the whole form (http/form-reader.ts): its credentials first, then `data`, held to the route's
  * schema by `validate`, and the image files, staged into `uploads` as they arrive; the caller's
  * withStagedUploads removes them whatever happens next.
  */

@@ -6,7 +6,7 @@ import { BadRequestError, ConflictError, ValidationError } from '../../errors.js
 import type { Precondition } from '../../http/representation.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import { type ImageProcessor, type ImageRules, NO_RULES } from '../../storage/image-processor.js';
-import { type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
+import type { ImageStorage } from '../../storage/image-storage.js';
 import type { ActorRef } from '../history/change-log.js';
 import { pageExists } from '../shared/content.queries.js';
 import type { Listed, Saved } from '../shared/envelope.js';
@@ -17,21 +17,21 @@ import { slugify } from '../shared/slug.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
 import { deleteChanged, findForWrite, getRecord, getStored, listStored, restoreChanged, storeChanged } from '../shared/stored-records.js';
 import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
-import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
+import { type BlogInput, COPIED_FIELDS, imageColumns, type Stored, storedChanges } from './blog.columns.js';
+import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
 import { rulesOfPage } from './blog.image-rules.js';
 import { type ImagePlan, planImages } from './blog.images.js';
 import { type BlogRecord, blogRowOf, toBlogRecord } from './blog.record.js';
 import * as repo from './blog.repository.js';
 import { BLOGS } from './blog.repository.js';
-import type { BlogQuery, BlogWrite } from './blog.schemas.js';
+import type { BlogQuery } from './blog.schemas.js';
 import type { BlogRow } from './blog.table.js';
-import { removeImageIfUnused } from './image-cleanup.js';
+import { removeUnused } from './image-cleanup.js';
 import { StagedUploads } from './staged-uploads.js';
 
+export type { BlogInput } from './blog.columns.js';
 export type { BlogRecord } from './blog.record.js';
 
-/** A POST body as the route schema validated it (JSON, or the data field of a multipart form). */
-export type BlogInput = Static<typeof BlogWrite>;
 /** A list's query string as the route schema validated it (and coerced its numbers). */
 export type BlogListQuery = Static<typeof BlogQuery>;
 
@@ -55,14 +55,6 @@ interface SaveOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
-type Stored = Record<string, string | number>;
-
-/** Image fields are decided by planImages; the rest of the writable fields are copied (converted). */
-const IMAGE_FIELDS: readonly BlogField[] = ['info_img', 'info_img_json', 'info_more_images'];
-const COPIED_FIELDS = (Object.keys(BLOG_FIELDS) as BlogField[]).filter(
-  (f) => !(BLOG_SYSTEM_FIELDS as readonly string[]).includes(f) && !IMAGE_FIELDS.includes(f),
-);
-
 const today = () => now().slice(0, 10);
 
 /** A list of stored records: the route joins their texts, the list's ETag comes from their tags. */
@@ -83,19 +75,6 @@ export async function getBlog(db: DbHandle, siteId: number, id: number): Promise
   return getRecord(db, BLOGS, siteId, id);
 }
 
-/** Field values as stored: info_show as Y/N, booleans as 1/0. */
-function storedChanges(input: BlogInput): Stored {
-  const changes: Stored = {};
-  for (const field of COPIED_FIELDS) {
-    const value = input[field as keyof BlogInput];
-    if (value === undefined) continue;
-    if (field === 'info_show') changes[field] = value === true || value === 1 || value === 'Y' ? 'Y' : 'N';
-    else if (BLOG_FIELDS[field].kind === 'bool') changes[field] = value === true || value === 1 ? 1 : 0;
-    else changes[field] = value as string | number;
-  }
-  return changes;
-}
-
 async function checkPage(db: DbHandle, siteId: number, page: number): Promise<void> {
   if (!(await pageExists(db, siteId, page))) {
     throw new ValidationError([repo.noSuchPage(page)]);
@@ -104,14 +83,6 @@ async function checkPage(db: DbHandle, siteId: number, page: number): Promise<vo
 
 function uniqueFilename(db: DbHandle, siteId: number, wanted: string, self?: number): Promise<string> {
   return uniqueName(db, BLOG_FILENAME, siteId, wanted, self);
-}
-
-function imageColumns(plan: ImagePlan): Stored {
-  return {
-    info_img: plan.info_img,
-    info_img_json: plan.info_img_json ? JSON.stringify(plan.info_img_json) : '',
-    info_more_images: JSON.stringify(plan.info_more_images),
-  };
 }
 
 /**
@@ -308,24 +279,6 @@ export async function restoreBlog(
       await repo.insertBlog(tx, { ...columns, info_id: id, site_id: siteId });
     }
   });
-}
-
-/**
- * Removes files this service stored that no record refers to any more. Best effort: the write
- * stands. Inside a caller's transaction files are kept, since the caller may still roll back (a
- * file left over costs disk space, a file removed under a restored record loses an image).
- */
-async function removeUnused(deps: BlogDeps, paths: readonly string[]): Promise<void> {
-  if (deps.db.isTransaction) return;
-  for (const path of paths) {
-    const name = imageNameOf(path);
-    if (!name) continue;
-    try {
-      await removeImageIfUnused(deps.db, deps.images, name);
-    } catch (error) {
-      deps.warn?.(`could not remove image ${name}`, error);
-    }
-  }
 }
 
 /**

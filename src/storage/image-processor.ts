@@ -1,5 +1,6 @@
 import type { FitEnum, Metadata, Sharp } from 'sharp';
 import { AppError, PayloadTooLargeError, UnprocessableContentError, UnsupportedMediaTypeError } from '../errors.js';
+import { cappedVariant, planFull, shownSize, type VariantFit } from './image-geometry.js';
 import type { ImageMime } from './image-storage.js';
 import { hasTextMetadata } from './text-metadata.js';
 import { WorkPool, WorkRefused } from './work-pool.js';
@@ -31,7 +32,6 @@ interface ProcessedImage {
 }
 
 export type OutputFormat = 'jpeg' | 'png' | 'webp' | 'avif' | 'gif';
-type VariantFit = 'cover' | 'contain' | 'inside' | 'outside';
 
 export interface VariantRequest {
   readonly width?: number | undefined;
@@ -64,9 +64,6 @@ export const MIME_OF_FORMAT: Record<OutputFormat, ImageMime> = {
  */
 export const DEFAULT_QUALITY: Record<OutputFormat, number> = { jpeg: 85, webp: 85, avif: 60, png: 100, gif: 100 };
 
-/** The aspect crop is skipped when it would remove less than this many pixels a side (rounding). */
-const ASPECT_SLACK = 1;
-
 /** AVIF effort of stored images: each step up of 9 costs about twice the time for a few percent fewer bytes. */
 const AVIF_EFFORT = 4;
 
@@ -85,48 +82,6 @@ function encode(image: Sharp, format: OutputFormat, quality = DEFAULT_QUALITY[fo
   }
 }
 
-/** Width and height as shown, after the EXIF orientation is applied (5–8 turn the image a quarter). */
-function shownSize(meta: Metadata): { width: number; height: number } {
-  const turned = (meta.orientation ?? 1) >= 5;
-  const width = meta.width ?? 0;
-  const height = meta.pageHeight ?? meta.height ?? 0;
-  return turned ? { width: height, height: width } : { width, height };
-}
-
-/** The largest box of the aspect `aspectWidth:aspectHeight` inside width × height. */
-function aspectBox(width: number, height: number, aspectWidth: number, aspectHeight: number): { width: number; height: number } {
-  if (width * aspectHeight > height * aspectWidth) return { width: Math.max(1, Math.round((height * aspectWidth) / aspectHeight)), height };
-  return { width, height: Math.max(1, Math.round((width * aspectHeight) / aspectWidth)) };
-}
-
-interface Plan {
-  /** The size to crop to (cover), when the aspect is wrong. */
-  crop?: { width: number; height: number };
-  /** The box to fit within (inside), when the image is larger. */
-  fit?: { width: number | undefined; height: number | undefined };
-}
-
-/** The crop and the shrink the rules ask of an image of this size; neither ever enlarges. */
-function planFull(size: { width: number; height: number }, rules: ImageRules): Plan {
-  const plan: Plan = {};
-  let { width, height } = size;
-  if (rules.cropAspect && rules.maxWidth > 0 && rules.maxHeight > 0) {
-    const box = aspectBox(width, height, rules.maxWidth, rules.maxHeight);
-    if (width - box.width > ASPECT_SLACK || height - box.height > ASPECT_SLACK) {
-      // Cropping and shrinking in one step: the box scaled down to the limits, never up.
-      const scale = Math.min(1, rules.maxWidth / box.width, rules.maxHeight / box.height);
-      width = Math.max(1, Math.round(box.width * scale));
-      height = Math.max(1, Math.round(box.height * scale));
-      plan.crop = { width, height };
-      return plan;
-    }
-  }
-  const tooWide = rules.maxWidth > 0 && width > rules.maxWidth;
-  const tooHigh = rules.maxHeight > 0 && height > rules.maxHeight;
-  if (tooWide || tooHigh) plan.fit = { width: rules.maxWidth || undefined, height: rules.maxHeight || undefined };
-  return plan;
-}
-
 /**
  * What one variant may cost. Its decoding is bounded by UPLOAD_MAX_PIXELS like an upload's; its
  * output is fitted within these pixels (AVIF, whose encoder is the slowest and hungriest by far,
@@ -139,32 +94,6 @@ const VARIANT_LIMITS = {
   avifEffort: 2,
   timeoutSeconds: 10,
 } as const;
-
-/** Output size of a variant asked of an image of `size`, made smaller to hold `maxPixels`. */
-function cappedVariant(
-  request: VariantRequest,
-  size: { width: number; height: number },
-  maxPixels: number,
-): { width: number | undefined; height: number | undefined } {
-  const { width: w, height: h } = request;
-  const scaleOf = (target: number | undefined, side: number) => (target === undefined ? undefined : Math.min(1, target / side));
-  const sx = scaleOf(w, size.width);
-  const sy = scaleOf(h, size.height);
-  // The pixels sharp would make: a box (cover, contain) is filled; otherwise the aspect is kept.
-  let pixels: number;
-  if (sx !== undefined && sy !== undefined && (request.fit === 'cover' || request.fit === 'contain')) {
-    pixels = Math.min(w!, size.width) * Math.min(h!, size.height);
-  } else {
-    const scale = sx === undefined ? (sy ?? 1) : sy === undefined ? sx : request.fit === 'outside' ? Math.max(sx, sy) : Math.min(sx, sy);
-    pixels = size.width * scale * size.height * scale;
-  }
-  if (pixels <= maxPixels) return { width: w, height: h };
-  const k = Math.sqrt(maxPixels / pixels);
-  if (w === undefined && h === undefined) return { width: Math.max(1, Math.floor(size.width * k)), height: undefined };
-  const shrink = (side: number | undefined, original: number) =>
-    side === undefined ? undefined : Math.max(1, Math.floor(Math.min(side, original) * k));
-  return { width: shrink(w, size.width), height: shrink(h, size.height) };
-}
 
 interface ProcessorOptions {
   /** Uploads decoded at once in this process; the others wait (IMAGE_PROCESSING_CONCURRENCY). */
@@ -311,7 +240,7 @@ export class ImageProcessor {
       // The thumbnail follows the same rules with its own box: cropped to its aspect when asked,
       // shrunk to fit, never enlarged (a smaller original gives a smaller thumbnail).
       const { width, height } = rules.thumbnail;
-      const thumbPlan = planFull(size, { maxWidth: width, maxHeight: height, cropAspect: rules.cropThumbnail, cropThumbnail: false });
+      const thumbPlan = planFull(size, { maxWidth: width, maxHeight: height, cropAspect: rules.cropThumbnail });
       let thumb = await this.open(input, meta);
       if (thumbPlan.crop) thumb = thumb.resize({ ...thumbPlan.crop, fit: 'cover', position });
       else if (thumbPlan.fit) thumb = thumb.resize({ ...thumbPlan.fit, fit: 'inside', withoutEnlargement: true });

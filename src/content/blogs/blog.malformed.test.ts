@@ -4,7 +4,7 @@ import { type TestContext, test } from 'node:test';
 import { type BlogTestApp, buildBlogApp, filesIn, image } from '../../../test/blog-fixtures.js';
 import { json } from '../../../test/helpers.js';
 import { BadRequestError } from '../../errors.js';
-import { FORM_SETTLE_MS, settled } from '../shared/form-body.js';
+import { FORM_SETTLE_MS, settled } from '../../http/multipart-stream.js';
 
 const BOUNDARY = 'hygieneBoundary';
 

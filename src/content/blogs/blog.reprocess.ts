@@ -1,21 +1,12 @@
 import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
-import { inTransaction } from '../../db/transaction.js';
 import type { ImageProcessor, ImageRules } from '../../storage/image-processor.js';
-import {
-  IMAGE_PATH_PREFIX,
-  type ImageMime,
-  type ImageStorage,
-  imageNameOf,
-  newImageName,
-  thumbnailNameOf,
-} from '../../storage/image-storage.js';
+import { type ImageMime, type ImageStorage, imageNameOf } from '../../storage/image-storage.js';
 import { type ChangeLog, cliActor } from '../history/change-log.js';
 import { lockImageReferences } from '../shared/image-references.js';
 import { blogSearchText } from '../shared/search-text.js';
 import { findForWrite } from '../shared/stored-records.js';
 import { storeLogAndQueue } from '../shared/stored-writes.js';
-import { processUpload } from './blog.image-processing.js';
 import { rulesKey, rulesOfPage } from './blog.image-rules.js';
 import { metadataOf, type ReceivedImage } from './blog.images.js';
 import { toBlogRecord } from './blog.record.js';
@@ -23,6 +14,7 @@ import * as repo from './blog.repository.js';
 import { BLOGS } from './blog.repository.js';
 import type { BlogImageRow, BlogRow } from './blog.table.js';
 import { removeImageIfUnused } from './image-cleanup.js';
+import { type SavedWith, withStagedUploads } from './staged-uploads.js';
 
 interface ReprocessDeps {
   readonly db: DbHandle;
@@ -119,85 +111,67 @@ async function reprocessOne(deps: ReprocessDeps, row: Row, rules: ImageRules): P
   const oldName = imageNameOf(row.path);
   const stored = oldName ? await deps.images.open(oldName) : undefined;
   if (!oldName || !stored) return undefined;
-  const staged = await deps.images.stage(stored.stream);
-  const mime = row.type as ImageMime;
-  const name = newImageName(mime);
-  const received: ReceivedImage = {
-    role: row.role,
-    staged,
-    name,
-    path: `${IMAGE_PATH_PREFIX}${name}`,
-    originalName: row.original_name,
-    sha256: row.sha256,
-    bytes: row.bytes,
-    width: row.width,
-    height: row.height,
-    type: mime,
-    rules: '',
-  };
-  const made = await processUpload(deps.images, deps.processor, received, rules).catch(async (error) => {
-    await deps.images.discard(staged);
-    throw error;
-  });
-  const committed: string[] = [];
-  try {
-    const switched = await inTransaction(deps.db, async (trx) => {
-      await lockImageReferences(trx, 'shared');
-      const current = await findForWrite(trx, BLOGS, row.site_id, row.info_id, undefined).catch(() => undefined);
-      if (!current) return false;
-      const record = toBlogRecord(current);
-      const shows = record.info_img === row.path || record.info_more_images.includes(row.path);
-      if (!shows) return false;
-      const { page: _page, ...oldRow } = row;
-      const newRow: BlogImageRow = {
-        ...oldRow,
-        path: made.path,
-        bytes: made.bytes,
-        width: made.width,
-        height: made.height,
-        thumb_width: made.thumbnail?.width ?? 0,
-        thumb_height: made.thumbnail?.height ?? 0,
-        rules: made.rules,
-      };
-      const changes: Partial<BlogRow> = {
-        info_more_images: JSON.stringify(record.info_more_images.map((p) => (p === row.path ? made.path : p))),
-      };
-      if (record.info_img === row.path) {
-        changes.info_img = made.path;
-        changes.info_img_json = JSON.stringify(metadataOf(newRow));
-      }
-      const merged = { ...current, ...changes } as BlogRow;
-      await repo.updateBlog(trx, row.site_id, row.info_id, { ...changes, info_timestamp: now(), search_text: blogSearchText(merged) });
-      const rows = await repo.listBlogImages(trx, row.site_id, row.info_id);
-      await repo.replaceBlogImages(
-        trx,
-        row.site_id,
-        row.info_id,
-        rows.map((r) => (r.path === row.path ? newRow : r)),
-      );
-      await storeLogAndQueue(trx, deps.changeLog, BLOGS, row.site_id, row.info_id, 'update', cliActor('images reprocess'));
-      // The remade image is the website's own, as the one it replaces was.
-      await repo.insertImageOwners(trx, row.site_id, [made.name]);
-      // Last step before COMMIT, as for an upload.
-      await deps.images.commit(made.staged, made.name, trx);
-      committed.push(made.name);
-      if (made.thumbnail) await deps.images.commit(made.thumbnail.staged, thumbnailNameOf(made.name), trx);
-      return true;
+  const made = await withStagedUploads(deps.images, async (uploads) => {
+    await uploads.restage(stored.stream, {
+      role: row.role,
+      originalName: row.original_name,
+      sha256: row.sha256,
+      bytes: row.bytes,
+      width: row.width,
+      height: row.height,
+      type: row.type as ImageMime,
+      rules: '',
     });
-    if (!switched) {
-      await discardMade(deps.images, made);
-      return undefined;
-    }
-  } catch (error) {
-    await Promise.all(committed.map((n) => deps.images.remove(n).catch(() => {})));
-    await discardMade(deps.images, made);
-    throw error;
-  }
+    const [made] = await uploads.process(deps.processor, rules);
+    if (!made) throw new Error('an image was staged, none was processed');
+    const switched = await uploads.save(deps.db, (trx) => switchImage(trx, deps.changeLog, row, made));
+    return switched ? made : undefined;
+  });
+  if (!made) return undefined;
   await removeImageIfUnused(deps.db, deps.images, oldName);
   return made.path;
 }
 
-async function discardMade(images: ImageStorage, made: ReceivedImage): Promise<void> {
-  await images.discard(made.staged);
-  if (made.thumbnail) await images.discard(made.thumbnail.staged);
+/**
+ * Blog `row.info_id` shows `made` where it showed `row.path`, if it still shows that image; the
+ * image is then to be committed with the change.
+ */
+async function switchImage(trx: DbHandle, changeLog: ChangeLog, row: Row, made: ReceivedImage): Promise<SavedWith<boolean>> {
+  await lockImageReferences(trx, 'shared');
+  const current = await findForWrite(trx, BLOGS, row.site_id, row.info_id, undefined).catch(() => undefined);
+  if (!current) return { result: false, commit: [] };
+  const record = toBlogRecord(current);
+  const shows = record.info_img === row.path || record.info_more_images.includes(row.path);
+  if (!shows) return { result: false, commit: [] };
+  const { page: _page, ...oldRow } = row;
+  const newRow: BlogImageRow = {
+    ...oldRow,
+    path: made.path,
+    bytes: made.bytes,
+    width: made.width,
+    height: made.height,
+    thumb_width: made.thumbnail?.width ?? 0,
+    thumb_height: made.thumbnail?.height ?? 0,
+    rules: made.rules,
+  };
+  const changes: Partial<BlogRow> = {
+    info_more_images: JSON.stringify(record.info_more_images.map((p) => (p === row.path ? made.path : p))),
+  };
+  if (record.info_img === row.path) {
+    changes.info_img = made.path;
+    changes.info_img_json = JSON.stringify(metadataOf(newRow));
+  }
+  const merged = { ...current, ...changes } as BlogRow;
+  await repo.updateBlog(trx, row.site_id, row.info_id, { ...changes, info_timestamp: now(), search_text: blogSearchText(merged) });
+  const rows = await repo.listBlogImages(trx, row.site_id, row.info_id);
+  await repo.replaceBlogImages(
+    trx,
+    row.site_id,
+    row.info_id,
+    rows.map((r) => (r.path === row.path ? newRow : r)),
+  );
+  await storeLogAndQueue(trx, changeLog, BLOGS, row.site_id, row.info_id, 'update', cliActor('images reprocess'));
+  // The remade image is the website's own, as the one it replaces was.
+  await repo.insertImageOwners(trx, row.site_id, [made.name]);
+  return { result: true, commit: [made] };
 }

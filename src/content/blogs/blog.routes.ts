@@ -7,6 +7,7 @@ import type { Config } from '../../config.js';
 import type { DbHandle } from '../../db/schema.js';
 import type { Budget } from '../../http/budget.js';
 import { clientGone } from '../../http/client-gone.js';
+import { acceptContentBodies } from '../../http/form-reader.js';
 import { writePreconditions } from '../../http/representation.js';
 import { validatorFor } from '../../http/validation.js';
 import type { ImageProcessor } from '../../storage/image-processor.js';
@@ -14,12 +15,13 @@ import type { ImageStorage } from '../../storage/image-storage.js';
 import { actorOf, type ChangeLog } from '../history/change-log.js';
 import { CURSOR_DOC } from '../shared/cursor.js';
 import { Deleted, NoQuery, operations, sendList, sendSaved, sendStored, withinBudget } from '../shared/envelope.js';
-import { acceptContentBodies, patchOptions, takingForms } from '../shared/form-body.js';
+import { patchOptions, takingForms } from '../shared/form-body.js';
 import { IdParams, pageSizeOf, queryBoolean, samePathId } from '../shared/schemas.js';
 import { BLOG_BODY_FIELDS } from './blog.fields.js';
 import { BlogBodies, BlogList, BlogListing, BlogQuery, BlogWrite, BlogWriteQuery, BlogWritten } from './blog.schemas.js';
 import * as blogs from './blog.service.js';
 import { readBlogForm } from './blog.uploads.js';
+import { withStagedUploads } from './staged-uploads.js';
 
 const DOCS = {
   list: [
@@ -103,13 +105,13 @@ export async function registerBlogs(
         precondition: writePreconditions(request),
         signal: clientGone(reply),
       };
-      // A multipart form is read first: its credentials may be among its fields.
-      const form = request.isMultipart() ? await readBlogForm(request, images, config.uploads, checkData) : undefined;
-      const principal = principalOf(request);
-      const { siteId, defaultPage } = principal;
-      const saved = form
-        ? await blogs.saveBlog(deps, siteId, form.data, actorOf(principal), { ...options, defaultPage, uploads: form.uploads })
-        : await blogs.saveBlog(deps, siteId, request.body ?? {}, actorOf(principal), { ...options, defaultPage });
+      const saved = await withStagedUploads(images, async (uploads) => {
+        // A multipart form is read first: its credentials may be among its fields.
+        const input = request.isMultipart() ? await readBlogForm(request, uploads, config.uploads, checkData) : (request.body ?? {});
+        const principal = principalOf(request);
+        const { siteId, defaultPage } = principal;
+        return blogs.saveBlog(deps, siteId, input, actorOf(principal), { ...options, defaultPage, uploads });
+      });
       return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
     },
   );

@@ -5,8 +5,8 @@ import { inTransaction } from '../../db/transaction.js';
 import { BadRequestError, ConflictError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/representation.js';
 import type { MaybePromise } from '../../maybe-async.js';
-import type { ImageProcessor } from '../../storage/image-processor.js';
-import { type ImageStorage, imageNameOf, thumbnailNameOf } from '../../storage/image-storage.js';
+import { type ImageProcessor, type ImageRules, NO_RULES } from '../../storage/image-processor.js';
+import type { ImageStorage } from '../../storage/image-storage.js';
 import type { ActorRef, ChangeLog } from '../history/change-log.js';
 import { pageExists } from '../shared/content.queries.js';
 import type { Listed, Saved } from '../shared/envelope.js';
@@ -19,20 +19,21 @@ import { listStored } from '../shared/stored-lists.js';
 import { findForWrite, getRecord, getStored } from '../shared/stored-records.js';
 import { deleteLogAndQueue, restoreLogAndQueue, storeLogAndQueue } from '../shared/stored-writes.js';
 import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
-import { BLOG_FIELDS, BLOG_SYSTEM_FIELDS, type BlogField } from './blog.fields.js';
-import { processUploads } from './blog.image-processing.js';
-import { type ImagePlan, planImages, type ReceivedImage } from './blog.images.js';
+import { type BlogInput, COPIED_FIELDS, imageColumns, type Stored, storedChanges } from './blog.columns.js';
+import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
+import { rulesOfPage } from './blog.image-rules.js';
+import { type ImagePlan, planImages } from './blog.images.js';
 import { type BlogRecord, blogRowOf, toBlogRecord } from './blog.record.js';
 import * as repo from './blog.repository.js';
 import { BLOGS } from './blog.repository.js';
-import type { BlogQuery, BlogWrite } from './blog.schemas.js';
+import type { BlogQuery } from './blog.schemas.js';
 import type { BlogRow } from './blog.table.js';
-import { removeImageIfUnused } from './image-cleanup.js';
+import { removeUnused } from './image-cleanup.js';
+import { StagedUploads } from './staged-uploads.js';
 
+export type { BlogInput } from './blog.columns.js';
 export type { BlogRecord } from './blog.record.js';
 
-/** A POST body as the route schema validated it (JSON, or the data field of a multipart form). */
-export type BlogInput = Static<typeof BlogWrite>;
 /** A list's query string as the route schema validated it (and coerced its numbers). */
 export type BlogListQuery = Static<typeof BlogQuery>;
 
@@ -48,7 +49,8 @@ export interface BlogDeps {
 }
 
 interface SaveOptions {
-  readonly uploads?: readonly ReceivedImage[];
+  /** The form's images, staged by the caller (withStagedUploads), which removes those not kept. */
+  readonly uploads?: StagedUploads;
   readonly migrate?: boolean;
   readonly precondition?: Precondition | undefined;
   /** The page a new blog without `page` goes to: the API credential's default page. */
@@ -56,14 +58,6 @@ interface SaveOptions {
   /** Aborted when the client has gone: uploads not yet processed are then refused, and nothing is written. */
   readonly signal?: AbortSignal | undefined;
 }
-
-type Stored = Record<string, string | number>;
-
-/** Image fields are decided by planImages; the rest of the writable fields are copied (converted). */
-const IMAGE_FIELDS: readonly BlogField[] = ['info_img', 'info_img_json', 'info_more_images'];
-const COPIED_FIELDS = (Object.keys(BLOG_FIELDS) as BlogField[]).filter(
-  (f) => !(BLOG_SYSTEM_FIELDS as readonly string[]).includes(f) && !IMAGE_FIELDS.includes(f),
-);
 
 const today = () => now().slice(0, 10);
 
@@ -85,19 +79,6 @@ export async function getBlog(db: DbHandle, siteId: number, id: number): Promise
   return getRecord(db, BLOGS, siteId, id);
 }
 
-/** Field values as stored: info_show as Y/N, booleans as 1/0. */
-function storedChanges(input: BlogInput): Stored {
-  const changes: Stored = {};
-  for (const field of COPIED_FIELDS) {
-    const value = input[field as keyof BlogInput];
-    if (value === undefined) continue;
-    if (field === 'info_show') changes[field] = value === true || value === 1 || value === 'Y' ? 'Y' : 'N';
-    else if (BLOG_FIELDS[field].kind === 'bool') changes[field] = value === true || value === 1 ? 1 : 0;
-    else changes[field] = value as string | number;
-  }
-  return changes;
-}
-
 async function checkPage(db: DbHandle, siteId: number, page: number): Promise<void> {
   if (!(await pageExists(db, siteId, page))) {
     throw new ValidationError([repo.noSuchPage(page)]);
@@ -108,19 +89,23 @@ function uniqueFilename(db: DbHandle, siteId: number, wanted: string, self?: num
   return uniqueName(db, BLOG_FILENAME, siteId, wanted, self);
 }
 
-function imageColumns(plan: ImagePlan): Stored {
-  return {
-    info_img: plan.info_img,
-    info_img_json: plan.info_img_json ? JSON.stringify(plan.info_img_json) : '',
-    info_more_images: JSON.stringify(plan.info_more_images),
-  };
+/**
+ * The rules of the page the write leaves the blog on: the one the body names, else the blog's own.
+ * Read before the write's transaction; a page whose rules change meanwhile is the same race as a
+ * page edited just after the upload, which `cms images reprocess` settles.
+ */
+async function rulesOfWrite(db: DbHandle, siteId: number, input: BlogInput): Promise<ImageRules> {
+  const page = input.page ?? (input.id !== undefined ? await repo.pageOfBlog(db, siteId, input.id) : undefined);
+  const fields = page === undefined ? undefined : await repo.pageImageFields(db, siteId, page);
+  // No such page: the write is refused with a 400 naming `page` in its transaction.
+  return fields ? rulesOfPage(fields) : NO_RULES;
 }
 
 /**
  * POST: insert without `id`, update with it. The record and its uploaded files succeed or fail
- * together: files are committed (given their public names) as the last step inside the
- * transaction, removed again if the transaction fails, and staged files not used are discarded.
- * Files the blog stopped showing are removed after the commit when nothing else refers to them.
+ * together (StagedUploads.save): the files the blog shows get their public names as the last step
+ * of the transaction; the caller's withStagedUploads removes every other. Files the blog stopped
+ * showing are removed after the commit when nothing else refers to them.
  */
 export async function saveBlog(
   deps: BlogDeps,
@@ -129,67 +114,47 @@ export async function saveBlog(
   actor: ActorRef,
   options: SaveOptions = {},
 ): Promise<Saved<BlogRecord>> {
-  const received = options.uploads ?? [];
-  let uploads = received;
-  const committed: string[] = [];
-  let outcome: (Saved<BlogRecord> & { dropped: string[] }) | undefined;
-  try {
-    if (input.id !== undefined && input.info_id !== undefined && input.info_id !== input.id) {
-      throw new BadRequestError(
-        `The body names two blogs: id ${input.id} and info_id ${input.info_id}. Send the blog to update in one of them, or both with the same number.`,
-      );
-    }
-    if (input.id === undefined) options.precondition?.(undefined);
-    const changes = storedChanges(input);
-    const migrate = Boolean(options.migrate || input.migrateMode === true || input.migrateMode === 1);
-    // Joining a caller's transaction (the demo seed) is for uploads-free writes only: the files'
-    // last-step-before-COMMIT guarantee cannot hold for a COMMIT the caller makes later.
-    if (deps.db.isTransaction && uploads.length > 0) throw new Error('saveBlog with uploads must own its transaction');
-    // Before the transaction: image work takes far longer than the write, and SQLite has one writer.
-    uploads = await processUploads(deps, siteId, input, received, options.signal);
-    outcome = await inTransaction(deps.db, async (trx) => {
-      // Before looking the image up: a clean-up cannot then remove it before this write commits.
-      await lockImageReferences(trx, 'shared');
-      const known = input.info_img && input.info_img !== '' ? await repo.findImageByPath(trx, siteId, String(input.info_img)) : undefined;
-      const imageRequest = {
-        uploads,
-        migrate,
-        known,
-        ...(input.info_img !== undefined ? { info_img: String(input.info_img) } : {}),
-        ...(input.info_more_images !== undefined ? { info_more_images: input.info_more_images } : {}),
-      };
-      const result =
-        input.id === undefined
-          ? await insert(trx, deps.changeLog, siteId, changes, imageRequest, actor, options.defaultPage)
-          : await update(trx, deps.changeLog, siteId, input.id, changes, imageRequest, actor, options.precondition);
-      // Recorded with the record, so only this website's records keep its uploads stored.
-      await repo.insertImageOwners(
-        trx,
-        siteId,
-        result.plan.commit.map((upload) => upload.name),
-      );
-      // Last step before COMMIT: the files get their public names (a database storage names
-      // them in this transaction, so they become visible with the record).
-      for (const upload of result.plan.commit) {
-        await deps.images.commit(upload.staged, upload.name, trx);
-        committed.push(upload.name);
-        if (upload.thumbnail) await deps.images.commit(upload.thumbnail.staged, thumbnailNameOf(upload.name), trx);
-      }
-      return { record: result.record, etag: result.etag, created: input.id === undefined, dropped: result.plan.dropped };
-    });
-  } catch (error) {
-    await Promise.all(committed.map((name) => deps.images.remove(name).catch(() => {})));
-    throw error;
-  } finally {
-    // After a failure every upload is discarded, committed ones too: a rollback returns a
-    // database storage's commit to the staged state (a local file already renamed is simply gone).
-    // Received files that processing replaced were discarded by it; discarding again is harmless.
-    const used = new Set(outcome ? committed : []);
-    const unused = [...received, ...uploads].filter((u) => !used.has(u.name));
-    await Promise.all(unused.flatMap((u) => [u.staged, ...(u.thumbnail ? [u.thumbnail.staged] : [])]).map((s) => deps.images.discard(s)));
+  if (input.id !== undefined && input.info_id !== undefined && input.info_id !== input.id) {
+    throw new BadRequestError(
+      `The body names two blogs: id ${input.id} and info_id ${input.info_id}. Send the blog to update in one of them, or both with the same number.`,
+    );
   }
+  if (input.id === undefined) options.precondition?.(undefined);
+  const changes = storedChanges(input);
+  const migrate = Boolean(options.migrate || input.migrateMode === true || input.migrateMode === 1);
+  // Without uploads nothing is staged, so there is nothing to release.
+  const uploads = options.uploads ?? new StagedUploads(deps.images);
+  if (uploads.images.length > 0) {
+    if (!deps.processor) throw new Error('saveBlog with uploads needs an image processor');
+    // Before the transaction: image work takes far longer than the write, and SQLite has one writer.
+    await uploads.process(deps.processor, await rulesOfWrite(deps.db, siteId, input), options.signal);
+  }
+  const outcome = await uploads.save(deps.db, async (trx) => {
+    // Before looking the image up: a clean-up cannot then remove it before this write commits.
+    await lockImageReferences(trx, 'shared');
+    const known = input.info_img && input.info_img !== '' ? await repo.findImageByPath(trx, siteId, String(input.info_img)) : undefined;
+    const imageRequest = {
+      uploads: uploads.images,
+      migrate,
+      known,
+      ...(input.info_img !== undefined ? { info_img: String(input.info_img) } : {}),
+      ...(input.info_more_images !== undefined ? { info_more_images: input.info_more_images } : {}),
+    };
+    const result =
+      input.id === undefined
+        ? await insert(trx, deps.changeLog, siteId, changes, imageRequest, actor, options.defaultPage)
+        : await update(trx, deps.changeLog, siteId, input.id, changes, imageRequest, actor, options.precondition);
+    // Recorded with the record, so only this website's records keep its uploads stored.
+    await repo.insertImageOwners(
+      trx,
+      siteId,
+      result.plan.commit.map((upload) => upload.name),
+    );
+    const saved = { record: result.record, etag: result.etag, created: input.id === undefined };
+    return { result: { saved, dropped: result.plan.dropped }, commit: result.plan.commit };
+  });
   await removeUnused(deps, outcome.dropped);
-  return { record: outcome.record, etag: outcome.etag, created: outcome.created };
+  return outcome.saved;
 }
 
 type ImageRequestOf = Parameters<typeof planImages>[1];
@@ -321,24 +286,6 @@ export async function restoreBlog(
       await repo.insertBlog(tx, { ...columns, info_id: id, site_id: siteId });
     }
   });
-}
-
-/**
- * Removes files this service stored that no record refers to any more. Best effort: the write
- * stands. Inside a caller's transaction files are kept, since the caller may still roll back (a
- * file left over costs disk space, a file removed under a restored record loses an image).
- */
-async function removeUnused(deps: BlogDeps, paths: readonly string[]): Promise<void> {
-  if (deps.db.isTransaction) return;
-  for (const path of paths) {
-    const name = imageNameOf(path);
-    if (!name) continue;
-    try {
-      await removeImageIfUnused(deps.db, deps.images, name);
-    } catch (error) {
-      deps.warn?.(`could not remove image ${name}`, error);
-    }
-  }
 }
 
 /**

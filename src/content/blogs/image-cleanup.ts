@@ -1,6 +1,6 @@
 import type { DbHandle } from '../../db/schema.js';
 import { inTransaction } from '../../db/transaction.js';
-import { IMAGE_PATH_PREFIX, type ImageStorage, mainNameOf } from '../../storage/image-storage.js';
+import { IMAGE_PATH_PREFIX, type ImageStorage, imageNameOf, mainNameOf } from '../../storage/image-storage.js';
 import { lockImageReferences } from '../shared/image-references.js';
 import { deleteImageOwner, imageOwner, imageOwners, imagePathInUse, pathsWithImageRows } from './blog.repository.js';
 
@@ -37,6 +37,32 @@ export async function removeImageIfUnused(db: DbHandle, storage: ImageStorage, n
     await deleteImageOwner(db, owned);
   }
   return unused;
+}
+
+/** What removeUnused needs of the service's dependencies. */
+interface UnusedDeps {
+  readonly db: DbHandle;
+  readonly images: ImageStorage;
+  /** Reports a file that could not be removed (the write stands). */
+  readonly warn?: ((message: string, error: unknown) => void) | undefined;
+}
+
+/**
+ * Removes files the blog service stored that no record refers to any more. Best effort: the write
+ * stands. Inside a caller's transaction files are kept, since the caller may still roll back (a
+ * file left over costs disk space, a file removed under a restored record loses an image).
+ */
+export async function removeUnused(deps: UnusedDeps, paths: readonly string[]): Promise<void> {
+  if (deps.db.isTransaction) return;
+  for (const path of paths) {
+    const name = imageNameOf(path);
+    if (!name) continue;
+    try {
+      await removeImageIfUnused(deps.db, deps.images, name);
+    } catch (error) {
+      deps.warn?.(`could not remove image ${name}`, error);
+    }
+  }
 }
 
 /** Names checked per round: one indexed query for the batch, then a full check of the few left. */

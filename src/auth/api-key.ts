@@ -4,7 +4,8 @@ import { sameHash, sha256 } from '../accounts/secrets.js';
 import type { DbHandle } from '../db/schema.js';
 import { BadRequestError, UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
-import { type AuthMethod, afterLastUse, memoisePerTick, type Principal, type PrincipalCache } from './principal.js';
+import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
+import { memoisePerTick, type PrincipalCache } from './principal-cache.js';
 
 /** Legacy credentials carry every permission of their website (DESIGN §2). */
 const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everything:write']);
@@ -114,7 +115,7 @@ function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string
  * and checks); `queryCredentials` accepts apiID and apiKey in the query string (LEGACY_QUERY_CREDENTIALS).
  */
 export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined, queryCredentials = true): AuthMethod {
-  /** The cache's key for credentials as sent: their SHA-256, computed once a tick (principal.ts). */
+  /** The cache's key for credentials as sent: their SHA-256, computed once a tick (principal-cache.ts). */
   const keyOf = memoisePerTick((presented) => `key:${sha256(presented)}`);
   /** The principal of a credential as read, once the key sent matches it; at once unless its last use is due to be written. */
   const principalFor = (credential: CredentialRow | undefined, apiKey: string): MaybePromise<Principal> => {
@@ -143,7 +144,7 @@ export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined, quer
       const presented = presentedOf(request);
       if (presented === undefined) return undefined;
       // The principal these exact credentials proved, kept per process by their hash until the
-      // database says a credential changed (principal.ts): decoding them, reading the
+      // database says a credential changed (principal-cache.ts): decoding them, reading the
       // credential and checking the key against its hash cost a sixth of a GET by id.
       // Credentials that fail are never kept: each attempt is checked again.
       return cache ? cache.read(keyOf(presented), () => verify(request)) : verify(request);

@@ -13,7 +13,7 @@ import {
   type ConnectionKind,
   listApplications,
 } from '../oauth/connections/connection.service.js';
-import { SCOPE_TITLES } from '../oauth/scopes.js';
+import { scopeTitle } from '../oauth/scopes.js';
 import { formValue } from '../web/forms.js';
 import { changeLine, defaultUndoSince } from './console.history.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
@@ -62,7 +62,7 @@ function applicationCard(app: Application, verified: boolean, changes: readonly 
   const connections = app.connections.map((c) => ({
     ...c,
     kindTitle: CONNECTION_KIND_TITLES[c.kind],
-    scopeTitles: c.scopes.map((s) => SCOPE_TITLES[s] ?? s),
+    scopeTitles: c.scopes.map(scopeTitle),
   }));
   return {
     ...app,

@@ -133,8 +133,8 @@ export async function registerWebhooks(
   { db, guard, retrySteps }: { db: DbHandle; guard: OutboundGuard; retrySteps: number },
 ): Promise<void> {
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
-  // Every operation needs the write scope: a hook sends the website's changes wherever it points.
-  const { write } = operations('webhooks', '/api');
+  // Every operation needs webhooks:manage: a hook sends the website's changes wherever it points.
+  const { write } = operations('webhooks', '/api', { read: 'webhooks:manage', write: 'webhooks:manage' });
 
   routes.post(
     '/webhooks',

@@ -7,8 +7,13 @@ import { andThen, type MaybePromise } from '../maybe-async.js';
 import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
 import { memoisePerTick, type PrincipalCache } from './principal-cache.js';
 
-/** Legacy credentials carry every permission of their website (DESIGN §2). */
+/** A credential made without scopes carries every permission of its website (DESIGN §2), as the hosted platform's keys do. */
 const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everything:write']);
+
+/** The scopes of a credential as stored: space-separated, or null for every permission. */
+function scopesOf(stored: string | null): ReadonlySet<string> {
+  return stored === null ? LEGACY_SCOPES : new Set(stored.split(' '));
+}
 
 /** The Authorization header when it carries HTTP Basic credentials: they come first. */
 function basicOf(request: FastifyRequest): string | undefined {
@@ -126,7 +131,7 @@ export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined, quer
     }
     const principal: Principal = {
       siteId: credential.site_id,
-      scopes: LEGACY_SCOPES,
+      scopes: scopesOf(credential.scopes),
       method: 'api-key',
       subject: credential.api_id,
       ...(credential.default_page === null ? {} : { defaultPage: credential.default_page }),

@@ -22,6 +22,13 @@ export const SCOPES = [
 export type Scope = (typeof SCOPES)[number];
 
 /**
+ * The scopes that grant something here: all but product:* and order:*, which the spec defines for
+ * endpoints this service does not have (docs/oauth.md). What an API credential may be limited to,
+ * and what the OpenAPI document describes.
+ */
+export const GRANTING_SCOPES: readonly Scope[] = SCOPES.filter((s) => !s.startsWith('product:') && !s.startsWith('order:'));
+
+/**
  * What each scope carries besides itself. A write carries its read (spec §5.5: everything:write
  * carries the reads, and so does each narrow write); everything:read carries every narrow read and
  * everything:write every narrow scope, so a credential granted the broad scopes keeps every

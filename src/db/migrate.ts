@@ -20,6 +20,7 @@ import * as m0018 from './migrations/0018_webhooks.js';
 import * as m0019 from './migrations/0019_webhook_credentials.js';
 import * as m0020 from './migrations/0020_image_owners.js';
 import * as m0021 from './migrations/0021_text_fold.js';
+import * as m0022 from './migrations/0022_credential_scopes.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0019_webhook_credentials': m0019,
   '0020_image_owners': m0020,
   '0021_text_fold': m0021,
+  '0022_credential_scopes': m0022,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

@@ -1,5 +1,5 @@
 import type { SwaggerOptions, SwaggerTransform } from '@fastify/swagger';
-import { grantedBy, SCOPES, type ScopeNeed } from '../auth/scopes.js';
+import { GRANTING_SCOPES, grantedBy, type ScopeNeed } from '../auth/scopes.js';
 import type { Config } from '../config.js';
 import { BODY_LIMIT_BYTES, HEADER_LIMIT_BYTES } from '../http/limits.js';
 import { SCOPE_TITLES } from '../oauth/scopes.js';
@@ -78,13 +78,8 @@ export function openapiOptions(config: Config): SwaggerOptions {
   };
 }
 
-/**
- * The scopes an operation may need, with what each allows. The product and order scopes are
- * issued but grant nothing here (docs/oauth.md), so no operation names them.
- */
-const OFFERED_SCOPES = Object.fromEntries(
-  SCOPES.filter((s) => !s.startsWith('product:') && !s.startsWith('order:')).map((s) => [s, SCOPE_TITLES[s]]),
-);
+/** The scopes an operation may need, with what each allows (the product and order scopes grant nothing here). */
+const OFFERED_SCOPES = Object.fromEntries(GRANTING_SCOPES.map((s) => [s, SCOPE_TITLES[s]]));
 
 /**
  * An operation's security: a token granted its scope or any scope that carries it (OpenAPI lists

@@ -96,6 +96,11 @@ export function scopeText(need: ScopeNeed): string {
   return typeof need === 'string' ? need : need.join(' ');
 }
 
+/** The read scopes `scopes` hold, granted or carried, in SCOPES order: what a webhook made with them may be sent. */
+export function readScopesOf(scopes: ReadonlySet<string>): Scope[] {
+  return SCOPES.filter((s) => s.endsWith(':read') && hasScope(scopes, s));
+}
+
 /** Whether `value` is a scope this service knows. */
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { grantedBy, SCOPES, type Scope } from '../src/auth/scopes.js';
 import { json } from './helpers.js';
-import { postToolCall } from './mcp.helpers.js';
+import { postMcp, postToolCall } from './mcp.helpers.js';
 import { connect, type OAuthTestApp, startOAuthApp } from './oauth.helpers.js';
 
 /**
@@ -146,16 +146,7 @@ test('the broad scopes keep working: everything:write passes every route, everyt
 const MCP_NARROW = NARROW.filter((s) => s !== 'webhooks:manage');
 
 async function listTools(a: OAuthTestApp, token: string): Promise<string[]> {
-  const response = await fetch(`${a.base}/mcp`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-06-18',
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
-  });
+  const response = await postMcp(a.base, token, 'tools/list');
   assert.equal(response.status, 200);
   const body = (await response.json()) as { result: { tools: Array<{ name: string }> } };
   return body.result.tools.map((tool) => tool.name);

@@ -1,4 +1,4 @@
-import { SCOPES, type Scope } from './scopes.js';
+import { GRANTING_SCOPES, SCOPES, type Scope } from './scopes.js';
 
 /** The protected resources this one authorization server issues tokens for (RFC 8707). */
 export type ResourceName = 'api' | 'mcp';
@@ -7,18 +7,9 @@ export const MCP_PATH = '/mcp';
 
 /**
  * The scopes the MCP server offers: its tools read and write pages and blogs and read and restore
- * their history; it has no webhook tools, and no products or orders.
+ * their history; it has no webhook tools (and, as the REST API, no products or orders).
  */
-export const MCP_SCOPES: readonly Scope[] = [
-  'everything:read',
-  'everything:write',
-  'pages:read',
-  'pages:write',
-  'blogs:read',
-  'blogs:write',
-  'history:read',
-  'history:restore',
-];
+export const MCP_SCOPES: readonly Scope[] = GRANTING_SCOPES.filter((s) => s !== 'webhooks:manage');
 
 export interface ProtectedResource {
   readonly name: ResourceName;

@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type pino from 'pino';
 import { apiKeyAuth } from './auth/api-key.js';
 import { challengeFor, installAuthentication, requireDeclaredAccess } from './auth/authenticate.js';
-import { PrincipalCache } from './auth/principal.js';
+import { PrincipalCache } from './auth/principal-cache.js';
 import type { Config } from './config.js';
 import { registerConsole } from './console/console.routes.js';
 import { registerFrontDoor } from './console/front-door.js';

@@ -37,7 +37,7 @@ export interface Config {
   readonly sqliteSynchronous: 'full' | 'normal';
   /** SQLITE_MMAP_MB, in megabytes; 0 turns the memory map off. */
   readonly sqliteMmapMB: number;
-  /** KEEP_CREDENTIALS: whether app.ts builds a PrincipalCache (src/auth/principal.ts). */
+  /** KEEP_CREDENTIALS: whether app.ts builds a PrincipalCache (src/auth/principal-cache.ts). */
   readonly keepCredentials: boolean;
   /** LEGACY_QUERY_CREDENTIALS: API credentials accepted as the query parameters apiID and apiKey. */
   readonly legacyQueryCredentials: boolean;

@@ -70,9 +70,9 @@ test('every src/, test/ and docs/ path a comment or a doc names exists', () => {
 
 test('a name of a file that does not exist is found', () => {
   const basenames = new Set(['principal.ts']);
-  assert.equal(exists('src/auth/principal-cache.ts', 'src/config.ts', basenames), false);
+  assert.equal(exists('src/auth/principal-store.ts', 'src/config.ts', basenames), false);
   assert.equal(exists('sqlite/data-version.ts', 'src/db/change-source.ts', basenames), false);
-  assert.equal(exists('principal-cache.ts', 'src/config.ts', basenames), false);
+  assert.equal(exists('principal-store.ts', 'src/config.ts', basenames), false);
   assert.equal(exists('src/auth/principal.ts', 'src/config.ts', basenames), true);
   assert.equal(exists('dist/src/server.js', 'README.md', basenames), true);
   assert.equal(exists('sqlite/database.ts', 'src/db/change-source.ts', basenames), true);

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { createCredential, createSite } from '../src/accounts/account.service.js';
 import { lowerPasswordCostForTests } from '../src/accounts/secrets.js';
 import { buildApp } from '../src/app.js';
-import type { PrincipalCache } from '../src/auth/principal.js';
+import type { PrincipalCache } from '../src/auth/principal-cache.js';
 import { type Config, testConfig } from '../src/config.js';
 import { createDatabase, type DatabaseOptions, type Db } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';

@@ -218,7 +218,7 @@ test('each endpoint answers its reference in Markdown, and in the JSON 401 body'
   const get = body.reference.methods.find((m: { method: string; path: string }) => m.method === 'GET' && m.path === '/api/page');
   assert.ok(get.queryParameters.some((p: { name: string }) => p.name === 'publicContentOnly'));
   const post = body.reference.methods.find((m: { method: string }) => m.method === 'POST');
-  assert.equal(post.scope, 'everything:write');
+  assert.equal(post.scope, 'pages:write');
   assert.ok(post.bodyFields.some((f: { name: string }) => f.name === 'page_usertitle'));
   const preferJson = await app.inject({ url: '/api/page', headers: { accept: 'application/json, text/markdown;q=0.5' } });
   assert.equal(preferJson.statusCode, 401, 'Markdown only when preferred');
@@ -233,7 +233,10 @@ test('OpenAPI 3.1 document and the docs page come from the same schemas', async 
   assert.equal(doc.info.version, JSON.parse(readFileSync(packageFileAbove(import.meta.url), 'utf8')).version);
   assert.ok(doc.paths['/api/page'].get.parameters.some((p: { name: string }) => p.name === 'keywords'));
   assert.ok(doc.paths['/api/page'].post.requestBody);
-  assert.deepEqual(doc.paths['/api/page/{id}'].delete.security[0], { oauth2: ['everything:write'] });
+  assert.deepEqual(doc.paths['/api/page/{id}'].delete.security.slice(0, 2), [
+    { oauth2: ['pages:write'] },
+    { oauth2: ['everything:write'] },
+  ]);
   assert.equal(doc.paths['/webapps/api/page'], undefined, 'the alias is documented once, not twice');
   const docs = await app.inject({ url: '/docs/' });
   assert.equal(docs.statusCode, 200);

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { listConnections } from '../src/oauth/connections/connection.service.js';
 import { form, image } from './blog-fixtures.js';
@@ -27,6 +26,18 @@ const TOOLS = [
   'list_changes',
   'list_revisions',
   'restore_revision',
+];
+
+/** The scopes the MCP resource offers, as its metadata lists them: what the SDK client asks for. */
+const MCP_SCOPES = [
+  'everything:read',
+  'everything:write',
+  'pages:read',
+  'pages:write',
+  'blogs:read',
+  'blogs:write',
+  'history:read',
+  'history:restore',
 ];
 
 type Result = CallToolResult & {
@@ -88,7 +99,7 @@ test('MCP discovery: 401 names the resource metadata, which names the MCP resour
   const metadata = json({ body: await (await fetch(`${a.base}/.well-known/oauth-protected-resource/mcp`)).text() });
   assert.equal(metadata.resource, `${a.base}/mcp`);
   assert.deepEqual(metadata.authorization_servers, [a.issuer]);
-  assert.deepEqual(metadata.scopes_supported, ['everything:read', 'everything:write']);
+  assert.deepEqual(metadata.scopes_supported, MCP_SCOPES);
   const rest = json({ body: await (await fetch(`${a.base}/.well-known/oauth-protected-resource`)).text() });
   assert.equal(rest.resource, a.base, 'the REST API keeps its own resource');
 
@@ -101,21 +112,31 @@ test('MCP discovery: 401 names the resource metadata, which names the MCP resour
   assert.equal(withKey.status, 401);
 });
 
-test('MCP with the SDK client: the owner picks a website and approves reading only; writes are refused with 403 insufficient_scope', async (t) => {
+test('MCP with the SDK client: the owner picks a website and approves pages:read only; only the page reading tools are listed, and a write is a tool error', async (t) => {
   const a = await startOAuthProcess(t);
   const seeded = await postPage(a, a.site2.headers, { page_usertitle: 'Site 2 home' });
   assert.equal(seeded.statusCode, 201, seeded.body);
   assert.equal((await postPage(a, a.site.headers, { page_usertitle: 'Site 1 home' })).statusCode, 201);
 
-  const agent = await connectAgent(a, { site: a.site2.siteId, approve: ['everything:read'] });
+  const agent = await connectAgent(a, { site: a.site2.siteId, approve: ['pages:read'] });
   t.after(() => agent.client.close());
   const asked = agent.authorizationUrl.searchParams;
   assert.equal(asked.get('resource'), `${a.base}/mcp`);
-  assert.equal(asked.get('scope'), 'everything:read everything:write', 'the scopes the resource metadata offers');
+  assert.equal(asked.get('scope'), MCP_SCOPES.join(' '), 'the scopes the resource metadata offers');
   assert.equal(asked.get('code_challenge_method'), 'S256');
-  assert.equal(agent.auth.tokens()?.scope, 'everything:read');
+  assert.equal(agent.auth.tokens()?.scope, 'pages:read');
 
-  const { tools } = await agent.client.listTools();
+  const { tools: readTools } = await agent.client.listTools();
+  assert.deepEqual(
+    readTools.map((tool) => tool.name),
+    ['list_pages', 'get_page'],
+    'only the tools pages:read allows',
+  );
+  for (const tool of readTools) assert.equal(tool.annotations?.readOnlyHint, true, tool.name);
+
+  const full = await connectAgent(a, { site: a.site2.siteId });
+  t.after(() => full.client.close());
+  const { tools } = await full.client.listTools();
   assert.deepEqual(
     tools.map((tool) => tool.name),
     TOOLS,
@@ -130,7 +151,7 @@ test('MCP with the SDK client: the owner picks a website and approves reading on
     assert.ok((tool.description ?? '').length > 25, `${tool.name} says what it does`);
   }
   const savePage = tools.find((tool) => tool.name === 'save_page');
-  assert.match(String(savePage?.description), /Inserts a page[\s\S]*page_parent[\s\S]*Needs scope everything:write/);
+  assert.match(String(savePage?.description), /Inserts a page[\s\S]*page_parent[\s\S]*Needs scope pages:write/);
   assert.equal(savePage?.inputSchema.additionalProperties, false, 'unknown fields are refused, as in the REST API');
 
   const listed = await ok(agent, 'list_pages', {});
@@ -140,17 +161,16 @@ test('MCP with the SDK client: the owner picks a website and approves reading on
     'the chosen website only',
   );
 
-  await assert.rejects(call(agent, 'save_page', { page_usertitle: 'Nope' }), (error: unknown) => {
-    assert.ok(error instanceof StreamableHTTPError, String(error));
-    assert.equal(error.code, 403);
-    return true;
-  });
-  const denied = await postToolCall(a.base, accessToken(agent), 'save_page', { page_usertitle: 'Nope' });
+  // A tool the token's scopes do not allow is a tool error naming the scope, over an HTTP 200: the
+  // agent reads why, and its session goes on.
+  const denied = await refused(agent, 'save_page', { page_usertitle: 'Nope' });
   assert.equal(denied.status, 403);
-  const challenge = String(denied.headers.get('www-authenticate'));
-  assert.match(challenge, /error="insufficient_scope", scope="everything:write"/);
-  assert.ok(challenge.includes(`resource_metadata="${a.base}/.well-known/oauth-protected-resource/mcp"`));
-  assert.match(((await denied.json()) as { detail: string }).detail, /not granted: authorize again asking for scope everything:write\.$/);
+  assert.equal(
+    denied.detail,
+    'The tool save_page needs the scope pages:write, which this access token was not granted: authorize again asking for scope pages:write.',
+  );
+  assert.equal((await postToolCall(a.base, accessToken(agent), 'save_page', { page_usertitle: 'Nope' })).status, 200);
+  assert.equal((await refused(agent, 'list_blogs', {})).status, 403, 'pages:read reads no blogs');
   assert.equal((await ok(agent, 'list_pages', {})).meta?.total, 1, 'nothing was written');
 });
 
@@ -158,7 +178,7 @@ test('MCP tools with good and bad input: the REST rules, validation naming the f
   const a = await startOAuthProcess(t);
   const agent = await connectAgent(a, { site: a.site.siteId });
   t.after(() => agent.client.close());
-  assert.equal(agent.auth.tokens()?.scope, 'everything:read everything:write');
+  assert.equal(agent.auth.tokens()?.scope, MCP_SCOPES.join(' '));
 
   // Pages.
   const home = (await ok(agent, 'save_page', { page_usertitle: 'Home Page' })).data?.[0];
@@ -279,7 +299,7 @@ test('MCP history: a change made through MCP is listed with actor kind mcp and t
     openWorldHint: false,
   });
   assert.equal(annotations('delete_page')?.destructiveHint, true);
-  assert.match(String(tools.find((tool) => tool.name === 'restore_revision')?.description), /Needs scope everything:write\.$/);
+  assert.match(String(tools.find((tool) => tool.name === 'restore_revision')?.description), /Needs scope history:restore\.$/);
 
   const start = (await ok(agent, 'list_changes', {})).meta?.nextCursor;
   const created = (await ok(agent, 'save_page', { page_usertitle: 'Draft one' })).data?.[0];
@@ -314,15 +334,11 @@ test('MCP history: a change made through MCP is listed with actor kind mcp and t
   assert.equal((await refused(agent, 'list_revisions', { type: 'blog', id })).status, 404);
   assert.deepEqual(fields(await refused(agent, 'list_revisions', { type: 'pages', id })), ['type']);
 
-  // A read-only token is refused the restore before it runs: HTTP 403 naming the scope.
-  await assert.rejects(call(reader, 'restore_revision', { type: 'page', id, revision: 1 }), (error: unknown) => {
-    assert.ok(error instanceof StreamableHTTPError, String(error));
-    assert.equal(error.code, 403);
-    return true;
-  });
-  const denied = await postToolCall(a.base, accessToken(reader), 'restore_revision', { type: 'page', id, revision: 1 });
+  // A read-only token is refused the restore before it runs: a tool error naming the scope.
+  assert.ok(!(await reader.client.listTools()).tools.some((tool) => tool.name === 'restore_revision'), 'not listed to a reader');
+  const denied = await refused(reader, 'restore_revision', { type: 'page', id, revision: 1 });
   assert.equal(denied.status, 403);
-  assert.match(String(denied.headers.get('www-authenticate')), /error="insufficient_scope", scope="everything:write"/);
+  assert.match(denied.detail, /needs the scope history:restore/);
 
   const restored = (await ok(agent, 'restore_revision', { type: 'page', id, revision: 1 })).data?.[0];
   assert.equal(restored?.page_usertitle, 'Draft one');
@@ -369,13 +385,13 @@ test('MCP: revoking the connection takes effect on the next call; tokens are bou
   const connections = await listConnections(a.db.kysely, a.site.siteId);
   const mine = connections.find((c) => c.client_name === 'Test agent' && c.status === 'active');
   assert.ok(mine, JSON.stringify(connections));
-  assert.deepEqual(mine.scopes, ['everything:read', 'everything:write']);
+  assert.deepEqual(mine.scopes, MCP_SCOPES);
   await revokeInConsole(a, a.site.siteId, mine.client_id);
   assert.equal((await postToolCall(a.base, token, 'list_pages')).status, 401, 'the very next request');
   await assert.rejects(call(agent, 'list_pages', {}), 'the SDK client cannot refresh a revoked connection either');
 });
 
-test('the authorization server: resource {base_url}/mcp is accepted with the everything scopes only', async (t) => {
+test('the authorization server: resource {base_url}/mcp is accepted with its own scopes only', async (t) => {
   const a: OAuthProcess = await startOAuthProcess(t);
   const { challenge } = await pkcePair();
   const products = authorizeUrl(a.issuer, {
@@ -388,6 +404,15 @@ test('the authorization server: resource {base_url}/mcp is accepted with the eve
   const location = new URL(String(refusedScope.headers.get('location')));
   assert.equal(location.searchParams.get('error'), 'invalid_scope');
   assert.match(String(location.searchParams.get('error_description')), /not offered by this resource: product:read/);
+  // No MCP tool manages webhooks: the scope is the REST API's only.
+  const hooks = authorizeUrl(a.issuer, {
+    clientId: a.clientId,
+    codeChallenge: challenge,
+    resource: `${a.base}/mcp`,
+    scope: 'webhooks:manage',
+  });
+  const hooksLocation = new URL(String((await fetch(hooks, { redirect: 'manual' })).headers.get('location')));
+  assert.equal(hooksLocation.searchParams.get('error'), 'invalid_scope');
   const other = authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge, resource: `${a.base}/mcp/other` });
   const target = new URL(String((await fetch(other, { redirect: 'manual' })).headers.get('location')));
   assert.equal(target.searchParams.get('error'), 'invalid_target');

@@ -81,8 +81,8 @@ export async function connectAgent(a: OAuthServer, answers: Answers = {}, auth =
   return { client, auth, authorizationUrl };
 }
 
-/** A JSON-RPC tools/call posted by hand, to see the HTTP answer the SDK client hides. */
-export function postToolCall(base: string, token: string, name: string, args: Record<string, unknown> = {}) {
+/** A JSON-RPC request posted by hand, to see the HTTP answer the SDK client hides. */
+export function postMcp(base: string, token: string, method: string, params?: object) {
   return fetch(`${base}/mcp`, {
     method: 'POST',
     headers: {
@@ -91,8 +91,13 @@ export function postToolCall(base: string, token: string, name: string, args: Re
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': '2025-06-18',
     },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, ...(params ? { params } : {}) }),
   });
+}
+
+/** A tools/call posted by hand (postMcp). */
+export function postToolCall(base: string, token: string, name: string, args: Record<string, unknown> = {}) {
+  return postMcp(base, token, 'tools/call', { name, arguments: args });
 }
 
 /** Words of a realistic text, the same for a given seed: what an agent's list answers are measured on. */

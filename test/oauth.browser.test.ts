@@ -3,7 +3,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { listConnections } from '../src/oauth/connections/connection.service.js';
 import { launchChromium, SCREENSHOTS } from './browser.js';
-import { authorizeUrl, exchangeCode, pkcePair, REDIRECT_URI, startOAuthApp } from './oauth.helpers.js';
+import { authorizeUrl, consoleLogin, exchangeCode, pkcePair, REDIRECT_URI, startOAuthApp } from './oauth.helpers.js';
 
 test('in Chromium: log in, pick one of two websites, approve one of two scopes, land on the redirect URI', async (t) => {
   const browser = await launchChromium(t);
@@ -58,4 +58,65 @@ test('in Chromium: log in, pick one of two websites, approve one of two scopes, 
   assert.ok(page.url().startsWith(a.base));
   await page.getByRole('heading', { name: 'This request cannot continue' }).waitFor();
   await page.screenshot({ path: path.join(SCREENSHOTS, 'oauth-6-error.png'), fullPage: true });
+});
+
+test('in Chromium: the consent page says each narrow scope in words; the owner grants a subset, and the token and the console hold only that', async (t) => {
+  const browser = await launchChromium(t);
+  if (!browser) return;
+  const a = await startOAuthApp(t, { twoSites: false });
+  const page = await browser.newPage({ viewport: { width: 800, height: 900 } });
+  await page.route('https://app.example/**', (route) =>
+    route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>Test app</title><h1>Back in the test app</h1>' }),
+  );
+  const { verifier, challenge } = await pkcePair();
+  const asked = 'pages:read pages:write blogs:read history:read webhooks:manage';
+  await page.goto(authorizeUrl(a.issuer, { clientId: a.clientId, codeChallenge: challenge, scope: asked, state: 'narrow-1' }));
+  await page.getByLabel('E-mail address').fill(a.owner.email);
+  await page.getByLabel('Password').fill(a.owner.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+
+  await page.getByRole('heading', { name: /^Allow access to/ }).waitFor();
+  const offered = await page.getByRole('checkbox').evaluateAll((boxes) => boxes.map((b) => b.getAttribute('value')));
+  assert.deepEqual(offered, asked.split(' '), 'one checkbox per scope asked for, in the order of the scope list');
+  // Each said as a website owner reads it, the scope's name beside it.
+  for (const words of [
+    'Read your website’s pages',
+    'Create, change and delete your website’s pages (and read them)',
+    'Read your website’s blog articles',
+    'See what changed in your pages and blog articles, who changed it, and the earlier versions',
+    'Set up, change and remove webhooks',
+  ]) {
+    await page.getByText(words, { exact: false }).first().waitFor();
+  }
+  await page.getByRole('checkbox', { name: /Create, change and delete your website’s pages/ }).uncheck();
+  await page.getByRole('checkbox', { name: /Set up, change and remove webhooks/ }).uncheck();
+  await page.screenshot({ path: path.join(SCREENSHOTS, 'oauth-7-consent-narrow.png'), fullPage: true });
+  await page.getByRole('button', { name: 'Allow' }).click();
+
+  await page.waitForURL((url) => url.href.startsWith(REDIRECT_URI));
+  const callback = new URL(page.url());
+  const tokens = await exchangeCode(a, String(callback.searchParams.get('code')), verifier);
+  assert.equal(tokens.status, 200);
+  assert.equal(tokens.body.scope, 'pages:read blogs:read history:read', 'only what the owner granted');
+  const [connection] = await listConnections(a.db.kysely, a.site.siteId);
+  assert.deepEqual(connection?.scopes, ['pages:read', 'blogs:read', 'history:read']);
+
+  const headers = { authorization: `Bearer ${tokens.body.access_token}` };
+  assert.equal((await fetch(`${a.base}/api/page`, { headers })).status, 200);
+  const write = await fetch(`${a.base}/api/page`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ page_usertitle: 'Not granted' }),
+  });
+  assert.equal(write.status, 403);
+  assert.match(String(write.headers.get('www-authenticate')), /error="insufficient_scope", scope="pages:write"/);
+  assert.equal((await fetch(`${a.base}/api/webhooks`, { headers })).status, 403);
+
+  // The owner's console shows the connection with what it was granted, in the same words.
+  const console = await consoleLogin(a);
+  const html = await (await console.browser.request(`/console/sites/${a.site.siteId}`)).text();
+  assert.match(
+    html,
+    /<dt>Permissions<\/dt><dd>Read your website’s pages, Read your website’s blog articles, See what changed in your pages and blog articles, who changed it, and the earlier versions<\/dd>/,
+  );
 });

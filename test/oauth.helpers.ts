@@ -7,7 +7,7 @@ import type { TestContext } from 'node:test';
 import * as oauth from 'oauth4webapi';
 import { addSiteUser } from '../src/accounts/account.repository.js';
 import { createUser } from '../src/accounts/account.service.js';
-import type { PrincipalCache } from '../src/auth/principal.js';
+import type { PrincipalCache } from '../src/auth/principal-cache.js';
 import type { Config } from '../src/config.js';
 import { createDatabase, type Db } from '../src/db/database.js';
 import type { OutboundFetch } from '../src/http/outbound.js';

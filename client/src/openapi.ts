@@ -722,6 +722,13 @@ export interface components {
              * @example [
              *       "everything:read",
              *       "everything:write",
+             *       "pages:read",
+             *       "pages:write",
+             *       "blogs:read",
+             *       "blogs:write",
+             *       "history:read",
+             *       "history:restore",
+             *       "webhooks:manage",
              *       "product:read",
              *       "product:write",
              *       "order:read",
@@ -1832,7 +1839,7 @@ export interface operations {
                 client_id: string;
                 /** @description One of the client’s registered redirect URIs, byte for byte */
                 redirect_uri: string;
-                /** @description Space-separated, each one of: everything:read everything:write product:read product:write order:read order:write; an unknown one is invalid_scope */
+                /** @description Space-separated, each one of: everything:read everything:write pages:read pages:write blogs:read blogs:write history:read history:restore webhooks:manage product:read product:write order:read order:write; an unknown one is invalid_scope */
                 scope: string;
                 /** @description Returned unchanged in the redirect; the application checks it */
                 state?: string;

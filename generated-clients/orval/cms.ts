@@ -2295,7 +2295,7 @@ client_id: string;
  */
 redirect_uri: string;
 /**
- * Space-separated, each one of: everything:read everything:write product:read product:write order:read order:write; an unknown one is invalid_scope
+ * Space-separated, each one of: everything:read everything:write pages:read pages:write blogs:read blogs:write history:read history:restore webhooks:manage product:read product:write order:read order:write; an unknown one is invalid_scope
  * @maxLength 16384
  */
 scope: string;

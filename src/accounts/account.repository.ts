@@ -78,7 +78,15 @@ export async function sitesOfUser(db: DbHandle, userId: number) {
 
 export async function insertCredential(
   db: DbHandle,
-  credential: { api_id: string; site_id: number; label: string; key_hash: string; created_at: string; default_page: number | null },
+  credential: {
+    api_id: string;
+    site_id: number;
+    label: string;
+    key_hash: string;
+    created_at: string;
+    default_page: number | null;
+    scopes: string | null;
+  },
 ): Promise<void> {
   await db.insertInto('api_credentials').values(credential).execute();
 }
@@ -86,7 +94,7 @@ export async function insertCredential(
 function credentialQuery(db: DbHandle, { apiId }: { apiId: string }) {
   return db
     .selectFrom('api_credentials')
-    .select(['api_id', 'site_id', 'key_hash', 'revoked_at', 'last_used_at', 'default_page'])
+    .select(['api_id', 'site_id', 'key_hash', 'revoked_at', 'last_used_at', 'default_page', 'scopes'])
     .where('api_id', '=', apiId);
 }
 
@@ -100,7 +108,7 @@ export function readCredential(db: DbHandle, apiId: string): MaybePromise<Creden
 export async function listCredentials(db: DbHandle, siteId: number) {
   return db
     .selectFrom('api_credentials')
-    .select(['api_id', 'site_id', 'label', 'created_at', 'last_used_at', 'revoked_at', 'default_page'])
+    .select(['api_id', 'site_id', 'label', 'created_at', 'last_used_at', 'revoked_at', 'default_page', 'scopes'])
     .where('site_id', '=', siteId)
     .orderBy('created_at')
     .orderBy('api_id')

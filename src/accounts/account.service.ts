@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { GRANTING_SCOPES, type Scope } from '../auth/scopes.js';
 import { refusedAs } from '../db/errors.js';
 import type { DbHandle } from '../db/schema.js';
 import { now } from '../db/time.js';
@@ -101,19 +102,25 @@ interface NewCredential {
   label: string;
   /** Where a blog posted with it and without `page` goes; null: nowhere (such a blog is a 400). */
   defaultPage: number | null;
+  /** The scopes it is limited to; null: every permission of its website (everything:write). */
+  scopes: Scope[] | null;
 }
 
 /**
  * A new API ID and key for the website. `defaultPage`, a page of that website, receives the blogs
  * posted with the credential without `page`; it is fixed for the credential's life, like its key.
+ * `scopes` limits what it may do (src/auth/scopes.ts); none: every permission of the website, as
+ * the hosted platform's keys have. Fixed for its life too: a key with other scopes is a new key.
  */
 export async function createCredential(
   db: DbHandle,
   siteId: number,
   rawLabel: string,
   defaultPage: number | null = null,
+  requestedScopes: readonly string[] = [],
 ): Promise<NewCredential> {
   const label = credentialLabel(rawLabel);
+  const scopes = credentialScopes(requestedScopes);
   await requireSite(db, siteId);
   if (defaultPage !== null && !(await repo.siteHasPage(db, siteId, defaultPage))) {
     throw new BadRequestError(`Website ${siteId} has no page ${defaultPage}: a default page must be one of the website's own pages.`);
@@ -127,8 +134,19 @@ export async function createCredential(
     key_hash: sha256(apiKey),
     created_at: now(),
     default_page: defaultPage,
+    scopes: scopes && scopes.join(' '),
   });
-  return { apiId, apiKey, siteId, label, defaultPage };
+  return { apiId, apiKey, siteId, label, defaultPage, scopes };
+}
+
+/** The scopes a credential is limited to, each once, in SCOPES order; null for none. An unknown one is a 400 naming the known ones. */
+function credentialScopes(requested: readonly string[]): Scope[] | null {
+  if (requested.length === 0) return null;
+  const unknown = requested.filter((s) => !(GRANTING_SCOPES as readonly string[]).includes(s));
+  if (unknown.length) {
+    throw new BadRequestError(`Unknown scope ${unknown.join(', ')}: an API credential may be limited to ${GRANTING_SCOPES.join(', ')}.`);
+  }
+  return GRANTING_SCOPES.filter((s) => requested.includes(s));
 }
 
 export async function revokeCredential(db: DbHandle, apiId: string): Promise<void> {

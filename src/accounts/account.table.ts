@@ -33,4 +33,6 @@ export interface ApiCredentialsTable {
   revoked_at: Timestamp | null;
   /** Where a blog posted with this credential and without `page` goes; null: nowhere (a 400). */
   default_page: number | null;
+  /** The scopes it is limited to, space-separated; null: everything:write, every permission of its website. */
+  scopes: string | null;
 }

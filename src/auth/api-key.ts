@@ -4,10 +4,16 @@ import { sameHash, sha256 } from '../accounts/secrets.js';
 import type { DbHandle } from '../db/schema.js';
 import { BadRequestError, UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
-import { type AuthMethod, afterLastUse, memoisePerTick, type Principal, type PrincipalCache } from './principal.js';
+import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
+import { memoisePerTick, type PrincipalCache } from './principal-cache.js';
 
-/** Legacy credentials carry every permission of their website (DESIGN §2). */
+/** A credential made without scopes carries every permission of its website (DESIGN §2), as the hosted platform's keys do. */
 const LEGACY_SCOPES: ReadonlySet<string> = new Set(['everything:read', 'everything:write']);
+
+/** The scopes of a credential as stored: space-separated, or null for every permission. */
+function scopesOf(stored: string | null): ReadonlySet<string> {
+  return stored === null ? LEGACY_SCOPES : new Set(stored.split(' '));
+}
 
 /** The Authorization header when it carries HTTP Basic credentials: they come first. */
 function basicOf(request: FastifyRequest): string | undefined {
@@ -114,7 +120,7 @@ function credentialsOf(request: FastifyRequest): { apiId: string; apiKey: string
  * and checks); `queryCredentials` accepts apiID and apiKey in the query string (LEGACY_QUERY_CREDENTIALS).
  */
 export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined, queryCredentials = true): AuthMethod {
-  /** The cache's key for credentials as sent: their SHA-256, computed once a tick (principal.ts). */
+  /** The cache's key for credentials as sent: their SHA-256, computed once a tick (principal-cache.ts). */
   const keyOf = memoisePerTick((presented) => `key:${sha256(presented)}`);
   /** The principal of a credential as read, once the key sent matches it; at once unless its last use is due to be written. */
   const principalFor = (credential: CredentialRow | undefined, apiKey: string): MaybePromise<Principal> => {
@@ -125,7 +131,7 @@ export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined, quer
     }
     const principal: Principal = {
       siteId: credential.site_id,
-      scopes: LEGACY_SCOPES,
+      scopes: scopesOf(credential.scopes),
       method: 'api-key',
       subject: credential.api_id,
       ...(credential.default_page === null ? {} : { defaultPage: credential.default_page }),
@@ -143,7 +149,7 @@ export function apiKeyAuth(db: DbHandle, cache: PrincipalCache | undefined, quer
       const presented = presentedOf(request);
       if (presented === undefined) return undefined;
       // The principal these exact credentials proved, kept per process by their hash until the
-      // database says a credential changed (principal.ts): decoding them, reading the
+      // database says a credential changed (principal-cache.ts): decoding them, reading the
       // credential and checking the key against its hash cost a sixth of a GET by id.
       // Credentials that fail are never kept: each attempt is checked again.
       return cache ? cache.read(keyOf(presented), () => verify(request)) : verify(request);

@@ -3,8 +3,9 @@ import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import { formTypeOf } from '../http/url-encoded.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import type { LegacyCredentials } from './api-key.js';
-import { type AuthMethod, hasScope, type Principal, type Scope } from './principal.js';
+import type { AuthMethod, Principal } from './principal.js';
 import { protectedResources, type ResourceName } from './resources.js';
+import { meetsNeed, type ScopeNeed, scopeText } from './scopes.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,8 +24,11 @@ declare module 'fastify' {
     authenticateAgain(): MaybePromise<void>;
   }
   interface FastifyContextConfig {
-    /** The scope a route needs: the route authenticates, and refuses callers without the scope. */
-    scope?: Scope;
+    /**
+     * The scope a route needs (or, as a list, any one of them): the route authenticates, and
+     * refuses callers without it (scopes.ts says which scopes carry which).
+     */
+    scope?: ScopeNeed;
     /** Declares a route open to anyone. Every route under /api needs this or a scope. */
     public?: true;
     /**
@@ -179,18 +183,13 @@ function principalFrom(methods: ResourceMethods, request: FastifyRequest): Maybe
 }
 
 /** The principal, once it is known to exist and to hold the scope the route needs. */
-function authorised(request: FastifyRequest, principal: Principal | undefined, needed: Scope, resource: ResourceName): Principal {
+function authorised(request: FastifyRequest, principal: Principal | undefined, needed: ScopeNeed, resource: ResourceName): Principal {
   if (!principal) {
     throw BEARER.test(request.headers.authorization ?? '')
       ? new UnauthorizedError('The access token is not valid.', 'invalid_token')
       : new UnauthorizedError(MISSING_CREDENTIALS[resource]);
   }
-  if (!hasScope(principal.scopes, needed)) {
-    throw new ForbiddenError(
-      `This operation needs the scope ${needed}, which this access token was not granted: authorize again asking for scope ${needed}.`,
-      needed,
-    );
-  }
+  if (!meetsNeed(principal.scopes, needed)) throw insufficientScope('This operation', principal, needed);
   return principal;
 }
 
@@ -198,4 +197,18 @@ function authorised(request: FastifyRequest, principal: Principal | undefined, n
 export function principalOf(request: FastifyRequest): Principal {
   if (!request.principal) throw new Error(`route ${request.routeOptions.url} has no config.scope`);
   return request.principal;
+}
+
+/**
+ * The 403 of credentials that lack the scope `needed` (RFC 6750 §3.1): its challenge names the
+ * scope, and its detail says how to get it, by the kind of credentials.
+ */
+export function insufficientScope(what: string, principal: Principal, needed: ScopeNeed): ForbiddenError {
+  const scope = scopeText(needed);
+  const named = typeof needed === 'string' ? `the scope ${scope}` : `one of the scopes ${scope}`;
+  const detail =
+    principal.method === 'api-key'
+      ? `${what} needs ${named}, which this API credential was not given: create a credential with it (console, or cms apikey create --scope).`
+      : `${what} needs ${named}, which this access token was not granted: authorize again asking for scope ${scope}.`;
+  return new ForbiddenError(detail, scope);
 }

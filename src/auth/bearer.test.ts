@@ -30,10 +30,10 @@ test('a read-only token cannot write: 403 insufficient_scope; a write token can'
   const reader = (await connect(a, { scope: 'everything:read' })).tokens.access_token;
   const denied = await a.app.inject({ method: 'POST', url: '/api/page', headers: bearer(reader), payload: { page_usertitle: 'x' } });
   assert.equal(denied.statusCode, 403);
-  assert.match(String(denied.headers['www-authenticate']), /error="insufficient_scope", scope="everything:write"/);
+  assert.match(String(denied.headers['www-authenticate']), /error="insufficient_scope", scope="pages:write"/);
   assert.equal(
     json(denied).detail,
-    'This operation needs the scope everything:write, which this access token was not granted: authorize again asking for scope everything:write.',
+    'This operation needs the scope pages:write, which this access token was not granted: authorize again asking for scope pages:write.',
   );
   const writer = (await connect(a, { scope: 'everything:write' })).tokens.access_token;
   const created = await a.app.inject({ method: 'POST', url: '/api/page', headers: bearer(writer), payload: { page_usertitle: 'x' } });

@@ -4,7 +4,8 @@ import { formatTimestamp, parseTimestamp } from '../db/time.js';
 import { UnauthorizedError } from '../errors.js';
 import { andThen, type MaybePromise } from '../maybe-async.js';
 import { type LiveAccess, readLiveAccess, touchConnection } from '../oauth/connections/connection.repository.js';
-import { type AuthMethod, afterLastUse, memoisePerTick, type Principal, type PrincipalCache } from './principal.js';
+import { type AuthMethod, afterLastUse, type Principal } from './principal.js';
+import { memoisePerTick, type PrincipalCache } from './principal-cache.js';
 
 function invalid(): UnauthorizedError {
   return new UnauthorizedError(
@@ -63,7 +64,7 @@ function liveAt(access: LiveAccess, at: string): boolean {
  * OAuth access tokens, from the Authorization header only (RFC 6750 §2.1; OAuth 2.1 forbids the
  * query string, so ?access_token= is never read). Tokens are opaque and stored: each request reads
  * the token together with its connection in one query (readLiveAccess), kept per process until the
- * database says a token or connection changed (principal.ts): a revoked connection fails on
+ * database says a token or connection changed (principal-cache.ts): a revoked connection fails on
  * the very next request on the node that revoked it, and within milliseconds on the others. The
  * token is read from the adapter's table directly rather than
  * through oidc-provider's AccessToken.find: the same row, the same expiry, without building the
@@ -71,7 +72,7 @@ function liveAt(access: LiveAccess, at: string): boolean {
  * The website comes from the connection.
  */
 export function bearerAuth(db: DbHandle, resource: string, cache: PrincipalCache | undefined): AuthMethod {
-  /** A token's SHA-256, computed once a tick (principal.ts). */
+  /** A token's SHA-256, computed once a tick (principal-cache.ts). */
   const hashOf = memoisePerTick(sha256);
   /** The principal of a token as read, once it is live for this resource; at once unless its last use is due to be written. */
   const principalFor = (access: LiveAccess | undefined, now: Date, at: string): MaybePromise<Principal> => {
@@ -108,7 +109,7 @@ export function bearerAuth(db: DbHandle, resource: string, cache: PrincipalCache
       const hashed = hashOf(value);
       // The principal the token proved for this resource (a token for the other one is refused,
       // never kept under this key), kept per process until the database says a token or
-      // connection changed (principal.ts), and never past the token's or connection's end.
+      // connection changed (principal-cache.ts), and never past the token's or connection's end.
       return cache ? cache.read(`token:${resource}:${hashed}`, () => verify(hashed), expiryOf) : verify(hashed);
     },
   };

@@ -1,9 +1,15 @@
-import { SCOPES } from './principal.js';
+import { GRANTING_SCOPES, SCOPES, type Scope } from './scopes.js';
 
 /** The protected resources this one authorization server issues tokens for (RFC 8707). */
 export type ResourceName = 'api' | 'mcp';
 
 export const MCP_PATH = '/mcp';
+
+/**
+ * The scopes the MCP server offers: its tools read and write pages and blogs and read and restore
+ * their history; it has no webhook tools (and, as the REST API, no products or orders).
+ */
+export const MCP_SCOPES: readonly Scope[] = GRANTING_SCOPES.filter((s) => s !== 'webhooks:manage');
 
 export interface ProtectedResource {
   readonly name: ResourceName;
@@ -19,8 +25,7 @@ export interface ProtectedResource {
 /**
  * The content API at {base_url}, and the MCP server at {base_url}/mcp. Tokens are bound to one of
  * them (the audience), so an agent's token cannot call the REST API and an application's REST
- * token cannot drive the MCP tools. The MCP tools only read and write pages and blogs, so only
- * the everything:* scopes are offered there.
+ * token cannot drive the MCP tools.
  */
 export function protectedResources(publicUrl: string): Record<ResourceName, ProtectedResource> {
   return {
@@ -34,7 +39,7 @@ export function protectedResources(publicUrl: string): Record<ResourceName, Prot
     mcp: {
       name: 'mcp',
       url: `${publicUrl}${MCP_PATH}`,
-      scopes: ['everything:read', 'everything:write'],
+      scopes: MCP_SCOPES,
       metadataPath: `/.well-known/oauth-protected-resource${MCP_PATH}`,
       title: 'Content MCP server',
     },

@@ -98,8 +98,17 @@ test('cms manages websites, users and API keys; a created key works until it is 
   assert.match(key.apiKey, /^sk_/);
   assert.equal(key.label, 'shop sync');
   const listed = ok(await cms(env, 'apikey', 'list', '--site', '1', '--json'));
-  assert.deepEqual(Object.keys(listed.credentials[0]).sort(), ['apiId', 'createdAt', 'defaultPage', 'label', 'lastUsedAt', 'revokedAt']);
+  assert.deepEqual(Object.keys(listed.credentials[0]).sort(), [
+    'apiId',
+    'createdAt',
+    'defaultPage',
+    'label',
+    'lastUsedAt',
+    'revokedAt',
+    'scopes',
+  ]);
   assert.equal(listed.credentials[0].defaultPage, null);
+  assert.equal(listed.credentials[0].scopes, null, 'made without --scope: every permission');
   assert.equal(listed.credentials[0].revokedAt, null);
   assert.ok(!JSON.stringify(listed).includes(key.apiKey), 'a list never shows the key');
   assert.deepEqual(ok(await cms(env, 'apikey', 'list', '--site', '2', '--json')), { credentials: [] });
@@ -130,6 +139,68 @@ test('cms manages websites, users and API keys; a created key works until it is 
   // Found by its id: keys made in the same second are listed in the order of their random ids.
   assert.match(after.credentials.find((c: { apiId: string }) => c.apiId === key.apiId).revokedAt, /^\d{4}-/);
   assert.equal(ok(await cms(env, 'apikey', 'revoke', key.apiId, '--json')).revoked, true, 'revoking twice is harmless');
+});
+
+test('cms apikey create --scope limits the key: it may do what its scopes allow, and is refused the rest with 403', async (t) => {
+  const env = await tempDataDir(t);
+  ok(await cms(env, 'migrate', '--json'));
+  ok(await cms(env, 'site', 'create', '--name', 'Bakery', '--json'));
+  const key = ok(
+    await cms(env, 'apikey', 'create', '--site', '1', '--label', 'drafts', '--scope', 'pages:read', '--scope', 'blogs:write', '--json'),
+  );
+  assert.deepEqual(key.scopes, ['pages:read', 'blogs:write']);
+  const listed = ok(await cms(env, 'apikey', 'list', '--site', '1', '--json'));
+  assert.deepEqual(listed.credentials[0].scopes, ['pages:read', 'blogs:write']);
+  assert.match((await cms(env, 'apikey', 'list', '--site', '1')).stdout, /SCOPES[\s\S]*pages:read blogs:write/);
+  const full = ok(await cms(env, 'apikey', 'create', '--site', '1', '--label', 'sync', '--json'));
+  assert.equal(full.scopes, null);
+
+  const unknown = await cms(env, 'apikey', 'create', '--site', '1', '--label', 'x', '--scope', 'pages:delete');
+  assert.equal(unknown.code, 1);
+  assert.match(
+    unknown.stderr,
+    /Unknown scope pages:delete: an API credential may be limited to everything:read, everything:write, pages:read/,
+  );
+  assert.equal(
+    (await cms(env, 'apikey', 'create', '--site', '1', '--label', 'x', '--scope', 'product:read')).code,
+    1,
+    'grants nothing here',
+  );
+
+  const db = createDatabase(`sqlite:${path.join(env.DATA_DIR!, 'cms.sqlite')}`);
+  t.after(() => db.close());
+  const app = await buildApp({ config: testConfig(), db });
+  t.after(() => app.close());
+  const basic = (k: { apiId: string; apiKey: string }) => ({
+    authorization: `Basic ${Buffer.from(`${k.apiId}:${k.apiKey}`).toString('base64')}`,
+  });
+  const page = await app.inject({ method: 'POST', url: '/api/page', headers: basic(full), payload: { page_usertitle: 'News' } });
+  assert.equal(page.statusCode, 201, 'a key made without scopes may do everything');
+  const pageId = JSON.parse(page.body).data[0].page as number;
+
+  const headers = basic(key);
+  assert.equal((await app.inject({ url: '/api/page', headers })).statusCode, 200);
+  const blog = await app.inject({ method: 'POST', url: '/api/blog', headers, payload: { page: pageId, info_title: 'Hello' } });
+  assert.equal(blog.statusCode, 201, blog.body);
+  assert.equal((await app.inject({ url: '/api/blog', headers })).statusCode, 200, 'blogs:write carries blogs:read');
+  const denied = await app.inject({ method: 'POST', url: '/api/page', headers, payload: { page_usertitle: 'Nope' } });
+  assert.equal(denied.statusCode, 403);
+  assert.match(String(denied.headers['www-authenticate']), /error="insufficient_scope", scope="pages:write"/);
+  assert.equal(
+    JSON.parse(denied.body).detail,
+    'This operation needs the scope pages:write, which this API credential was not given: create a credential with it (console, or cms apikey create --scope).',
+  );
+  assert.equal((await app.inject({ url: '/api/changes', headers })).statusCode, 403);
+  assert.equal((await app.inject({ url: '/api/webhooks', headers })).statusCode, 403);
+  // The change log names the key as it names any other.
+  const changes = await app.inject({ url: '/api/changes', headers: basic(full) });
+  assert.deepEqual(
+    JSON.parse(changes.body).data.map((c: { type: string; actor: { kind: string; id: string } }) => [c.type, c.actor.kind, c.actor.id]),
+    [
+      ['page', 'api-key', full.apiId],
+      ['blog', 'api-key', key.apiId],
+    ],
+  );
 });
 
 test('cms user: one account holds several websites; add-site, remove-site and list', async (t) => {
@@ -270,7 +341,7 @@ test('cms help lists every command with its usage; no command means help', async
   }
   assert.equal(
     commands.find((c: { name: string }) => c.name === 'apikey create').usage,
-    'cms apikey create --site ID --label LABEL [--default-page PAGE_ID] [--json]',
+    'cms apikey create --site ID --label LABEL [--default-page PAGE_ID] [--scope SCOPE …] [--json]',
   );
   const bare = await cmsProcess({});
   assert.equal(bare.code, 0);

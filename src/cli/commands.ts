@@ -19,6 +19,7 @@ import {
   listedSiteOption,
   optionalIdOption,
   optionalOption,
+  repeatedOption,
   requiredOption,
   siteIdOption,
   UsageError,
@@ -178,19 +179,26 @@ const userList: Command = {
 const apikeyCreate: Command = {
   name: 'apikey create',
   summary: 'Create an API ID and key for a website (the key is shown only here)',
-  usage: '--site ID --label LABEL [--default-page PAGE_ID]',
-  options: { site: { type: 'string' }, label: { type: 'string' }, 'default-page': { type: 'string' } },
+  usage: '--site ID --label LABEL [--default-page PAGE_ID] [--scope SCOPE …]',
+  options: {
+    site: { type: 'string' },
+    label: { type: 'string' },
+    'default-page': { type: 'string' },
+    scope: { type: 'string', multiple: true },
+  },
   async run(ctx) {
     const label = optionalOption(ctx, 'label');
     if (label === undefined) throw new UsageError('--label is required');
     const defaultPage = optionalIdOption(ctx, 'default-page', 'a page id of the website') ?? null;
-    // What a label may be (1 to 100 characters) is the console's rule: createCredential checks it for both.
-    const credential = await createCredential((await ctx.db()).kysely, siteIdOption(ctx), label, defaultPage);
+    // What a label and the scopes may be is the console's rule too: createCredential checks them for both.
+    const scopes = repeatedOption(ctx, 'scope');
+    const credential = await createCredential((await ctx.db()).kysely, siteIdOption(ctx), label, defaultPage, scopes);
     return {
       json: credential,
       text: [
         `API ID:  ${credential.apiId}`,
         `API key: ${credential.apiKey}`,
+        credential.scopes ? `Limited to: ${credential.scopes.join(' ')}.` : 'Full access to the website (no --scope given).',
         ...(defaultPage === null ? [] : [`Blogs posted without a page go to page ${defaultPage}.`]),
         'The key is shown only now (only its hash is stored): keep it somewhere safe.',
       ].join('\n'),
@@ -213,15 +221,18 @@ const apikeyList: Command = {
       lastUsedAt: c.last_used_at,
       revokedAt: c.revoked_at,
       defaultPage: c.default_page,
+      // null: every permission of the website.
+      scopes: c.scopes === null ? null : c.scopes.split(' '),
     }));
     return {
       json: { credentials },
       text: table(
-        ['API ID', 'LABEL', 'DEFAULT PAGE', 'CREATED (UTC)', 'LAST USED', 'STATE'],
+        ['API ID', 'LABEL', 'DEFAULT PAGE', 'SCOPES', 'CREATED (UTC)', 'LAST USED', 'STATE'],
         credentials.map((c) => [
           c.apiId,
           c.label,
           c.defaultPage === null ? '-' : String(c.defaultPage),
+          c.scopes?.join(' ') ?? 'all',
           c.createdAt,
           c.lastUsedAt ?? '-',
           c.revokedAt ? `revoked ${c.revokedAt}` : 'active',

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { LABEL_MAX } from '../accounts/account.names.js';
 import { createCredential } from '../accounts/account.service.js';
+import { GRANTING_SCOPES } from '../auth/scopes.js';
 import type { ChangeEntry } from '../content/history/feed.service.js';
 import { getPage, type PageNode, pageTree } from '../content/pages/page.service.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
@@ -13,8 +14,8 @@ import {
   type ConnectionKind,
   listApplications,
 } from '../oauth/connections/connection.service.js';
-import { SCOPE_TITLES } from '../oauth/scopes.js';
-import { formValue } from '../web/forms.js';
+import { scopeTitle } from '../oauth/scopes.js';
+import { formValue, formValues } from '../web/forms.js';
 import { changeLine, defaultUndoSince } from './console.history.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler, isolated } from './console.http.js';
 import {
@@ -62,7 +63,7 @@ function applicationCard(app: Application, verified: boolean, changes: readonly 
   const connections = app.connections.map((c) => ({
     ...c,
     kindTitle: CONNECTION_KIND_TITLES[c.kind],
-    scopeTitles: c.scopes.map((s) => SCOPE_TITLES[s] ?? s),
+    scopeTitles: c.scopes.map(scopeTitle),
   }));
   return {
     ...app,
@@ -138,10 +139,15 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
     return ctx.page(status, 'console-credentials', 'sites', {
       site,
       tab: 'credentials',
-      credentials: await siteCredentials(db, ctx.user.id, siteId),
+      credentials: (await siteCredentials(db, ctx.user.id, siteId)).map((c) => ({
+        ...c,
+        scopeTitles: c.scopes === null ? null : c.scopes.split(' ').map(scopeTitle),
+      })),
       pages: pageChoices(await pageTree(db, siteId)),
       label: '',
       defaultPage: '',
+      scopes: [],
+      scopeChoices: GRANTING_SCOPES.map((name) => ({ name, title: scopeTitle(name) })),
       labelMax: LABEL_MAX,
       base: deps.config.publicUrl,
       ...data,
@@ -162,9 +168,11 @@ export async function registerSitePages(app: FastifyInstance, deps: ConsoleDeps)
       await requireUserSite(db, ctx.user.id, siteId);
       const label = formValue(ctx.form, 'label');
       const defaultPage = formValue(ctx.form, 'defaultPage');
+      // None ticked: every permission of the website, as a credential always had.
+      const scopes = formValues(ctx.form, 'scope');
       const created = await changeOrFormAgain(
-        (error) => credentialsPage(ctx, 400, { label, defaultPage, error }),
-        () => createCredential(db, siteId, label, defaultPage === '' ? null : pageIdOf(defaultPage)),
+        (error) => credentialsPage(ctx, 400, { label, defaultPage, scopes, error }),
+        () => createCredential(db, siteId, label, defaultPage === '' ? null : pageIdOf(defaultPage), scopes),
       );
       if (!created) return ctx.reply;
       const { apiId, apiKey } = created.result;

@@ -245,6 +245,35 @@ test('console: a new API key is shown once, then only its API ID', async (t) => 
   assert.equal(api.status, 200);
 });
 
+test('console: a credential limited to the permissions ticked may do only that; none ticked is every permission', async (t) => {
+  const a = await startOAuthApp(t);
+  const { browser } = await consoleLogin(a);
+  const form = await (await browser.request(`/console/sites/${a.site.siteId}/credentials`)).text();
+  assert.match(form, /<input type="checkbox" name="scope" value="blogs:read"> Read your website’s blog articles <code>blogs:read<\/code>/);
+  assert.doesNotMatch(form, /value="product:read"/, 'scopes that grant nothing are not offered');
+  const unknown = await browser.request(`/console/sites/${a.site.siteId}/credentials`, {
+    form: { csrf: await csrfOf(browser), label: 'Odd', scope: ['blogs:read', 'blogs:delete'] },
+  });
+  assert.equal(unknown.status, 400);
+  const again = await unknown.text();
+  assert.match(again, /Unknown scope blogs:delete/);
+  assert.match(again, /value="blogs:read" checked>/, 'the form comes back as it was ticked');
+  const created = await browser.request(`/console/sites/${a.site.siteId}/credentials`, {
+    form: { csrf: await csrfOf(browser), label: 'Analytics', scope: ['blogs:read'] },
+  });
+  assert.equal(created.status, 303);
+  const shown = await (await browser.request(String(created.headers.get('location')))).text();
+  const key = /id="new-api-key">(sk_[\w-]+)</.exec(shown)?.[1];
+  const apiId = /id="new-api-id">(ak_[\w-]+)</.exec(shown)?.[1];
+  assert.match(shown, /<dt>Permissions<\/dt><dd>Read your website’s blog articles<\/dd>/);
+  assert.match(shown, /<dt>Permissions<\/dt><dd>Everything on this website<\/dd>/, 'the test site’s key was made without scopes');
+  const headers = { authorization: `Basic ${Buffer.from(`${apiId}:${key}`).toString('base64')}` };
+  assert.equal((await fetch(`${a.base}/api/blog`, { headers })).status, 200);
+  const pages = await fetch(`${a.base}/api/page`, { headers });
+  assert.equal(pages.status, 403);
+  assert.match(String(pages.headers.get('www-authenticate')), /error="insufficient_scope", scope="pages:read"/);
+});
+
 test('console: a credential may name a default page of its website, shown in the list; blogs without page go there', async (t) => {
   const a = await startOAuthApp(t);
   const page = await a.app.inject({ method: 'POST', url: '/api/page', headers: a.site.headers, payload: { page_usertitle: 'News' } });

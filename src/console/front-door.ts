@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { SCOPES } from '../auth/principal.js';
+import { SCOPES } from '../auth/scopes.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { DEMO_CLIENT_ID, readClientMetadata } from '../oauth/clients/client.service.js';

@@ -21,6 +21,8 @@ import * as m0019 from './migrations/0019_webhook_credentials.js';
 import * as m0020 from './migrations/0020_image_owners.js';
 import * as m0021 from './migrations/0021_text_fold.js';
 import * as m0022 from './migrations/0022_trigram_filters.js';
+import * as m0023 from './migrations/0023_credential_scopes.js';
+import * as m0024 from './migrations/0024_webhook_read_scopes.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -49,6 +51,8 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0020_image_owners': m0020,
   '0021_text_fold': m0021,
   '0022_trigram_filters': m0022,
+  '0023_credential_scopes': m0023,
+  '0024_webhook_read_scopes': m0024,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

@@ -66,7 +66,7 @@ test('the history tools: one tool for both record types, the arguments of the RE
 
   const changes = tools.get('list_changes')!;
   assert.deepEqual(changes.annotations, { readOnlyHint: true, openWorldHint: false });
-  assert.equal(changes.scope, 'everything:read');
+  assert.equal(changes.scope, 'history:read');
   const changeArgs = changes.inputSchema.properties as Record<string, { default?: unknown }>;
   assert.deepEqual(Object.keys(changeArgs), ['since', 'type', 'id', 'pageSize'], 'no wait: no long-poll over MCP');
   assert.equal(changeArgs.pageSize?.default, MCP_PAGE_SIZE);
@@ -77,7 +77,7 @@ test('the history tools: one tool for both record types, the arguments of the RE
   await assert.rejects(run('list_changes', { since: 'nonsense' }), (e: { errors: { field: string }[] }) => e.errors[0]?.field === 'since');
 
   const revisions = tools.get('list_revisions')!;
-  assert.equal(revisions.scope, 'everything:read');
+  assert.equal(revisions.scope, 'history:read');
   assert.deepEqual(revisions.inputSchema.required, ['type', 'id']);
   assert.match(revisions.description, /^The revisions of a page or a blog \(type\), newest first/);
   assert.throws(
@@ -86,7 +86,7 @@ test('the history tools: one tool for both record types, the arguments of the RE
   );
 
   const restore = tools.get('restore_revision')!;
-  assert.equal(restore.scope, 'everything:write');
+  assert.equal(restore.scope, 'history:restore');
   // Destructive and not idempotent: the specification's defaults for a tool that writes.
   assert.deepEqual(restore.annotations, { openWorldHint: false });
   assert.deepEqual(restore.inputSchema.required, ['type', 'id', 'revision']);

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Scope } from '../auth/principal.js';
+import type { Scope } from '../auth/scopes.js';
 import { BLOG_SYSTEM_FIELDS, type BlogField } from '../content/blogs/blog.fields.js';
 import * as blogs from '../content/blogs/blog.service.js';
 import type { ActorRef, ChangeLog, RecordType } from '../content/history/change-log.js';
@@ -292,7 +292,7 @@ function withoutProperties(schema: Schema, names: readonly string[]): Schema {
 function routeOf(app: FastifyInstance, op: Operation, type?: RecordType): RouteInfo {
   const endpoint = type ? op.endpoint.replace('{type}', type) : op.endpoint;
   const route = app.references.routes.get(endpoint)?.find((r) => r.method === op.method);
-  if (!route?.scope) throw new Error(`no route ${op.method} ${endpoint} with a scope to build the ${op.name} tool from`);
+  if (typeof route?.scope !== 'string') throw new Error(`no route ${op.method} ${endpoint} with a scope to build the ${op.name} tool from`);
   return route;
 }
 
@@ -360,13 +360,11 @@ export function contentTools(app: FastifyInstance): ContentTool[] {
     // The arguments are checked against the route's own schema for its part, by that part's
     // validator; the agent is shown the same schema without what only keeps values storable.
     const check = validatorFor<Input>(app, { schema: input, method: op.method, url: op.endpoint, httpPart: op.part }, 'arguments');
-    const readOnly = op.method === 'GET';
-    // Every connection may read; a write needs a scope the owner may have withheld.
-    const scopeText = readOnly ? '' : ` Needs scope ${route.scope}.`;
     return {
       name: op.name,
       title: op.title ?? route.schema.summary ?? op.name,
-      description: `${op.description}${scopeText}`,
+      // Only the tools its scopes allow are listed to an agent; the scope is named for its user.
+      description: `${op.description} Needs scope ${route.scope}.`,
       scope: route.scope as Scope,
       inputSchema: shown(withoutProperties(input, op.hidden ?? [])) as Schema,
       annotations: hintsOf(op),

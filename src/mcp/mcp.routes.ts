@@ -1,14 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from '../auth/authenticate.js';
-import { hasScope } from '../auth/principal.js';
-import { MCP_PATH } from '../auth/resources.js';
-import { AppError, ForbiddenError } from '../errors.js';
+import { MCP_PATH, MCP_SCOPES } from '../auth/resources.js';
+import { AppError } from '../errors.js';
 import { jsonBody } from '../http/json-body.js';
 import { packageVersion } from '../reference/package-version.js';
 import { contentTools, type ToolDeps } from './content.tools.js';
 
-/** Any route of the MCP server: only tokens issued for {base_url}/mcp, and at least reading. */
-const ACCESS = { scope: 'everything:read', resource: 'mcp' } as const;
+/**
+ * Any route of the MCP server: only tokens issued for {base_url}/mcp, with any scope it offers
+ * (each carries a read); which tools a token may list and call is its scopes' to say (mcp.server.ts).
+ */
+const ACCESS = { scope: MCP_SCOPES.filter((s) => s.endsWith(':read')), resource: 'mcp' } as const;
 
 /** JSON-RPC 2.0 error codes (§5.1), here since this module must not load the SDK (mcp.server.ts says why). */
 const PARSE_ERROR = -32700;
@@ -16,14 +18,6 @@ const INVALID_REQUEST = -32600;
 
 /** The body of a request whose JSON did not parse: answered as JSON-RPC, not by the problem handler. */
 const NOT_JSON = Symbol('not JSON');
-
-/** The names of the tools a JSON-RPC message (or batch) calls. */
-function calledTools(body: unknown): string[] {
-  const messages = Array.isArray(body) ? body : [body];
-  return messages.flatMap((m) =>
-    m && typeof m === 'object' && m.method === 'tools/call' && typeof m.params?.name === 'string' ? [m.params.name as string] : [],
-  );
-}
 
 /** A JSON-RPC error that belongs to no request (id null), as the SDK's transport sends its own. */
 function jsonRpcError(reply: FastifyReply, code: number, message: string) {
@@ -50,16 +44,6 @@ export async function registerMcp(app: FastifyInstance, { deps }: { deps: ToolDe
       return jsonRpcError(reply, INVALID_REQUEST, 'Invalid Request: an empty batch.');
     }
     const principal = principalOf(request);
-    // MCP authorization, scope challenge: a call beyond the token's scopes is an HTTP 403 naming the scope.
-    for (const name of calledTools(request.body)) {
-      const tool = tools.get(name);
-      if (tool && !hasScope(principal.scopes, tool.scope)) {
-        throw new ForbiddenError(
-          `The tool ${name} needs the scope ${tool.scope}, which this access token was not granted: authorize again asking for scope ${tool.scope}.`,
-          tool.scope,
-        );
-      }
-    }
     // The SDK is loaded by the first MCP request (mcp.server.ts says why).
     const { answer } = await import('./mcp.server.js');
     const answered = await answer(request, { principal, tools, deps, version });

@@ -7,9 +7,11 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { type CallToolResult, ErrorCode, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyRequest } from 'fastify';
-import { hasScope, type Principal } from '../auth/principal.js';
+import { insufficientScope } from '../auth/authenticate.js';
+import type { Principal } from '../auth/principal.js';
+import { hasScope } from '../auth/scopes.js';
 import { actorOf } from '../content/history/change-log.js';
-import { AppError, ForbiddenError } from '../errors.js';
+import { AppError } from '../errors.js';
 import { PROBLEM_TYPE_BASE } from '../http/problem.js';
 import type { ContentTool, ToolDeps } from './content.tools.js';
 
@@ -57,8 +59,9 @@ function callOf(params: unknown): { name: string; args: Record<string, unknown> 
 
 /**
  * One MCP server for one request (stateless): the tools act on the principal's website. The
- * tool list is the same for every caller; a call is checked for its scope here too, although the
- * HTTP layer has already refused it with 403.
+ * tools listed are those the token's scopes allow; a call to another is a tool error naming the
+ * scope it needs (a 403 problem as text), so an agent reads why, where an HTTP 403 would end its
+ * whole request.
  */
 function serverFor(
   principal: Principal,
@@ -71,7 +74,8 @@ function serverFor(
     { name: 'content-api', title: 'Content API', version },
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
   );
-  const listing = [...tools.values()].map(({ name, title, description, inputSchema, annotations }) => ({
+  const allowed = [...tools.values()].filter((tool) => hasScope(principal.scopes, tool.scope));
+  const listing = allowed.map(({ name, title, description, inputSchema, annotations }) => ({
     name,
     title,
     description,
@@ -87,13 +91,7 @@ function serverFor(
     const call = callOf(request.params);
     const tool = tools.get(call.name);
     if (!tool) throw protocolError(ErrorCode.InvalidParams, `Unknown tool: ${call.name}`);
-    if (!hasScope(principal.scopes, tool.scope))
-      return problemResult(
-        new ForbiddenError(
-          `The tool ${tool.name} needs the scope ${tool.scope}, which this access token was not granted: authorize again asking for scope ${tool.scope}.`,
-          tool.scope,
-        ),
-      );
+    if (!hasScope(principal.scopes, tool.scope)) return problemResult(insufficientScope(`The tool ${tool.name}`, principal, tool.scope));
     try {
       const input = tool.validate(call.args);
       const output = await tool.run(deps, principal.siteId, input, actorOf(principal, 'mcp'));

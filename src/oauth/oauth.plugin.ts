@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type Provider from 'oidc-provider';
 import { bearerAuth } from '../auth/bearer.js';
-import type { AuthMethod, PrincipalCache } from '../auth/principal.js';
+import type { AuthMethod } from '../auth/principal.js';
+import type { PrincipalCache } from '../auth/principal-cache.js';
 import { protectedResources, type ResourceName } from '../auth/resources.js';
 import type { Config } from '../config.js';
 import type { DbHandle } from '../db/schema.js';

@@ -1,4 +1,4 @@
-import { SCOPES } from '../auth/principal.js';
+import { SCOPES } from '../auth/scopes.js';
 import type { Config } from '../config.js';
 import { AUTH_PATH } from '../oauth/provider/provider.js';
 import { COUNTED, SAME_ORIGIN } from './openapi.finish.js';

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { SCOPES } from '../auth/principal.js';
+import { SCOPES } from '../auth/scopes.js';
 import { REFRESH_TTL_SECONDS } from '../oauth/connections/connection.service.js';
 import { ACCESS_TOKEN_TTL_SECONDS } from '../oauth/provider/provider.js';
 

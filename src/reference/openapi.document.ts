@@ -1,6 +1,8 @@
 import type { SwaggerOptions, SwaggerTransform } from '@fastify/swagger';
+import { GRANTING_SCOPES, grantedBy, type ScopeNeed } from '../auth/scopes.js';
 import type { Config } from '../config.js';
 import { BODY_LIMIT_BYTES, HEADER_LIMIT_BYTES } from '../http/limits.js';
+import { SCOPE_TITLES } from '../oauth/scopes.js';
 import { oauthPaths } from './oauth.openapi.js';
 import { oauthSchemas } from './oauth.schemas.js';
 import { COMPONENT, CONDITIONAL, COUNTED, finishDocument } from './openapi.finish.js';
@@ -52,10 +54,7 @@ export function openapiOptions(config: Config): SwaggerOptions {
                 authorizationUrl: `${config.publicUrl}/api/auth/authorize`,
                 tokenUrl: `${config.publicUrl}/api/auth/token`,
                 refreshUrl: `${config.publicUrl}/api/auth/token`,
-                scopes: {
-                  'everything:read': 'Read operations across the API',
-                  'everything:write': 'Write operations across the API, and the corresponding reads',
-                },
+                scopes: OFFERED_SCOPES,
               },
             },
           },
@@ -77,6 +76,18 @@ export function openapiOptions(config: Config): SwaggerOptions {
         files: config.uploads.maxFiles,
       }) as never,
   };
+}
+
+/** The scopes an operation may need, with what each allows (the product and order scopes grant nothing here). */
+const OFFERED_SCOPES = Object.fromEntries(GRANTING_SCOPES.map((s) => [s, SCOPE_TITLES[s]]));
+
+/**
+ * An operation's security: a token granted its scope or any scope that carries it (OpenAPI lists
+ * alternatives, any one of which suffices), or API credentials.
+ */
+function securityOf(scope: ScopeNeed): object[] {
+  const needed = typeof scope === 'string' ? grantedBy(scope) : scope;
+  return [...needed.map((s) => ({ oauth2: [s] })), { apiKeyBasic: [] }, { apiId: [], apiKey: [] }];
 }
 
 /**
@@ -154,7 +165,7 @@ export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
       ...schema,
       ...(schema.body ? { body: offeredBodies(schema.body) } : {}),
       response,
-      ...(scope ? { security: [{ oauth2: [scope] }, { apiKeyBasic: [] }, { apiId: [], apiKey: [] }] } : {}),
+      ...(scope ? { security: securityOf(scope) } : {}),
       ...(route.config?.conditional ? { [CONDITIONAL]: true } : {}),
       ...(scope || route.config?.counted ? { [COUNTED]: true } : {}),
     } as typeof schema,

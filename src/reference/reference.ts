@@ -1,4 +1,5 @@
 /** Endpoint references built from route schemas: the JSON form and its Markdown rendering. */
+import { grantedBy, type ScopeNeed } from '../auth/scopes.js';
 
 interface JsonSchemaLike {
   type?: string | string[];
@@ -18,7 +19,7 @@ interface JsonSchemaLike {
 export interface RouteInfo {
   method: string;
   url: string;
-  scope: string | undefined;
+  scope: ScopeNeed | undefined;
   schema: {
     summary?: string;
     description?: string;
@@ -42,7 +43,7 @@ interface MethodReference {
   path: string;
   summary: string;
   description: string;
-  scope: string | undefined;
+  scope: ScopeNeed | undefined;
   pathParameters: ParameterReference[];
   queryParameters: ParameterReference[];
   bodyFields: ParameterReference[];
@@ -134,8 +135,10 @@ export function renderMarkdown(reference: EndpointReference, baseUrl: string): s
   ];
   for (const m of reference.methods) {
     out.push(`## ${m.method} ${m.path}`, '', `**${m.summary}.**`, '', m.description, '');
-    if (m.scope)
-      out.push(`Needs scope: \`${m.scope}\`${m.scope.endsWith(':read') ? ` (or \`${m.scope.replace(':read', ':write')}\`)` : ''}.`, '');
+    if (typeof m.scope === 'string') {
+      const [needed, ...broader] = grantedBy(m.scope);
+      out.push(`Needs scope: \`${needed}\` (or ${broader.map((s) => `\`${s}\``).join(', ')}).`, '');
+    }
     out.push(...table('Path parameters', m.pathParameters, true));
     out.push(...table('Query parameters', m.queryParameters, false));
     out.push(...table('Body fields (JSON)', m.bodyFields, false));

@@ -387,3 +387,36 @@ test('writes answer whatever the receivers do: a receiver that never answers hol
   assert.equal((await deliveries(ctx, hook.id)).length, 10, 'every write answered and queued its delivery');
   // How many attempts run at once to one hook: webhook.worker.test.ts, a poll at a time.
 });
+
+test('a hook made with a limited credential is sent only the events of what that credential may read', async (t) => {
+  const test = await buildTestApp(t, { config: hookConfig() });
+  const { app, site } = test;
+  const receiver = await webhookReceiver(t);
+  const headersOf = (k: { apiId: string; apiKey: string }) => ({ apiID: k.apiId, apiKey: k.apiKey });
+  const hookWith = async (scopes: string[]) => {
+    const key = await createCredential(test.db.kysely, site.siteId, scopes.join(' '), null, scopes);
+    const response = await app.inject({
+      method: 'POST',
+      url: '/api/webhooks',
+      headers: headersOf(key),
+      payload: { url: receiver.url, events: ['*'] },
+    });
+    assert.equal(response.statusCode, 201, response.body);
+    return json(response).data[0].id as number;
+  };
+  const pagesOnly = await hookWith(['webhooks:manage', 'pages:read']);
+  const blogsOnly = await hookWith(['webhooks:manage', 'blogs:write']);
+  const feed = await hookWith(['webhooks:manage', 'history:read']);
+  const manageOnly = await hookWith(['webhooks:manage']);
+  const everything = await createHook(test, receiver.url, ['*']);
+
+  const page = await writePage(test);
+  const blog = await app.inject({ method: 'POST', url: '/api/blog', headers: site.headers, payload: { page, info_title: 'News' } });
+  assert.equal(blog.statusCode, 201, blog.body);
+  const events = async (id: number) => (await deliveries(test, id)).map((d: { event: string }) => d.event).sort();
+  assert.deepEqual(await events(pagesOnly), ['page.created'], 'pages:read reads no blog');
+  assert.deepEqual(await events(blogsOnly), ['blog.created'], 'blogs:write carries blogs:read, and reads no page');
+  assert.deepEqual(await events(feed), ['blog.created', 'page.created'], 'the feed names every change');
+  assert.deepEqual(await events(manageOnly), [], 'managing hooks reads nothing');
+  assert.deepEqual(await events(everything.id), ['blog.created', 'page.created'], 'a key made without scopes reads everything');
+});

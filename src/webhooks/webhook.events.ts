@@ -34,15 +34,33 @@ function wants(stored: string, event: string): boolean {
 }
 
 /**
- * The website's active hooks that want `event`. Read before the change takes its number, so the
- * website's counter row (locked from then to the commit on PostgreSQL) is held no longer for it.
+ * The website's active hooks that want `event`, and whose credential may read what it tells of
+ * (a hook made with pages:read only is never sent a blog's change). Read before the change takes
+ * its number, so the website's counter row (locked from then to the commit on PostgreSQL) is held
+ * no longer for it.
  */
 export async function hooksFor(db: DbHandle, siteId: number, event: string): Promise<number[]> {
   const rows = await activeHooks(db, siteId);
-  return rows.filter((row) => wants(row.events, event)).map((row) => row.id);
+  return rows.filter((row) => wants(row.events, event) && mayRead(row.read_scopes, event)).map((row) => row.id);
 }
 
 /** The Standard Webhooks body: `{type, timestamp, data}`. */
 export function payloadOf(event: string, data: object, at = new Date()): string {
   return JSON.stringify({ type: event, timestamp: at.toISOString(), data });
+}
+
+/**
+ * Which read scopes see an event of each record type: the record's own, or the change feed's,
+ * which names every change of pages and blogs (docs/oauth.md, Scopes).
+ */
+const READ_BY: Readonly<Record<string, readonly string[]>> = {
+  page: ['pages:read', 'history:read'],
+  blog: ['blogs:read', 'history:read'],
+};
+
+/** Whether a hook whose credential reads `readScopes` (null: everything) may be sent `event`. */
+function mayRead(readScopes: string | null, event: string): boolean {
+  if (readScopes === null) return true;
+  const readers = READ_BY[event.slice(0, event.indexOf('.'))] ?? [];
+  return readScopes.split(' ').some((scope) => readers.includes(scope));
 }

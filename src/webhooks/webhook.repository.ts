@@ -139,8 +139,13 @@ export interface HookToSend {
 }
 
 /** The ids of a website's active hooks, with the events each wants as stored. */
-export function activeHooks(db: DbHandle, siteId: number): Promise<{ id: number; events: string }[]> {
-  return db.selectFrom('webhooks').select(['id', 'events']).where('site_id', '=', siteId).where('status', '=', 'active').execute();
+export function activeHooks(db: DbHandle, siteId: number): Promise<{ id: number; events: string; read_scopes: string | null }[]> {
+  return db
+    .selectFrom('webhooks')
+    .select(['id', 'events', 'read_scopes'])
+    .where('site_id', '=', siteId)
+    .where('status', '=', 'active')
+    .execute();
 }
 
 /** One outbox row per hook, due at once, each with its own `webhook-id`. */

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { principalOf } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
+import { hasScope, readScopesOf } from '../auth/scopes.js';
 import { Deleted, NoQuery, operations } from '../content/shared/envelope.js';
 import { IdParams } from '../content/shared/schemas.js';
 import type { DbHandle } from '../db/schema.js';
@@ -124,7 +125,10 @@ const DOCS = {
 
 /** The credential a hook created or enabled by this caller sends under: its API key, or its OAuth connection. */
 function credentialOf(principal: Principal): hooks.HookCredential {
-  return { kind: principal.method === 'api-key' ? 'api-key' : 'oauth', id: principal.subject };
+  const kind = principal.method === 'api-key' ? 'api-key' : 'oauth';
+  // A credential that reads everything is sent every event, as the hooks made before are.
+  if (hasScope(principal.scopes, 'everything:read')) return { kind, id: principal.subject };
+  return { kind, id: principal.subject, readScopes: readScopesOf(principal.scopes) };
 }
 
 /** The webhook management API (docs/webhooks.md), mounted at /api. */
@@ -133,8 +137,8 @@ export async function registerWebhooks(
   { db, guard, retrySteps }: { db: DbHandle; guard: OutboundGuard; retrySteps: number },
 ): Promise<void> {
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
-  // Every operation needs the write scope: a hook sends the website's changes wherever it points.
-  const { write } = operations('webhooks', '/api');
+  // Every operation needs webhooks:manage: a hook sends the website's changes wherever it points.
+  const { write } = operations('webhooks', '/api', { read: 'webhooks:manage', write: 'webhooks:manage' });
 
   routes.post(
     '/webhooks',

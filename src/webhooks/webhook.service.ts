@@ -127,11 +127,17 @@ export interface NewWebhook {
 export interface HookCredential {
   readonly kind: 'api-key' | 'oauth';
   readonly id: string;
+  /**
+   * What it may read: the hook is sent only the events of those (webhook.events.ts, hooksFor).
+   * Absent: everything.
+   */
+  readonly readScopes?: readonly string[];
 }
 
 const credentialColumns = (credential: HookCredential | undefined) => ({
   credential_kind: credential?.kind ?? null,
   credential_id: credential?.id ?? null,
+  read_scopes: credential?.readScopes ? credential.readScopes.join(' ') : null,
 });
 
 /** Class of the pg_advisory_xact_lock(class, site) that serialises creating a website's hooks, so the limit holds. */

@@ -29,6 +29,11 @@ export interface WebhooksTable {
    */
   credential_kind: 'api-key' | 'oauth' | null;
   credential_id: string | null;
+  /**
+   * That credential's read scopes, space-separated (migration 0024): the hook is sent only the
+   * events of what they read. Null: every event (no credential, or one that reads everything).
+   */
+  read_scopes: string | null;
 }
 
 export type DisabledReason = 'owner' | 'gone' | 'failing' | 'revoked';

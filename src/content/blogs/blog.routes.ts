@@ -62,7 +62,7 @@ export async function registerBlogs(
   await app.register(multipart);
   acceptContentBodies(app);
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
-  const { read, write } = operations('blogs', prefix);
+  const { read, write } = operations('blogs', prefix, { read: 'blogs:read', write: 'blogs:write' });
   const deps: blogs.BlogDeps = { db, changeLog, images, processor, warn: (message, error) => app.log.warn({ err: error }, message) };
   const checkData = dataValidator(app, `${prefix}/blog`);
 

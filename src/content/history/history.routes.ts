@@ -125,10 +125,13 @@ const DOCS = {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** The feed and revisions are read with history:read; a restore needs history:restore. */
+const HISTORY_SCOPES = { read: 'history:read', write: 'history:restore' } as const;
+
 /** The change feed and the revisions of pages and blogs, mounted at `prefix` (/api, and /webapps/api kept out of the OpenAPI document). */
 export async function registerHistory(app: FastifyInstance, { deps, prefix }: { deps: HistoryDeps; prefix: string }): Promise<void> {
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
-  const { read } = operations('changes', prefix);
+  const { read } = operations('changes', prefix, HISTORY_SCOPES);
   let closing = false;
   const watch = new FeedWatch(deps.db);
   // Before the server waits for requests in flight to end: a held long-poll answers now.
@@ -162,7 +165,7 @@ export async function registerHistory(app: FastifyInstance, { deps, prefix }: { 
     ['page', PageWritten],
     ['blog', BlogWritten],
   ] as const) {
-    const ops = operations(type === 'page' ? 'pages' : 'blogs', prefix);
+    const ops = operations(type === 'page' ? 'pages' : 'blogs', prefix, HISTORY_SCOPES);
     const noun: RecordType = type;
     const Noun = type === 'page' ? 'Page' : 'Blog';
     routes.get(

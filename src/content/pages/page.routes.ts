@@ -48,7 +48,7 @@ export async function registerPages(
   await app.register(multipart);
   acceptContentBodies(app);
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
-  const { read, write } = operations('pages', prefix);
+  const { read, write } = operations('pages', prefix, { read: 'pages:read', write: 'pages:write' });
 
   routes.get(
     '/page',

@@ -5,6 +5,7 @@
  */
 import type { FastifyReply, FastifySchema } from 'fastify';
 import { Type } from 'typebox';
+import type { Scope } from '../../auth/scopes.js';
 import type { Budget } from '../../http/budget.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import { DEFAULT_PAGE_SIZE } from './schemas.js';
@@ -130,19 +131,25 @@ interface OperationNotes {
   readonly conditional?: boolean;
 }
 
+/** The scopes a resource's reads and its writes need. */
+export interface OperationScopes {
+  readonly read: Scope;
+  readonly write: Scope;
+}
+
 /**
  * A route's declaration for one resource: its OpenAPI tag, hidden under the /webapps alias, the
  * summary and description of its reference, its schemas (with the operationId), the scope it
- * needs, and the notes of its operation. The schemas keep their types, so the handler's request is
- * typed by them.
+ * needs (`scopes`' read or write), and the notes of its operation. The schemas keep their types,
+ * so the handler's request is typed by them.
  */
-export function operations(tag: string, prefix: string) {
+export function operations(tag: string, prefix: string, scopes: OperationScopes) {
   const doc = { tags: [tag], hide: prefix !== '/api' };
   const declare =
-    (scope: 'everything:read' | 'everything:write') =>
+    (scope: Scope) =>
     <S extends FastifySchema & { operationId: string }>(summary: string, description: string, schema: S, notes: OperationNotes = {}) => ({
       schema: { ...doc, summary, description, ...schema },
       config: { scope, ...notes },
     });
-  return { read: declare('everything:read'), write: declare('everything:write') };
+  return { read: declare(scopes.read), write: declare(scopes.write) };
 }

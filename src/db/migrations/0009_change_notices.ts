@@ -4,7 +4,7 @@ import type { DialectName } from '../database.js';
 
 /**
  * PostgreSQL: every node caches the principals that credentials and access tokens proved
- * (PrincipalCache in auth/principal.ts) and drops them when the database notifies it on CHANGES_CHANNEL. These triggers send that
+ * (PrincipalCache in auth/principal-cache.ts) and drops them when the database notifies it on CHANGES_CHANNEL. These triggers send that
  * notification whenever a change that decides whether one is live commits, from whichever node or
  * tool made it (PostgreSQL sends it at commit, once per transaction and table). A credential's
  * revocation, key or website; an access token's row; a connection's status, website, grant, or an

@@ -1,11 +1,11 @@
 import { findUser, sitesOfUser } from '../../accounts/account.repository.js';
 import { attemptLogin } from '../../accounts/sign-in.js';
-import { SCOPES } from '../../auth/principal.js';
+import { SCOPES } from '../../auth/scopes.js';
 import { formValue, formValues } from '../../web/forms.js';
 import { recordMetadataDocumentClient } from '../clients/client.service.js';
 import { isMetadataDocumentClientId } from '../clients/client-metadata.js';
 import { createConnection } from '../connections/connection.service.js';
-import { SCOPE_TITLES } from '../scopes.js';
+import { scopeTitle } from '../scopes.js';
 import type { StepContext } from './interaction.context.js';
 
 function accountOf(step: StepContext): number {
@@ -78,7 +78,7 @@ async function consentPage(step: StepContext) {
     siteName: site.name,
     email: user?.email ?? '',
     redirectHost: redirect?.host || redirect?.protocol || '',
-    scopes: requestedScopes(step).map((name) => ({ name, title: SCOPE_TITLES[name] ?? name })),
+    scopes: requestedScopes(step).map((name) => ({ name, title: scopeTitle(name) })),
   });
 }
 

@@ -16,6 +16,23 @@ const OPENID_ONLY = [
   'acr_values_supported',
 ];
 
+/** Every scope, in the order the metadata lists them: the broad ones, the narrow ones, then those that grant nothing yet. */
+const ALL_SCOPES = [
+  'everything:read',
+  'everything:write',
+  'pages:read',
+  'pages:write',
+  'blogs:read',
+  'blogs:write',
+  'history:read',
+  'history:restore',
+  'webhooks:manage',
+  'product:read',
+  'product:write',
+  'order:read',
+  'order:write',
+];
+
 test('authorization server metadata: the same document at both RFC 8414 locations, OAuth fields only', async (t) => {
   const a = await startOAuthApp(t);
   const spec = await fetch(`${a.issuer}/.well-known/oauth-authorization-server`);
@@ -29,14 +46,7 @@ test('authorization server metadata: the same document at both RFC 8414 location
   assert.equal(doc.token_endpoint, `${a.base}/api/auth/token`);
   assert.equal(doc.revocation_endpoint, `${a.base}/api/auth/revoke`);
   assert.equal(doc.registration_endpoint, `${a.base}/api/auth/reg`);
-  assert.deepEqual(doc.scopes_supported, [
-    'everything:read',
-    'everything:write',
-    'product:read',
-    'product:write',
-    'order:read',
-    'order:write',
-  ]);
+  assert.deepEqual(doc.scopes_supported, ALL_SCOPES);
   assert.deepEqual(doc.code_challenge_methods_supported, ['S256']);
   assert.deepEqual(doc.response_types_supported, ['code']);
   assert.deepEqual(doc.grant_types_supported, ['authorization_code', 'refresh_token']);
@@ -62,7 +72,7 @@ test('RFC 9728 protected resource metadata, linked from the 401 challenge', asyn
   assert.deepEqual(await response.json(), {
     resource: a.base,
     authorization_servers: [`${a.base}/api/auth`],
-    scopes_supported: ['everything:read', 'everything:write', 'product:read', 'product:write', 'order:read', 'order:write'],
+    scopes_supported: ALL_SCOPES,
     bearer_methods_supported: ['header'],
     resource_name: 'Content API',
     resource_documentation: `${a.base}/docs`,

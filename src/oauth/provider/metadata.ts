@@ -1,6 +1,6 @@
 import type Provider from 'oidc-provider';
-import { SCOPES } from '../../auth/principal.js';
 import type { ProtectedResource } from '../../auth/resources.js';
+import { SCOPES } from '../../auth/scopes.js';
 
 /**
  * RFC 8414 metadata for exactly the flow we run. oidc-provider's discovery document always

@@ -15,7 +15,7 @@ import { createDatabase, type Db } from '../db/database.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { formatTimestamp } from '../db/time.js';
 import type { MaybePromise } from '../maybe-async.js';
-import { memoisePerTick, PrincipalCache } from './principal.js';
+import { memoisePerTick, PrincipalCache } from './principal-cache.js';
 
 const postgres = Boolean(TEST_DATABASE_URL);
 

@@ -2,12 +2,14 @@
  * A website's Webhooks tab: its hooks, each with why it is disabled when it is; add one (its
  * secret shown once), enable or disable, rotate the secret, delete, send a test, and one hook's
  * deliveries with their attempts and a retry for the failed ones. Everything goes through
- * webhook.service.ts, as the API's routes do, after the website is checked to be the user's.
+ * webhook.service.ts and webhook.deliveries.ts, as the API's routes do, after the website is
+ * checked to be the user's.
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { BadRequestError, ConflictError, ValidationError } from '../errors.js';
 import { formValue, formValues } from '../web/forms.js';
+import * as deliveryLog from '../webhooks/webhook.deliveries.js';
 import { EVENTS } from '../webhooks/webhook.events.js';
 import { FAILING_DISABLE_MS } from '../webhooks/webhook.retry.js';
 import * as hooks from '../webhooks/webhook.service.js';
@@ -209,7 +211,7 @@ export async function registerWebhookPages(app: FastifyInstance, deps: ConsoleDe
       const { siteId, site } = await userSite(ctx);
       const hookId = idOf(ctx.params.hookId);
       const hook = await hooks.getWebhook(db, siteId, hookId);
-      const deliveries = await hooks.listDeliveries(db, siteId, hookId, DELIVERIES_SHOWN);
+      const deliveries = await deliveryLog.listDeliveries(db, siteId, hookId, DELIVERIES_SHOWN);
       return ctx.page(200, 'console-webhook', 'sites', {
         site,
         tab: 'webhooks',
@@ -294,7 +296,7 @@ export async function registerWebhookPages(app: FastifyInstance, deps: ConsoleDe
       hookAction(
         ctx,
         async (siteId, hookId) => {
-          await hooks.sendTest(db, siteId, hookId);
+          await deliveryLog.sendTest(db, siteId, hookId);
           return 'A webhook.test event is on its way to this hook. Reload this page in a moment to see the attempt.';
         },
         (siteId, hookId) => webhooksPath(siteId, hookId),
@@ -309,7 +311,7 @@ export async function registerWebhookPages(app: FastifyInstance, deps: ConsoleDe
       hookAction(
         ctx,
         async (siteId, hookId) => {
-          const delivery = await hooks.retryDelivery(db, siteId, hookId, idOf(ctx.params.deliveryId), retrySteps);
+          const delivery = await deliveryLog.retryDelivery(db, siteId, hookId, idOf(ctx.params.deliveryId), retrySteps);
           return `Delivery ${delivery.id} (${delivery.event}) is sent once more, now. Reload this page in a moment to see the attempt.`;
         },
         (siteId, hookId) => webhooksPath(siteId, hookId),

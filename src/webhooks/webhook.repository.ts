@@ -1,6 +1,6 @@
 /**
- * The webhook tables' statements: the hooks' management (webhook.service.ts), the outbox
- * (webhook.outbox.ts) and the worker (webhook.worker.ts). Every write of a hook and its
+ * The webhook tables' statements: the hooks' management (webhook.service.ts) and delivery log
+ * (webhook.deliveries.ts), the outbox (webhook.outbox.ts) and the worker (webhook.worker.ts). Every write of a hook and its
  * deliveries in one transaction locks the hook's row first (lockHook), the order in which an
  * update or delete of the hook takes them.
  */

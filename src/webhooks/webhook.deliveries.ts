@@ -7,8 +7,9 @@
 import type { DbHandle } from '../db/schema.js';
 import { inSnapshot, inTransaction } from '../db/transaction.js';
 import { ConflictError, NotFoundError } from '../errors.js';
+import { deliveryExists, makePendingAgain, selectAttempts, selectDeliveries } from './hook.repository.js';
 import { payloadOf, TEST_EVENT } from './webhook.events.js';
-import { deliveryExists, enqueueDeliveries, makePendingAgain, selectAttempts, selectDeliveries } from './webhook.repository.js';
+import { enqueueDeliveries } from './webhook.repository.js';
 import { hookRow } from './webhook.service.js';
 
 export interface AttemptView {

@@ -9,18 +9,18 @@ import { inTransaction, lockInTransaction } from '../db/transaction.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { OutboundError, type OutboundGuard } from '../http/outbound.js';
 import { entityTag, type Precondition } from '../http/representation.js';
-import { EVENTS, eventsOf } from './webhook.events.js';
 import {
   countHooks,
   deleteHook,
-  disableHook,
   type HookRow,
   insertHook,
   previousSecretUntil,
   selectHook,
   selectHooks,
   updateHook,
-} from './webhook.repository.js';
+} from './hook.repository.js';
+import { EVENTS, eventsOf } from './webhook.events.js';
+import { disableHook } from './webhook.repository.js';
 import { newSecret } from './webhook.signing.js';
 import type { DisabledReason } from './webhook.table.js';
 

@@ -37,8 +37,9 @@ import { registerImageFiles, variantRateLimit } from './storage/image.routes.js'
 import { ImageProcessor } from './storage/image-processor.js';
 import type { ImageStorage } from './storage/image-storage.js';
 import { Upkeep } from './upkeep.js';
+import { forgetRotatedSecrets } from './webhooks/hook.repository.js';
 import { changeLogWithWebhooks } from './webhooks/webhook.outbox.js';
-import { forgetRotatedSecrets, removeOldDeliveries } from './webhooks/webhook.repository.js';
+import { removeOldDeliveries } from './webhooks/webhook.repository.js';
 import { registerWebhooks } from './webhooks/webhook.routes.js';
 import { deliveryGuard, WebhookWorker } from './webhooks/webhook.worker.js';
 

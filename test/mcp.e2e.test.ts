@@ -202,7 +202,7 @@ test('MCP tools with good and bad input: the REST rules, validation naming the f
 
   const listed = await ok(agent, 'list_pages', {});
   assert.equal(listed.meta?.total, 2);
-  // A few fields by default (content.tools.ts, MCP_PAGE_FIELDS); fields or allFields ask for others.
+  // A few fields by default (content.operations.ts, MCP_PAGE_FIELDS); fields or allFields ask for others.
   const keys = (record: object | undefined) => Object.keys(record ?? {}).sort();
   assert.deepEqual(keys(listed.data?.[0]), [
     'id',

@@ -1,4 +1,4 @@
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../config-error.js';
 import { AppError } from '../errors.js';
 import { type CommandResult, UsageError } from './command.js';
 

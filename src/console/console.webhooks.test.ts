@@ -5,7 +5,8 @@ import { until } from '../../test/until.js';
 import { webhookReceiver } from '../../test/webhook-receiver.js';
 import { testConfig } from '../config.js';
 import { formatTimestamp } from '../db/time.js';
-import { createWebhook, listDeliveries, listWebhooks } from '../webhooks/webhook.service.js';
+import { listDeliveries } from '../webhooks/webhook.deliveries.js';
+import { createWebhook, listWebhooks } from '../webhooks/webhook.service.js';
 import { deliveryGuard } from '../webhooks/webhook.worker.js';
 
 const SECRET = /whsec_[A-Za-z0-9+/=]+/g;

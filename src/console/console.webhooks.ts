@@ -2,14 +2,14 @@
  * A website's Webhooks tab: its hooks, each with why it is disabled when it is; add one (its
  * secret shown once), enable or disable, rotate the secret, delete, send a test, and one hook's
  * deliveries with their attempts and a retry for the failed ones. Everything goes through
- * webhook.service.ts, as the API's routes do, after the website is checked to be the user's.
+ * webhook.service.ts and webhook.deliveries.ts, as the API's routes do, after the website is
+ * checked to be the user's.
  */
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { BadRequestError, ConflictError, ValidationError } from '../errors.js';
-import { formValue, formValues } from '../web/forms.js';
-import { EVENTS } from '../webhooks/webhook.events.js';
-import { FAILING_DISABLE_MS } from '../webhooks/webhook.retry.js';
+import { ConflictError } from '../errors.js';
+import { formValue } from '../web/forms.js';
+import * as deliveryLog from '../webhooks/webhook.deliveries.js';
 import * as hooks from '../webhooks/webhook.service.js';
 import { CONSOLE_PATH, type ConsoleContext, type ConsoleDeps, changeOrFormAgain, consoleHandler } from './console.http.js';
 import {
@@ -23,114 +23,11 @@ import {
   webhooksPath,
 } from './console.paths.js';
 import { requireUserSite } from './console.service.js';
+import { FAILING_DAYS, hookCard } from './console.webhook-card.js';
+import { fieldsData, type HookFields, saveFields, typedFields } from './console.webhook-form.js';
 
-/** The API's limit on a description (webhook.routes.ts), which the service leaves to its callers. */
-const DESCRIPTION_MAX = 500;
 /** A hook's page lists this many of its latest deliveries, as the API's default page does. */
 const DELIVERIES_SHOWN = 50;
-const FAILING_DAYS = FAILING_DISABLE_MS / 86_400_000;
-
-/** What the form's fields are called in a refusal. */
-const FIELD_TITLES: Record<string, string> = { url: 'The URL', events: 'Events:', description: 'The description' };
-
-/** Why a hook is disabled, or that it is failing on its way there; undefined for a hook that is fine. */
-function statusNote(hook: hooks.WebhookView): { text: string; danger: boolean } | undefined {
-  if (hook.status === 'active') {
-    if (!hook.failingSince) return undefined;
-    return {
-      text: `Failing since ${hook.failingSince} UTC: every attempt since then has failed. If that goes on for ${FAILING_DAYS} days, the hook is disabled.`,
-      danger: false,
-    };
-  }
-  switch (hook.disabledReason) {
-    case 'owner':
-      return { text: 'Disabled by an owner of this website (here or with the API). Nothing is sent until it is enabled.', danger: true };
-    case 'gone':
-      return {
-        text: 'Disabled automatically: its receiver answered 410 Gone, which says this hook is no longer wanted. Enable it once the receiver takes deliveries again.',
-        danger: true,
-      };
-    case 'revoked':
-      return {
-        text: 'Disabled automatically: the API credential or connected application that created it (or last enabled it) was revoked, or its connection ended. Enable it here to send under the website’s own authority.',
-        danger: true,
-      };
-    case 'failing':
-      return {
-        text: `Disabled automatically: every delivery attempt failed for ${FAILING_DAYS} days${hook.failingSince ? ` (failing since ${hook.failingSince} UTC)` : ''}. Enable it once the receiver works again.`,
-        danger: true,
-      };
-    default:
-      return { text: 'Disabled; no reason was recorded.', danger: true };
-  }
-}
-
-/** The events as a person reads them. */
-const eventsText = (events: readonly string[]) => events.map((e) => (e === '*' ? 'every event (*)' : e)).join(', ');
-
-function hookCard(siteId: number, hook: hooks.WebhookView) {
-  const at = (rest: string) => webhooksPath(siteId, hook.id, rest);
-  return {
-    ...hook,
-    eventsText: eventsText(hook.events),
-    note: statusNote(hook),
-    href: at(''),
-    enablePath: at('/enable'),
-    disablePath: at('/disable'),
-    testPath: at('/test'),
-    rotatePath: at('/rotate'),
-    editPath: at('/edit'),
-    deletePath: at('/delete'),
-  };
-}
-
-/** A service's refusal of a form value, worded for the form (the API's words name JSON fields). */
-function readable(error: ValidationError): BadRequestError {
-  return new BadRequestError(error.errors.map((e) => `${FIELD_TITLES[e.field] ?? e.field} ${e.message}.`).join(' '));
-}
-
-/** A hook's fields in a form: typed, or the hook's own. */
-type HookFields = { url: string; events: string[]; description: string };
-
-/** The form's fields as typed: the add form's and the edit form's (console-webhook-fields.eta). */
-function typedFields(form: ConsoleContext['form']): HookFields {
-  return {
-    url: formValue(form, 'url').trim(),
-    events: formValues(form, 'events'),
-    description: formValue(form, 'description').trim(),
-  };
-}
-
-/** What console-webhook-fields.eta shows: `form` as typed, or as the hook has it. */
-const fieldsData = (form: HookFields) => ({
-  form,
-  events: EVENTS.map((event) => ({ value: event, title: event === '*' ? 'Every event (*)' : event })),
-  descriptionMax: DESCRIPTION_MAX,
-});
-
-/**
- * Saves a hook's fields (`save`: create or update) once checked as the API's schema checks them;
- * a refusal, here or by the service, is a BadRequestError worded for the form.
- */
-async function saveFields<T>(fields: HookFields, save: (hook: hooks.NewWebhook) => Promise<T>): Promise<T> {
-  try {
-    return await save(newHook(fields.url, fields.events, fields.description));
-  } catch (error) {
-    if (error instanceof ValidationError) throw readable(error);
-    if (error instanceof ConflictError) throw new BadRequestError(error.message);
-    throw error;
-  }
-}
-
-/** The new hook's fields, checked as the API's schema checks them; the service checks the rest. */
-function newHook(url: string, events: string[], description: string): hooks.NewWebhook {
-  if (url === '') throw new BadRequestError('Give the URL that receives the deliveries.');
-  if (events.length === 0) throw new BadRequestError('Choose at least one event.');
-  if (description.length > DESCRIPTION_MAX) {
-    throw new BadRequestError(`The description is ${description.length} characters long; it may have ${DESCRIPTION_MAX} at most.`);
-  }
-  return { url, events, description };
-}
 
 export async function registerWebhookPages(app: FastifyInstance, deps: ConsoleDeps): Promise<void> {
   const scope = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -209,7 +106,7 @@ export async function registerWebhookPages(app: FastifyInstance, deps: ConsoleDe
       const { siteId, site } = await userSite(ctx);
       const hookId = idOf(ctx.params.hookId);
       const hook = await hooks.getWebhook(db, siteId, hookId);
-      const deliveries = await hooks.listDeliveries(db, siteId, hookId, DELIVERIES_SHOWN);
+      const deliveries = await deliveryLog.listDeliveries(db, siteId, hookId, DELIVERIES_SHOWN);
       return ctx.page(200, 'console-webhook', 'sites', {
         site,
         tab: 'webhooks',
@@ -294,7 +191,7 @@ export async function registerWebhookPages(app: FastifyInstance, deps: ConsoleDe
       hookAction(
         ctx,
         async (siteId, hookId) => {
-          await hooks.sendTest(db, siteId, hookId);
+          await deliveryLog.sendTest(db, siteId, hookId);
           return 'A webhook.test event is on its way to this hook. Reload this page in a moment to see the attempt.';
         },
         (siteId, hookId) => webhooksPath(siteId, hookId),
@@ -309,7 +206,7 @@ export async function registerWebhookPages(app: FastifyInstance, deps: ConsoleDe
       hookAction(
         ctx,
         async (siteId, hookId) => {
-          const delivery = await hooks.retryDelivery(db, siteId, hookId, idOf(ctx.params.deliveryId), retrySteps);
+          const delivery = await deliveryLog.retryDelivery(db, siteId, hookId, idOf(ctx.params.deliveryId), retrySteps);
           return `Delivery ${delivery.id} (${delivery.event}) is sent once more, now. Reload this page in a moment to see the attempt.`;
         },
         (siteId, hookId) => webhooksPath(siteId, hookId),

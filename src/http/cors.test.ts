@@ -4,7 +4,8 @@ import type { LightMyRequestResponse } from 'fastify';
 import { buildBlogApp, image, postForm } from '../../test/blog-fixtures.js';
 import { buildTestApp, json } from '../../test/helpers.js';
 import { authorizeCode, REDIRECT_URI, startOAuthApp } from '../../test/oauth.helpers.js';
-import { ConfigError, loadConfig } from '../config.js';
+import { loadConfig } from '../config.js';
+import { ConfigError } from '../config-error.js';
 import { answersOtherOrigins } from './cors.js';
 
 const APP = 'https://app.example';

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { CorsOrigins } from '../config.js';
+import type { CorsOrigins } from '../address-settings.js';
 import { pathOf, RouteMethods } from './route-methods.js';
 
 /**

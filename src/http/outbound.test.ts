@@ -5,7 +5,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import { type TestContext, test } from 'node:test';
 import { testCertificates } from '../../test/test-ca.js';
-import { isPublicAddress, OutboundError, type OutboundOptions, outboundFetch } from './outbound.js';
+import { OutboundError, type OutboundOptions, outboundFetch } from './outbound.js';
+import { isPublicAddress } from './public-address.js';
 
 test('isPublicAddress: global unicast only, whatever the textual form', () => {
   const allowed = [

@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { CorsOrigins } from '../config.js';
+import type { CorsOrigins } from '../address-settings.js';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, isUnstorableText } from '../db/errors.js';
 import {
   AppError,

@@ -43,7 +43,7 @@ test('RATE_LIMIT_API=0 switches the limit off; public routes and refused credent
 });
 
 test('RATE_LIMIT_API is read from the environment, 600 by default', async () => {
-  const { loadConfig, ConfigError } = await import('../config.js');
+  const [{ loadConfig }, { ConfigError }] = await Promise.all([import('../config.js'), import('../config-error.js')]);
   const env = { DATA_DIR: 'test-output/data' };
   assert.equal(loadConfig(env).rateLimits.api, 600);
   assert.equal(loadConfig({ ...env, RATE_LIMIT_API: '0' }).rateLimits.api, 0);

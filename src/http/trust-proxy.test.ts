@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { authorizeUrl, pkcePair, signIn, startOAuthApp } from '../../test/oauth.helpers.js';
 import { LOGIN_ATTEMPTS } from '../accounts/sign-in.js';
-import { ConfigError, loadConfig, type TrustProxy } from '../config.js';
+import type { TrustProxy } from '../address-settings.js';
+import { loadConfig } from '../config.js';
+import { ConfigError } from '../config-error.js';
 
 const trustOf = (value: string | undefined) => loadConfig({ DATA_DIR: 'test-output/data', TRUST_PROXY: value }).trustProxy;
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
-import type { TrustProxy } from '../config.js';
+import type { TrustProxy } from '../address-settings.js';
 import { BadRequestError } from '../errors.js';
 
 /**

@@ -4,7 +4,8 @@ import { buildBlogApp, storageOf } from '../../test/blog-fixtures.js';
 import { CHANGE_LOG, json } from '../../test/helpers.js';
 import { html, realisticPage, words } from '../../test/mcp.helpers.js';
 import { SYSTEM_ACTOR } from '../content/history/change-log.js';
-import { contentTools, MCP_BLOG_FIELDS, MCP_PAGE_FIELDS, MCP_PAGE_SIZE } from './content.tools.js';
+import { MCP_BLOG_FIELDS, MCP_PAGE_FIELDS, MCP_PAGE_SIZE } from './content.operations.js';
+import { contentTools } from './content.tools.js';
 
 /**
  * The size of one tool answer as an agent receives it: its JSON text and the same object as

@@ -58,7 +58,7 @@ test('tools/call with params its schema refuses is -32602 invalid params with a 
 
   // Arguments left out are no arguments; an object the tool refuses is its problem, as a tool error.
   const listed = await post(call({ name: 'list_pages' }));
-  // The MCP list default (content.tools.ts), not REST's 200.
+  // The MCP list default (content.operations.ts), not REST's 200.
   assert.deepEqual(listed.body.result.structuredContent.meta, { total: 0, offset: 0, pageSize: 20 });
   const refused = await post(call({ name: 'get_page', arguments: { id: 'abc' } }));
   assert.equal(refused.body.result.isError, true);

@@ -4,7 +4,8 @@ import { MCP_PATH, MCP_SCOPES } from '../auth/resources.js';
 import { AppError } from '../errors.js';
 import { jsonBody } from '../http/json-body.js';
 import { packageVersion } from '../reference/package-version.js';
-import { contentTools, type ToolDeps } from './content.tools.js';
+import type { ToolDeps } from './content.operations.js';
+import { contentTools } from './content.tools.js';
 
 /**
  * Any route of the MCP server: only tokens issued for {base_url}/mcp, with any scope it offers

@@ -13,7 +13,8 @@ import { hasScope } from '../auth/scopes.js';
 import { actorOf } from '../content/history/change-log.js';
 import { AppError } from '../errors.js';
 import { PROBLEM_TYPE_BASE } from '../http/problem.js';
-import type { ContentTool, ToolDeps } from './content.tools.js';
+import type { ToolDeps } from './content.operations.js';
+import type { ContentTool } from './content.tools.js';
 
 const INSTRUCTIONS =
   'Pages and blogs of the one website this connection was approved for. list_* filter and page through records (a few fields each unless fields or allFields asks for more), get_* read one whole, save_* insert (without id) or update (with id), delete_* delete; list_changes reads what changed after a cursor, list_revisions lists the earlier versions of a page or blog, restore_revision brings one back. Errors come back as tool errors whose text is an RFC 9457 problem naming the fields at fault.';

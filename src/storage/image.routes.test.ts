@@ -95,7 +95,7 @@ for (const driver of DRIVERS) {
 }
 
 test('IMAGE_STORAGE and IMAGE_CLEANUP_GRACE_SECONDS are read from the environment; a wrong value stops the start', async () => {
-  const { loadConfig, ConfigError } = await import('../config.js');
+  const [{ loadConfig }, { ConfigError }] = await Promise.all([import('../config.js'), import('../config-error.js')]);
   const env = { DATA_DIR: 'test-output/data', COOKIE_SECRETS: 'x'.repeat(32) };
   assert.deepEqual(loadConfig(env).images, { storage: 'local', cleanupGraceMs: 3_600_000 });
   assert.deepEqual(loadConfig({ ...env, IMAGE_STORAGE: 'Database', IMAGE_CLEANUP_GRACE_SECONDS: '0' }).images, {

@@ -9,6 +9,7 @@ import { IdParams } from '../content/shared/schemas.js';
 import type { DbHandle } from '../db/schema.js';
 import type { OutboundGuard } from '../http/outbound.js';
 import { writePreconditions } from '../http/representation.js';
+import * as deliveryLog from './webhook.deliveries.js';
 import { EVENTS } from './webhook.events.js';
 import * as hooks from './webhook.service.js';
 
@@ -227,7 +228,7 @@ export async function registerWebhooks(
       response: { 200: Deliveries },
     }),
     async (request) => ({
-      data: await hooks.listDeliveries(db, principalOf(request).siteId, request.params.id, request.query.pageSize ?? 50),
+      data: await deliveryLog.listDeliveries(db, principalOf(request).siteId, request.params.id, request.query.pageSize ?? 50),
     }),
   );
   routes.post(
@@ -241,7 +242,7 @@ export async function registerWebhooks(
     async (request, reply) => {
       const { id, delivery } = request.params;
       reply.code(202);
-      return { data: [await hooks.retryDelivery(db, principalOf(request).siteId, id, delivery, retrySteps)] };
+      return { data: [await deliveryLog.retryDelivery(db, principalOf(request).siteId, id, delivery, retrySteps)] };
     },
   );
   routes.post(
@@ -254,7 +255,7 @@ export async function registerWebhooks(
     ),
     async (request, reply) => {
       reply.code(202);
-      return { data: [await hooks.sendTest(db, principalOf(request).siteId, request.params.id)] };
+      return { data: [await deliveryLog.sendTest(db, principalOf(request).siteId, request.params.id)] };
     },
   );
 }

@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import type { DbHandle } from '../../db/schema.js';
 import { now } from '../../db/time.js';
 import { inTransaction } from '../../db/transaction.js';
-import { BadRequestError, ConflictError, ValidationError } from '../../errors.js';
+import { BadRequestError, ValidationError } from '../../errors.js';
 import type { Precondition } from '../../http/representation.js';
 import type { MaybePromise } from '../../maybe-async.js';
 import { type ImageProcessor, type ImageRules, NO_RULES } from '../../storage/image-processor.js';
@@ -17,13 +17,13 @@ import { slugify } from '../shared/slug.js';
 import type { StoredItem, StoredRecord } from '../shared/stored.js';
 import { listStored } from '../shared/stored-lists.js';
 import { findForWrite, getRecord, getStored } from '../shared/stored-records.js';
-import { deleteLogAndQueue, restoreLogAndQueue, storeLogAndQueue } from '../shared/stored-writes.js';
+import { deleteLogAndQueue, storeLogAndQueue } from '../shared/stored-writes.js';
 import { BLOG_FILENAME, uniqueName } from '../shared/unique-name.js';
 import { type BlogInput, COPIED_FIELDS, imageColumns, type Stored, storedChanges } from './blog.columns.js';
 import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
 import { rulesOfPage } from './blog.image-rules.js';
 import { type ImagePlan, planImages } from './blog.images.js';
-import { type BlogRecord, blogRowOf, toBlogRecord } from './blog.record.js';
+import { type BlogRecord, toBlogRecord } from './blog.record.js';
 import * as repo from './blog.repository.js';
 import { BLOGS } from './blog.repository.js';
 import type { BlogQuery } from './blog.schemas.js';
@@ -249,43 +249,6 @@ async function update(
     await saveImageRows(db, siteId, id, plan);
   }
   return { ...(await storeLogAndQueue(db, changeLog, BLOGS, siteId, id, 'update', actor)), plan };
-}
-
-/**
- * Makes `record` (a revision of blog `id`) the blog's content again, as `actor`: the blog is
- * updated, or inserted again under its id when it was deleted. Its page must still exist (409).
- * The images it shows are still stored: a kept revision's images are never removed. Of the
- * upload rows that migrateMode recognises originals by, those of the images it still shows stay.
- */
-export async function restoreBlog(
-  db: DbHandle,
-  changeLog: ChangeLog,
-  siteId: number,
-  id: number,
-  record: BlogRecord,
-  actor: ActorRef,
-  precondition?: Precondition,
-): Promise<Saved<BlogRecord>> {
-  return restoreLogAndQueue(db, changeLog, BLOGS, siteId, id, actor, precondition, async (tx, current) => {
-    const { info_id: _id, ...row } = blogRowOf(record);
-    if (!(await pageExists(tx, siteId, row.page))) {
-      throw new ConflictError(`Blog ${id}'s page, page ${row.page}, no longer exists: restore it first, or move the blog after restoring.`);
-    }
-    const columns = { ...row, cid: siteId, info_timestamp: now(), search_text: blogSearchText(row) };
-    if (current) {
-      await repo.updateBlog(tx, siteId, id, columns);
-      const shown = new Set([record.info_img, ...record.info_more_images]);
-      const rows = await repo.listBlogImages(tx, siteId, id);
-      await repo.replaceBlogImages(
-        tx,
-        siteId,
-        id,
-        rows.filter((r) => shown.has(r.path)),
-      );
-    } else {
-      await repo.insertBlog(tx, { ...columns, info_id: id, site_id: siteId });
-    }
-  });
 }
 
 /**

@@ -8,7 +8,7 @@ import { NotFoundError } from '../../errors.js';
 import type { Precondition } from '../../http/representation.js';
 import type { ImageStorage } from '../../storage/image-storage.js';
 import type { BlogRecord } from '../blogs/blog.record.js';
-import { restoreBlog } from '../blogs/blog.service.js';
+import { restoreBlog } from '../blogs/blog.restore.js';
 import type { PageRecord } from '../pages/page.record.js';
 import { restorePage } from '../pages/page.service.js';
 import type { Saved } from '../shared/envelope.js';

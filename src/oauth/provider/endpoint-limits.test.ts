@@ -112,7 +112,7 @@ test('RATE_LIMIT_TOKEN=0 switches the token limit off; the hourly registration c
 });
 
 test('RATE_LIMIT_TOKEN is read from the environment, 120 by default', async () => {
-  const { loadConfig, ConfigError } = await import('../../config.js');
+  const [{ loadConfig }, { ConfigError }] = await Promise.all([import('../../config.js'), import('../../config-error.js')]);
   const env = { DATA_DIR: 'test-output/data' };
   assert.equal(loadConfig(env).rateLimits.token, 120);
   assert.equal(loadConfig({ ...env, RATE_LIMIT_TOKEN: '0' }).rateLimits.token, 0);

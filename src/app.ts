@@ -38,10 +38,11 @@ import { ImageProcessor } from './storage/image-processor.js';
 import type { ImageStorage } from './storage/image-storage.js';
 import { Upkeep } from './upkeep.js';
 import { forgetRotatedSecrets } from './webhooks/hook.repository.js';
+import { deliveryGuard } from './webhooks/webhook.guard.js';
 import { changeLogWithWebhooks } from './webhooks/webhook.outbox.js';
 import { removeOldDeliveries } from './webhooks/webhook.repository.js';
 import { registerWebhooks } from './webhooks/webhook.routes.js';
-import { deliveryGuard, WebhookWorker } from './webhooks/webhook.worker.js';
+import { WebhookWorker } from './webhooks/webhook.worker.js';
 
 interface AppDeps {
   readonly config: Config;

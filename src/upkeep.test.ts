@@ -5,8 +5,8 @@ import { buildTestApp, json } from '../test/helpers.js';
 import { formatTimestamp } from './db/time.js';
 import { UPKEEP_EVERY_MS, Upkeep, type UpkeepTask } from './upkeep.js';
 import { payloadOf } from './webhooks/webhook.events.js';
+import { deliveryGuard } from './webhooks/webhook.guard.js';
 import { createWebhook, rotateSecret } from './webhooks/webhook.service.js';
-import { deliveryGuard } from './webhooks/webhook.worker.js';
 
 const MINUTE = 60_000;
 

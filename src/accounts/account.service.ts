@@ -134,7 +134,7 @@ export async function createCredential(
     key_hash: sha256(apiKey),
     created_at: now(),
     default_page: defaultPage,
-    scopes: scopes && scopes.join(' '),
+    scopes: scopes === null ? null : scopes.join(' '),
   });
   return { apiId, apiKey, siteId, label, defaultPage, scopes };
 }

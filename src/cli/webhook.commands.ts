@@ -40,7 +40,7 @@ const webhookCreate: Command = {
       .split(',')
       .map((e) => e.trim())
       .filter(Boolean);
-    const [{ createWebhook }, { deliveryGuard }] = await Promise.all([webhooks(), import('../webhooks/webhook.worker.js')]);
+    const [{ createWebhook }, { deliveryGuard }] = await Promise.all([webhooks(), import('../webhooks/webhook.guard.js')]);
     const hook = await createWebhook((await ctx.db()).kysely, deliveryGuard(ctx.config().webhooks), siteId, {
       url,
       events,

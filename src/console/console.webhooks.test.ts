@@ -6,8 +6,8 @@ import { webhookReceiver } from '../../test/webhook-receiver.js';
 import { testConfig } from '../config.js';
 import { formatTimestamp } from '../db/time.js';
 import { listDeliveries } from '../webhooks/webhook.deliveries.js';
+import { deliveryGuard } from '../webhooks/webhook.guard.js';
 import { createWebhook, listWebhooks } from '../webhooks/webhook.service.js';
-import { deliveryGuard } from '../webhooks/webhook.worker.js';
 
 const SECRET = /whsec_[A-Za-z0-9+/=]+/g;
 

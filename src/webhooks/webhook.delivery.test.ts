@@ -7,7 +7,7 @@ import { webhookReceiver } from '../../test/webhook-receiver.js';
 import { createCredential, revokeCredential } from '../accounts/account.service.js';
 import { type Config, testConfig, type WebhookConfig } from '../config.js';
 import { formatTimestamp } from '../db/time.js';
-import { deliveryGuard } from './webhook.worker.js';
+import { deliveryGuard } from './webhook.guard.js';
 
 function hookConfig(overrides: Partial<WebhookConfig> = {}): Partial<Config> {
   return { webhooks: { ...testConfig().webhooks, allowPrivateTargets: true, pollMs: 20, retrySchedule: [0.3, 0.6], ...overrides } };

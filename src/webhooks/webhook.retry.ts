@@ -1,7 +1,7 @@
 /**
  * What becomes of a delivery after an attempt, and of its hook after a run of failures: rules
  * without a database or a clock, so that each is tested by itself (webhook.retry.test.ts). The
- * worker reads what they need, asks them, and writes what they say (webhook.worker.ts).
+ * worker's outcomes read what they need, ask them, and write what they say (webhook.outcome.ts).
  */
 import { timestampBefore } from '../db/time.js';
 

@@ -4,7 +4,7 @@ import { buildTestApp, json } from '../../test/helpers.js';
 import { until } from '../../test/until.js';
 import { webhookReceiver } from '../../test/webhook-receiver.js';
 import { testConfig, type WebhookConfig } from '../config.js';
-import { deliveryGuard } from './webhook.worker.js';
+import { deliveryGuard } from './webhook.guard.js';
 
 /** A fake DNS: each name answers what the test says at the time it is asked. */
 function fakeDns(answers: Record<string, string>) {

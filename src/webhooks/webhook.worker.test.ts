@@ -26,9 +26,10 @@ import type { Db } from '../db/database.js';
 import { formatTimestamp } from '../db/time.js';
 import type { OutboundGuard } from '../http/outbound.js';
 import { payloadOf } from './webhook.events.js';
+import { deliveryGuard } from './webhook.guard.js';
 import { enqueueDeliveries, removeOldDeliveries } from './webhook.repository.js';
 import { createWebhook } from './webhook.service.js';
-import { deliveryGuard, WebhookWorker } from './webhook.worker.js';
+import { WebhookWorker } from './webhook.worker.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 

@@ -18,48 +18,18 @@ import { randomBytes } from 'node:crypto';
 import type { WebhookConfig } from '../config.js';
 import type { DbHandle } from '../db/schema.js';
 import { now } from '../db/time.js';
-import { type OutboundGuard, type OutboundOptions, outboundGuard } from '../http/outbound.js';
-import {
-  type ClaimedDelivery,
-  claimDeliveries,
-  countAttempt,
-  disableHook,
-  dueDeliveries,
-  type HookToSend,
-  hooksToSend,
-  insertAttempt,
-  lockHook,
-  markDelivered,
-  noteFailure,
-  settleClaim,
-} from './webhook.repository.js';
-import { failingTooLong, nextDeliveryState, retryAfterSeconds } from './webhook.retry.js';
+import type { OutboundGuard } from '../http/outbound.js';
+import { DELIVERY_TIMEOUT_MS } from './webhook.guard.js';
+import { inLockOrder, type Outcome, recordOutcome } from './webhook.outcome.js';
+import { type ClaimedDelivery, claimDeliveries, dueDeliveries, type HookToSend, hooksToSend } from './webhook.repository.js';
+import { retryAfterSeconds } from './webhook.retry.js';
 import { signedHeaders } from './webhook.signing.js';
 
-/** A receiver has this long to answer, headers and body, for an attempt to count as delivered. */
-export const DELIVERY_TIMEOUT_MS = 15_000;
 /**
  * How long a claim stands (the default of `leaseMs`). Longer than any attempt can take, so a claim
  * older than this belongs to a node that died, and another node may send the delivery again.
  */
 const LEASE_MS = DELIVERY_TIMEOUT_MS + 15_000;
-
-type Outcome =
-  /** Not attempted (the process is stopping): due again at once. */
-  | { kind: 'release'; delivery: ClaimedDelivery }
-  /** Its hook was disabled or deleted since it was queued. */
-  | { kind: 'cancel'; delivery: ClaimedDelivery }
-  /** The credential its hook sends under was revoked or has ended: the hook is disabled, nothing is sent. */
-  | { kind: 'revoked'; delivery: ClaimedDelivery }
-  | {
-      kind: 'attempt';
-      delivery: ClaimedDelivery;
-      statusCode: number | null;
-      error: string | null;
-      durationMs: number;
-      at: string;
-      retryAfterS: number | undefined;
-    };
 
 export interface WebhookWorkerDeps {
   readonly db: DbHandle;
@@ -241,57 +211,17 @@ export class WebhookWorker {
   /** Writes the results gathered since the last poll, in one transaction. */
   private async flush(): Promise<void> {
     if (this.finished.length === 0) return;
-    // By hook, then delivery: the order in which every writer of these rows locks them.
-    const outcomes = this.finished.sort((a, b) => a.delivery.webhook_id - b.delivery.webhook_id || a.delivery.id - b.delivery.id);
+    const outcomes = inLockOrder(this.finished);
     this.finished = [];
     try {
       await this.deps.db.transaction().execute(async (trx) => {
-        for (const outcome of outcomes) await this.record(trx, outcome);
+        for (const outcome of outcomes)
+          await recordOutcome(trx, outcome, { node: this.node, retrySchedule: this.deps.config.retrySchedule });
       });
     } catch (error) {
       // Not lost: the claims stand until their lease ends, and then the deliveries are sent again.
       this.deps.warn(error, 'writing webhook delivery results failed; those deliveries will be attempted again');
     }
-  }
-
-  private async record(db: DbHandle, outcome: Outcome): Promise<void> {
-    const { delivery } = outcome;
-    // The hook's row before its delivery's, as an update or delete of the hook takes them (the hook,
-    // then its pending deliveries): in the other order, a result written while the owner disabled
-    // the hook deadlocked with it on PostgreSQL, and one of the two failed.
-    await lockHook(db, delivery.webhook_id);
-    if (outcome.kind === 'release') return settleClaim(db, delivery.id, this.node, { due_ms: Date.now() });
-    if (outcome.kind === 'cancel') return settleClaim(db, delivery.id, this.node, { state: 'failed' });
-    if (outcome.kind === 'revoked') {
-      await settleClaim(db, delivery.id, this.node, { state: 'failed' });
-      return disableHook(db, delivery.webhook_id, 'revoked');
-    }
-    // Counted and recorded whether or not this node's claim still stands (a late result beside the
-    // attempt of the node that took over). No number: the delivery went with its hook, deleted
-    // while this attempt ran, and there is nothing left to record it on.
-    const attempt = await countAttempt(db, delivery.id);
-    if (attempt === undefined) return;
-    await insertAttempt(db, {
-      delivery_id: delivery.id,
-      attempt,
-      status_code: outcome.statusCode,
-      error: outcome.error,
-      duration_ms: outcome.durationMs,
-      at: outcome.at,
-    });
-    const next = nextDeliveryState(outcome, delivery.step, {
-      schedule: this.deps.config.retrySchedule,
-      nowMs: Date.now(),
-      random: Math.random(),
-    });
-    if (next.state === 'delivered') return markDelivered(db, delivery, this.node);
-    if (next.state === 'failed' && next.disable) {
-      await settleClaim(db, delivery.id, this.node, { state: 'failed' });
-      return disableHook(db, delivery.webhook_id, next.disable);
-    }
-    await settleClaim(db, delivery.id, this.node, next.state === 'failed' ? { state: 'failed' } : { due_ms: next.dueMs, step: next.step });
-    const hook = await noteFailure(db, delivery.webhook_id, outcome.at);
-    if (hook?.status === 'active' && failingTooLong(hook.failing_since, new Date())) await disableHook(db, delivery.webhook_id, 'failing');
   }
 }
 
@@ -300,26 +230,4 @@ function release(counts: Map<number, number>, key: number): void {
   const left = (counts.get(key) ?? 1) - 1;
   if (left === 0) counts.delete(key);
   else counts.set(key, left);
-}
-
-/** Tests only: the resolver asked instead of the system's (to fake DNS answers), and a shorter time a receiver gets to answer. */
-interface DeliveryGuardTests {
-  readonly resolve?: OutboundOptions['resolve'];
-  readonly timeoutMs?: number;
-}
-
-/**
- * The outbound guard deliveries go through: 15 s for the whole answer. Only its status and headers
- * count: a body is read and discarded up to 64 KiB, and a longer one is cut there and its
- * connection closed, so a 2xx with any body is a delivery and no receiver makes a node read more.
- */
-export function deliveryGuard(config: WebhookConfig, tests: DeliveryGuardTests = {}): OutboundGuard {
-  return outboundGuard({
-    maxBytes: 64 * 1024,
-    cutPastLimit: true,
-    connectTimeoutMs: 5000,
-    timeoutMs: tests.timeoutMs ?? DELIVERY_TIMEOUT_MS,
-    privateTargets: config.allowPrivateTargets,
-    ...(tests.resolve ? { resolve: tests.resolve } : {}),
-  });
 }

@@ -99,14 +99,22 @@ export function metadataOf(r: Measured): ImageMetadata {
 
 /** The blog_images columns of an upload. */
 function rowOf(u: ReceivedImage): Omit<BlogImageRow, 'site_id' | 'info_id' | 'role'> {
+  return { original_name: u.originalName, sha256: u.sha256, type: u.type, ...processedColumns(u) };
+}
+
+/**
+ * The columns of a blog image's row that its processing decides: where the image is, its size
+ * and its thumbnail's, and the rules it was made under. The upload's own name, hash and type are
+ * the rest (rowOf); a reprocessed image keeps those of its first upload.
+ */
+export function processedColumns(
+  u: ReceivedImage,
+): Pick<BlogImageRow, 'path' | 'bytes' | 'width' | 'height' | 'thumb_width' | 'thumb_height' | 'rules'> {
   return {
     path: u.path,
-    original_name: u.originalName,
-    sha256: u.sha256,
     bytes: u.bytes,
     width: u.width,
     height: u.height,
-    type: u.type,
     thumb_width: u.thumbnail?.width ?? 0,
     thumb_height: u.thumbnail?.height ?? 0,
     rules: u.rules,

@@ -8,7 +8,7 @@ import { blogSearchText } from '../shared/search-text.js';
 import { findForWrite } from '../shared/stored-records.js';
 import { storeLogAndQueue } from '../shared/stored-writes.js';
 import { rulesKey, rulesOfPage } from './blog.image-rules.js';
-import { metadataOf, type ReceivedImage } from './blog.images.js';
+import { metadataOf, processedColumns, type ReceivedImage } from './blog.images.js';
 import { toBlogRecord } from './blog.record.js';
 import * as repo from './blog.repository.js';
 import { BLOGS } from './blog.repository.js';
@@ -144,16 +144,7 @@ async function switchImage(trx: DbHandle, changeLog: ChangeLog, row: Row, made: 
   const shows = record.info_img === row.path || record.info_more_images.includes(row.path);
   if (!shows) return { result: false, commit: [] };
   const { page: _page, ...oldRow } = row;
-  const newRow: BlogImageRow = {
-    ...oldRow,
-    path: made.path,
-    bytes: made.bytes,
-    width: made.width,
-    height: made.height,
-    thumb_width: made.thumbnail?.width ?? 0,
-    thumb_height: made.thumbnail?.height ?? 0,
-    rules: made.rules,
-  };
+  const newRow: BlogImageRow = { ...oldRow, ...processedColumns(made) };
   const changes: Partial<BlogRow> = {
     info_more_images: JSON.stringify(record.info_more_images.map((p) => (p === row.path ? made.path : p))),
   };

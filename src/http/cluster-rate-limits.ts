@@ -8,7 +8,6 @@
  * used within LEASE_MS is given back. Worst case, a worker's unused lease makes another refuse
  * early, for at most LEASE_MS.
  */
-import type { Worker } from 'node:cluster';
 import type { Hit, RateLimitStore } from './rate-limit.js';
 
 const CHANNEL = 'cms-rate-limit';
@@ -37,9 +36,15 @@ interface Answer {
 const isRequest = (m: unknown): m is Request => (m as Request | undefined)?.channel === CHANNEL && 'ask' in (m as Request);
 const isAnswer = (m: unknown): m is Answer => (m as Answer | undefined)?.channel === CHANNEL && 'count' in (m as Answer);
 
+/** What the primary needs of a worker (node:cluster's Worker): to answer it while it is there. */
+export interface ClusterWorker {
+  isConnected(): boolean;
+  send(message: Answer): unknown;
+}
+
 /** The primary's side: the counts, answering every worker's asks. `workers()` says how many share them. */
 export function serveClusterRateLimits(
-  cluster: { on(event: 'message', listener: (worker: Worker, message: unknown) => void): unknown },
+  cluster: { on(event: 'message', listener: (worker: ClusterWorker, message: unknown) => void): unknown },
   workers: () => number,
 ): void {
   const windows = new Map<string, { count: number; endsAt: number }>();
@@ -75,7 +80,8 @@ export function serveClusterRateLimits(
   });
 }
 
-interface Channel {
+/** A worker's line to the primary: the process's IPC channel, or another in a test. */
+export interface Channel {
   send(message: Request): void;
   onAnswer(listener: (message: unknown) => void): void;
   onGone(listener: () => void): void;

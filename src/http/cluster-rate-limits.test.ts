@@ -274,3 +274,30 @@ test('answers give the RateLimit fields what they need: the count never falls wi
   }
   assert.equal(allowed([...seen.values()].flat()) + 1, QUOTA);
 });
+
+test('a share given back after its window ended is not taken off the next window', async (t) => {
+  t.mock.timers.enable({ apis: ['Date'], now: 0 });
+  const primary = new EventEmitter();
+  serveClusterRateLimits(primary, () => 2);
+  const answers: Answer[] = [];
+  const worker: ClusterWorker = { isConnected: () => true, send: (message) => answers.push(message) };
+  let id = 0;
+  const ask = (ask: object) => primary.emit('message', worker, { channel: 'cms-rate-limit', id: ++id, ask: { key: 'k', ...ask } });
+  ask({ op: 'hit', windowSeconds: WINDOW, quota: QUOTA });
+  const lent = answers.at(-1)!;
+  assert.ok(lent.lease > 0);
+  // The window ends while the share is out; another worker's hit opens the next one.
+  t.mock.timers.tick(WINDOW * 1000);
+  ask({ op: 'hit', windowSeconds: WINDOW, quota: QUOTA });
+  const next = answers.at(-1)!;
+  assert.notEqual(next.endsAt, lent.endsAt);
+  // The first share comes back late, naming its window: the next window's count is left as it is.
+  ask({ op: 'give-back', amount: lent.lease, endsAt: lent.endsAt });
+  ask({ op: 'hit', windowSeconds: WINDOW, quota: QUOTA });
+  assert.equal(answers.at(-1)!.count, next.count + next.lease + 1);
+  // A share of the current window given back is taken off.
+  ask({ op: 'give-back', amount: answers.at(-1)!.lease, endsAt: next.endsAt });
+  const before = answers.at(-1)!;
+  ask({ op: 'hit', windowSeconds: WINDOW, quota: QUOTA });
+  assert.equal(answers.at(-1)!.count, before.count + 1);
+});

@@ -18,7 +18,8 @@ const LEASE_MAX = 1000;
 
 type Ask =
   | { op: 'hit'; key: string; windowSeconds: number; quota: number }
-  | { op: 'give-back'; key: string; amount: number }
+  /** `endsAt`: the window the hits were counted in, when the worker knows it; a give-back for another window is dropped. */
+  | { op: 'give-back'; key: string; amount: number; endsAt?: number }
   | { op: 'reset'; key: string };
 interface Request {
   channel: typeof CHANNEL;
@@ -63,7 +64,9 @@ export function serveClusterRateLimits(
       return;
     }
     if (ask.op === 'give-back') {
-      if (window && window.endsAt > now) window.count = Math.max(0, window.count - ask.amount);
+      // A share lent in a window that has ended since is not taken off the next window's count.
+      const current = window && window.endsAt > now && (ask.endsAt === undefined || ask.endsAt === window.endsAt);
+      if (current) window!.count = Math.max(0, window!.count - ask.amount);
       return;
     }
     if (!window || window.endsAt <= now) {
@@ -132,7 +135,7 @@ export function clusterRateLimits(fallback: RateLimitStore, channel: Channel = p
       for (const [key, l] of leases) {
         if (l.endsAt <= now) leases.delete(key);
         else if (now - l.lentAt >= LEASE_MS) {
-          if (l.lease > 0) tell({ op: 'give-back', key, amount: l.lease });
+          if (l.lease > 0) tell({ op: 'give-back', key, amount: l.lease, endsAt: l.endsAt });
           leases.delete(key);
         }
       }

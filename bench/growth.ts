@@ -20,7 +20,7 @@ const PAGE_SIZE = 200;
  * databases and printed, without a target: the total counts every match, and the matches grow
  * with the website; what the trigram index takes away is the read of every row.
  */
-const FILTERED = '/api/page?pageSize=100&title=garden&matchType=contains';
+export const FILTERED = '/api/page?pageSize=100&title=garden&matchType=contains';
 
 interface Db {
   pages: number;

@@ -53,10 +53,22 @@ export const median = (values: number[]): number => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
-/** CPU seconds a process has used (user + system, /proc/<pid>/stat, 100 ticks a second). */
+/**
+ * CPU seconds a process and its live child processes have used (user + system, /proc/<pid>/stat,
+ * 100 ticks a second): a cluster's primary with its workers.
+ */
 export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  let seconds = (Number(fields[11]) + Number(fields[12])) / 100;
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+  for (const child of children ? children.split(' ') : []) {
+    try {
+      seconds += cpuSeconds(Number(child));
+    } catch {
+      // Exited since it was listed.
+    }
+  }
+  return seconds;
 }
 
 /**

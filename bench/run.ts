@@ -29,6 +29,7 @@ import { type Seeded, seedDatabase } from './seed.js';
 import { DEFAULT_PG_ADMIN_URL, postgresUnreachable, seedPostgres } from './seed-pg.js';
 import { soak } from './soak.js';
 import { webhookBench } from './webhooks.bench.js';
+import { tailSection, workersSection } from './workers.js';
 import { writesSection } from './writes.js';
 
 const SECTIONS = [
@@ -43,6 +44,8 @@ const SECTIONS = [
   'pg',
   'writes',
   'webhooks',
+  'workers',
+  'tail',
 ] as const;
 type Section = (typeof SECTIONS)[number];
 
@@ -58,7 +61,7 @@ const { values: args } = parseArgs({
     'growth-small': { type: 'string' },
     rounds: { type: 'string' },
     'round-seconds': { type: 'string' },
-    /** Comma-separated sections to run (getById,apiHeaders,list200,list200title,list999,growth,tokens,soak,pg,writes,webhooks); all when absent. */
+    /** Comma-separated sections to run (getById,apiHeaders,list200,list200title,list999,growth,tokens,soak,pg,writes,webhooks,workers,tail); all when absent. */
     only: { type: 'string' },
     profile: { type: 'boolean', default: false },
     /** writes: a built checkout of the commit before the change log, the build the writes are compared with (skipped without it). */
@@ -116,6 +119,8 @@ limitRun(
     REFRESH.seconds +
     GROWTH_PAGES / 500 +
     WEBHOOK_SECONDS +
+    (only.has('workers') ? 4 * perComparison(rounds) + 120 : 0) +
+    (only.has('tail') ? perComparison(rounds) : 0) +
     300,
 );
 
@@ -482,6 +487,15 @@ async function main() {
       report.writes = writes.report;
     }
     if (only.has('webhooks')) await webhookSection();
+    for (const [key, section] of [
+      ['workers', workersSection],
+      ['tail', tailSection],
+    ] as const) {
+      if (!only.has(key)) continue;
+      const result = await section({ dataDir, seeded, pages: PAGES, rounds, env: QUOTAS, appFlags, headers: basic(seeded) });
+      for (const t of result.targets) check(t.section, t.target, t.value, t.pass);
+      report[key] = result.report;
+    }
     if (only.has('soak')) {
       if (!SOAK) {
         console.log('\nsoak: skipped (--quick); `--soak` runs 5 minutes');

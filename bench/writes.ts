@@ -48,7 +48,7 @@ const WORDS = 'garden kitchen summer winter price offer booking contact opening 
  * record); every body differs (a counter in the title, new words in the text), so every update
  * changes the record and records a revision.
  */
-function pageWrites(seeded: Seeded) {
+export function pageWrites(seeded: Seeded) {
   const random = prng(Date.now() & 0xffff);
   let n = 0;
   const words = (count: number) => Array.from({ length: count }, () => WORDS[Math.floor(random() * WORDS.length)]).join(' ');
@@ -71,7 +71,7 @@ function pageWrites(seeded: Seeded) {
 }
 
 /** POST /api/page with a fresh JSON body per request. */
-function posting(headers: Record<string, string>, body: () => object): CannonRequest[] {
+export function posting(headers: Record<string, string>, body: () => object): CannonRequest[] {
   return [
     {
       method: 'POST',

@@ -1,0 +1,208 @@
+/**
+ * Two sections on the page database the main bench seeded:
+ *
+ * - workers: the production command (`dist/src/server.js`) at `WORKERS=1` and at one worker per
+ *   core, on the same SQLite file, in interleaved rounds of GET by id, the list of 200, the
+ *   filtered list and page creates. The figure is the median over rounds of N workers' req/s over
+ *   one's. The load generator runs on the same machine and takes a core of its own, so on two
+ *   cores the second worker shares a core with it: the ratio is what this machine can show, not
+ *   what a machine with a separate client would.
+ * - tail: one app (app-server.ts) at 16 connections, the list of 200 and the filtered list, each
+ *   round's p50 and p99. A fair queue answers every request within a few service times of the
+ *   median; the target is p99 ≤ 2 × p50 (the medians over rounds).
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import http from 'node:http';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { Request as CannonRequest } from 'autocannon';
+import { FILTERED } from './growth.js';
+import { appEnv, here, type Server, startServer, stopServer } from './harness.js';
+import { interleave, medianRatio, printSummaries, type RoundsOptions, roundRatios, summarise } from './rounds.js';
+import type { Seeded } from './seed.js';
+import { pageWrites, posting } from './writes.js';
+
+interface Target {
+  section: string;
+  target: string;
+  value: string;
+  pass: boolean;
+}
+
+export interface SectionOptions {
+  dataDir: string;
+  seeded: Seeded;
+  pages: number;
+  rounds: RoundsOptions;
+  env: Record<string, string>;
+  appFlags: string[];
+  headers: Record<string, string>;
+}
+
+/** A port nothing listens on now, for a server that must be told its port (server.js reads PORT). */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const address = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+  if (typeof address !== 'object' || !address) throw new Error('no port');
+  return address.port;
+}
+
+/**
+ * The production command with `workers` workers, ready once /readyz has answered from each of
+ * them. Its `child` is the cluster's primary: CPU figures (rounds.ts) count its workers too.
+ */
+async function startCluster(o: SectionOptions, workers: number): Promise<Server> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child: ChildProcess = fork(path.resolve(here, '../src/server.js'), [], {
+    env: { ...process.env, ...appEnv(o.dataDir), ...o.env, PORT: String(port), HOST: '127.0.0.1', WORKERS: String(workers) },
+    execArgv: o.appFlags,
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  const seen = new Set<number>();
+  for (let tries = 0; seen.size < workers; tries++) {
+    if (child.exitCode !== null) throw new Error(`server.js (WORKERS=${workers}) exited (${child.exitCode}) before it was ready`);
+    if (tries > 600) {
+      child.kill('SIGKILL');
+      throw new Error(`server.js (WORKERS=${workers}): ${seen.size} of ${workers} workers ready after 600 tries`);
+    }
+    const worker = await readyWorker(port);
+    if (worker === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
+    else seen.add(worker);
+  }
+  return { url, child };
+}
+
+/**
+ * The worker that answers /readyz on a connection of its own (a kept-alive one stays with the
+ * worker that accepted it; 0 when the server runs no workers), or undefined while it is not ready.
+ */
+function readyWorker(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const request = http.get({ host: '127.0.0.1', port, path: '/readyz', agent: false }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      response.on('end', () => resolve(response.statusCode === 200 ? ((JSON.parse(body) as { worker?: number }).worker ?? 0) : undefined));
+    });
+    request.on('error', () => resolve(undefined));
+  });
+}
+
+async function stopCluster({ child }: Server): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function byId(seeded: Seeded) {
+  const span = seeded.lastId - seeded.firstId + 1;
+  return () => `/api/page/${seeded.firstId + Math.floor(Math.random() * span)}`;
+}
+
+function list200(pages: number) {
+  return () => `/api/page?pageSize=200&offset=${Math.floor(Math.random() * Math.floor(pages / 200)) * 200}`;
+}
+
+export async function workersSection(o: SectionOptions): Promise<{ targets: Target[]; report: Record<string, unknown> }> {
+  const workers = os.availableParallelism();
+  const targets: Target[] = [];
+  const report: Record<string, unknown> = { workers };
+  const one = await startCluster(o, 1);
+  const many = await startCluster(o, workers).catch(async (error) => {
+    await stopCluster(one);
+    throw error;
+  });
+  try {
+    const writes = pageWrites(o.seeded);
+    const scenarios: Array<{ key: string; title: string; read: boolean; makePath?: () => string; requests?: CannonRequest[] }> = [
+      { key: 'getById', title: 'GET /api/page/:id (random id)', read: true, makePath: byId(o.seeded) },
+      { key: 'list200', title: 'GET /api/page?pageSize=200 (random offset)', read: true, makePath: list200(o.pages) },
+      { key: 'filtered', title: `GET ${FILTERED}`, read: true, makePath: () => FILTERED },
+      { key: 'creates', title: 'POST /api/page', read: false, requests: posting(o.headers, writes.insert) },
+    ];
+    for (const s of scenarios) {
+      const load = { headers: o.headers, ...(s.makePath ? { makePath: s.makePath } : {}), ...(s.requests ? { requests: s.requests } : {}) };
+      const runs = await interleave(
+        [
+          { key: 'one', server: one, ...load },
+          { key: 'many', server: many, ...load },
+        ],
+        o.rounds,
+      );
+      const ratio = medianRatio(runs.many!, runs.one!);
+      const ratios = roundRatios(runs.many!, runs.one!).map((r) => Number(r.toFixed(2)));
+      const oneSummary = summarise(runs.one!);
+      const manySummary = summarise(runs.many!);
+      console.log(`\nworkers, ${s.title}: WORKERS=1 against WORKERS=${workers}, same SQLite file`);
+      printSummaries([
+        ['1 worker', oneSummary],
+        [`${workers} workers`, manySummary],
+      ]);
+      console.log(`  ${workers}/1 ${ratio.toFixed(2)}× (rounds: ${ratios.join(' ')})`);
+      report[s.key] = { one: oneSummary, many: manySummary, ratio, ratios };
+      const failed = oneSummary.failed + manySummary.failed;
+      if (s.read)
+        targets.push({
+          section: 'workers',
+          target: `${s.key}: ${workers} workers ≥ 1.7× one (median ratio)`,
+          value: `${ratio.toFixed(2)}×`,
+          pass: ratio >= 1.7,
+        });
+      else
+        targets.push({
+          section: 'workers',
+          target: `${s.key}: ${workers} workers / one (reported)`,
+          value: `${ratio.toFixed(2)}×`,
+          pass: true,
+        });
+      targets.push({ section: 'workers', target: `${s.key}: every answer 2xx`, value: String(failed), pass: failed === 0 });
+    }
+  } finally {
+    await Promise.all([stopCluster(one), stopCluster(many)]);
+  }
+  return { targets, report };
+}
+
+/** The connections of the tail check: the figure the fairness target is stated at. */
+const TAIL_CONNECTIONS = 16;
+
+export async function tailSection(o: SectionOptions): Promise<{ targets: Target[]; report: Record<string, unknown> }> {
+  const targets: Target[] = [];
+  const report: Record<string, unknown> = {};
+  const app = await startServer('app-server.js', { ...appEnv(o.dataDir), ...o.env }, o.appFlags);
+  try {
+    for (const s of [
+      { key: 'list200', title: 'GET /api/page?pageSize=200 (random offset)', makePath: list200(o.pages) },
+      { key: 'filtered', title: `GET ${FILTERED}`, makePath: () => FILTERED },
+    ]) {
+      const runs = await interleave([{ key: s.key, server: app, makePath: s.makePath, headers: o.headers }], {
+        ...o.rounds,
+        connections: TAIL_CONNECTIONS,
+      });
+      const summary = summarise(runs[s.key]!);
+      const spread = summary.p99Ms / summary.p50Ms;
+      console.log(`\ntail, ${s.title} at ${TAIL_CONNECTIONS} connections: p99 / p50 ${spread.toFixed(2)}`);
+      printSummaries([[s.key, summary]]);
+      report[s.key] = { ...summary, spread };
+      targets.push({
+        section: 'tail',
+        target: `${s.key}: p99 ≤ 2 × p50 at ${TAIL_CONNECTIONS} connections (medians of rounds)`,
+        value: `${summary.p99Ms} / ${summary.p50Ms} ms = ${spread.toFixed(2)}×`,
+        pass: spread <= 2,
+      });
+      targets.push({ section: 'tail', target: `${s.key}: every answer 2xx`, value: String(summary.failed), pass: summary.failed === 0 });
+    }
+  } finally {
+    await stopServer(app);
+  }
+  return { targets, report };
+}

@@ -145,6 +145,12 @@ export interface LoadOptions {
   /** A fresh GET path per request (random ids and offsets, not one hot row); or `requests`. */
   makePath?: () => string;
   requests?: CannonRequest[];
+  /**
+   * Where the client runs: in this process (the default), or in one of its own (load-client.ts),
+   * whose latencies then owe nothing to this process's event loop. `process` takes GETs of
+   * `makePath` only, drawn from 10,000 paths made beforehand.
+   */
+  client?: 'inline' | 'process';
 }
 
 /** autocannon from this process, with the server's peak RSS sampled meanwhile. */
@@ -152,6 +158,12 @@ export async function load(server: Server, options: LoadOptions): Promise<Loaded
   const { makePath } = options;
   const requests = makePath ? [{ method: 'GET', setupRequest: (r: CannonRequest) => ({ ...r, path: makePath() }) }] : options.requests;
   const stopMemory = watchMemory(server.child.pid!);
+  if (options.client === 'process') {
+    if (!makePath) throw new Error('a client process loads GETs of makePath only');
+    const figures = await inClientProcess(server, options, Array.from({ length: 10_000 }, makePath));
+    const peak = stopMemory();
+    return { ...figures, maxRssMB: peak.rss, maxAnonMB: peak.anon };
+  }
   const result = await autocannon({
     url: server.url,
     connections: options.connections,
@@ -172,6 +184,22 @@ export async function load(server: Server, options: LoadOptions): Promise<Loaded
     non2xx: result.non2xx,
     errors: result.errors,
   };
+}
+
+/** The load run by load-client.ts in a process of its own; its figures when it is done. */
+async function inClientProcess(server: Server, options: LoadOptions, paths: string[]): Promise<Omit<Loaded, 'maxRssMB' | 'maxAnonMB'>> {
+  const client = fork(path.resolve(here, 'load-client.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  children.add(client);
+  try {
+    const answer = new Promise<Omit<Loaded, 'maxRssMB' | 'maxAnonMB'>>((resolve, reject) => {
+      client.once('message', (m) => resolve(m as Omit<Loaded, 'maxRssMB' | 'maxAnonMB'>));
+      client.once('exit', (code) => reject(new Error(`load-client.js exited (${code}) without its figures`)));
+    });
+    client.send({ url: server.url, connections: options.connections, seconds: options.seconds, headers: options.headers ?? {}, paths });
+    return await answer;
+  } finally {
+    children.delete(client);
+  }
 }
 
 /** parseArgs options of the benches that load the page database: timing, profiling, size. */

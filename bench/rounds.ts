@@ -15,6 +15,8 @@ export interface Contender {
   makePath?: () => string;
   requests?: CannonRequest[];
   headers?: Record<string, string>;
+  /** Where its client runs (harness.ts, LoadOptions.client). */
+  client?: 'inline' | 'process';
 }
 
 export interface RoundsOptions {
@@ -101,6 +103,7 @@ export async function interleave(contenders: Contender[], options: RoundsOptions
       makePath: c.makePath,
       requests: c.requests,
       headers: c.headers ?? {},
+      ...(c.client ? { client: c.client } : {}),
     });
     await settle(c.server);
     const cpuUs = (cpuSeconds(c.server.child.pid!) - cpuBefore) * 1e6;

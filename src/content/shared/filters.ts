@@ -80,6 +80,27 @@ export function literalRuns(pattern: string): string[] {
 }
 
 /**
+ * Whether a LIKE pattern (with `escape '\'`) is one literal text between a leading and a trailing
+ * `%`, with no other wildcard: "holds this text anywhere". For such a pattern, a trigram phrase
+ * query is the LIKE itself (the indexed text is folded as the pattern is), not only a narrowing.
+ */
+function isSubstringPattern(pattern: string): boolean {
+  const wildcards: number[] = [];
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern.charAt(i);
+    if (c === '\\') i++;
+    else if (c === '%' || c === '_') wildcards.push(i);
+  }
+  return (
+    wildcards.length === 2 &&
+    wildcards[0] === 0 &&
+    wildcards[1] === pattern.length - 1 &&
+    pattern.charAt(0) === '%' &&
+    pattern.endsWith('%')
+  );
+}
+
+/**
  * The rows whose indexed columns may match: an FTS5 trigram query (SQLite) for the pieces of at
  * least TRIGRAM_MIN characters, each of which a matching text must hold in one of the columns.
  * Undefined when no piece is that long: the caller then reads every row of the website.
@@ -121,7 +142,13 @@ export function textMatches(
     list.map((column) => sql<SqlBool>`${fold(sql.ref(column))} like ${fold(pattern)} escape '\\'`),
     sql` or `,
   );
-  return narrowed(dialect, trigramCandidates(list, literalRuns(foldText(pattern))), sql<SqlBool>`(${exact})`);
+  const folded = foldText(pattern);
+  const candidates = trigramCandidates(list, literalRuns(folded));
+  // "Contains" a text of 3 or more characters: on SQLite the phrase query alone answers it, and no
+  // row is read to fold its columns. A count of every match (a list's total) then reads only the
+  // index, not each matching row.
+  if (dialect === 'sqlite' && candidates && isSubstringPattern(folded)) return candidates;
+  return narrowed(dialect, candidates, sql<SqlBool>`(${exact})`);
 }
 
 /**

@@ -4,7 +4,7 @@
  * machine description, and a time limit that ends the run and its children whatever happens.
  * Importing this module runs nothing.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, type ForkOptions, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -63,12 +63,11 @@ export function limitRun(label: string, seconds: number): void {
  * which listens on 127.0.0.1 and reports its port over IPC.
  */
 export async function startServer(script: string, env: Record<string, string>, execArgv: string[] = []): Promise<Server> {
-  const child = fork(path.resolve(here, script), [], {
+  const child = forkTracked(path.resolve(here, script), {
     env: { ...process.env, ...env },
     execArgv,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  children.add(child);
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (m) => resolve((m as { port: number }).port));
     child.once('exit', (code) => reject(new Error(`${script} exited (${code}) before listening`)));
@@ -76,11 +75,22 @@ export async function startServer(script: string, env: Record<string, string>, e
   return { url: `http://127.0.0.1:${port}`, child };
 }
 
-export async function stopServer({ child }: Server): Promise<void> {
+/** Forks a module as a child that the run kills if it ends first (limitRun), until stopServer. */
+export function forkTracked(modulePath: string, options: ForkOptions): ChildProcess {
+  const child = fork(modulePath, [], options);
+  children.add(child);
+  return child;
+}
+
+/** Stops a server of startServer's (app-server.ts, the ceilings): they stop on a message. */
+export const stopServer = (server: Server): Promise<void> => stopProcess(server, (child) => child.send('stop'), 10_000);
+
+/** Asks a server to stop, as `ask` does, and waits until it has, killing it after `graceMs`. */
+export async function stopProcess({ child }: Server, ask: (child: ChildProcess) => void, graceMs: number): Promise<void> {
   if (child.exitCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.send('stop');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  ask(child);
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await exited;
   clearTimeout(timer);
   children.delete(child);
@@ -188,8 +198,7 @@ export async function load(server: Server, options: LoadOptions): Promise<Loaded
 
 /** The load run by load-client.ts in a process of its own; its figures when it is done. */
 async function inClientProcess(server: Server, options: LoadOptions, paths: string[]): Promise<Omit<Loaded, 'maxRssMB' | 'maxAnonMB'>> {
-  const client = fork(path.resolve(here, 'load-client.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.add(client);
+  const client = forkTracked(path.resolve(here, 'load-client.js'), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   try {
     const answer = new Promise<Omit<Loaded, 'maxRssMB' | 'maxAnonMB'>>((resolve, reject) => {
       client.once('message', (m) => resolve(m as Omit<Loaded, 'maxRssMB' | 'maxAnonMB'>));

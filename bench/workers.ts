@@ -12,14 +12,13 @@
  *   own, in turn. A fair queue answers every request within a few service times of the median;
  *   the target is p99 ≤ 2 × p50 (the medians over rounds) as the separate client sees it.
  */
-import { type ChildProcess, fork } from 'node:child_process';
 import http from 'node:http';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Request as CannonRequest } from 'autocannon';
 import { FILTERED } from './growth.js';
-import { appEnv, here, type Loaded, type Server, startServer, stopServer } from './harness.js';
+import { appEnv, forkTracked, here, type Loaded, type Server, startServer, stopProcess, stopServer } from './harness.js';
 import { interleave, medianRatio, printSummaries, type RoundsOptions, roundRatios, summarise } from './rounds.js';
 import type { Seeded } from './seed.js';
 import { pageWrites, posting } from './writes.js';
@@ -58,7 +57,7 @@ async function freePort(): Promise<number> {
 async function startCluster(o: SectionOptions, workers: number): Promise<Server> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = fork(path.resolve(here, '../src/server.js'), [], {
+  const child = forkTracked(path.resolve(here, '../src/server.js'), {
     env: { ...process.env, ...appEnv(o.dataDir), ...o.env, PORT: String(port), HOST: '127.0.0.1', WORKERS: String(workers) },
     execArgv: o.appFlags,
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
@@ -95,14 +94,8 @@ function readyWorker(port: number): Promise<number | undefined> {
   });
 }
 
-async function stopCluster({ child }: Server): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
+/** SIGTERM, as an orchestrator stops it: the primary drains every worker. */
+const stopCluster = (server: Server) => stopProcess(server, (child) => child.kill('SIGTERM'), 15_000);
 
 function byId(seeded: Seeded) {
   const span = seeded.lastId - seeded.firstId + 1;

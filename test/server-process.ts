@@ -74,6 +74,15 @@ export async function start(t: TestContext, env: Record<string, string>, { stall
   return { child, base, output: () => output.replace(known, ''), readStdout, exit };
 }
 
+/** The JSON log lines of a server's output. */
+export function logLines(server: Started): Array<Record<string, unknown>> {
+  return server
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{"level"'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
 /**
  * Resolves once /healthz answers; fails early if the process exits first. The limit only turns a
  * start that hangs into a failure: on a machine busy with other suites a start has taken over 30 s.

@@ -16,7 +16,7 @@ import { listConnections } from '../src/oauth/connections/connection.service.js'
 import { createEmptyPostgresDatabase, TEST_DATABASE_URL } from './helpers.js';
 import { authorizeUrl, Browser, completeInteraction, formOf, pkcePair, type Tokens, tokenRequest } from './oauth.helpers.js';
 import { startRedis } from './redis-server.js';
-import { freePort, HANG_LIMIT_MS, listening, type Started, start } from './server-process.js';
+import { freePort, HANG_LIMIT_MS, listening, logLines, type Started, start } from './server-process.js';
 
 /**
  * The load balancer in front of the nodes, listening at PUBLIC_URL; the test says which node gets
@@ -58,15 +58,6 @@ async function loadBalancer(t: TestContext) {
     },
     served: (node: Started) => served.get(node) ?? 0,
   };
-}
-
-/** The JSON log lines of a node's output. */
-function logLines(node: Started): Array<Record<string, unknown>> {
-  return node
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{"level"'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 function treeSize(pages: readonly DemoPage[]): number {

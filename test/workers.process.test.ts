@@ -12,7 +12,7 @@ import path from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { readDemoCredentials } from '../src/demo/credentials.js';
 import { TEST_DATABASE_URL } from './helpers.js';
-import { basic, feedEnd, listening, type Started, start } from './server-process.js';
+import { basic, feedEnd, listening, logLines, type Started, start } from './server-process.js';
 import { until } from './until.js';
 import { webhookReceiver } from './webhook-receiver.js';
 
@@ -33,15 +33,6 @@ function request(base: string, method: string, target: string, headers: Record<s
     req.on('error', reject);
     req.end(payload);
   });
-}
-
-/** The JSON log lines of the server's output. */
-function logLines(server: Started): Array<Record<string, unknown>> {
-  return server
-    .output()
-    .split('\n')
-    .filter((line) => line.startsWith('{"level"'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 /** The ids of the workers that answer /readyz now. */

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { readDemoCredentials } from '../src/demo/credentials.js';
 import { TEST_DATABASE_URL } from './helpers.js';
-import { basic, feedEnd, listening, logLines, type Started, start } from './server-process.js';
+import { basic, feedEnd, listening, logLines, start } from './server-process.js';
 import { until } from './until.js';
 import { webhookReceiver } from './webhook-receiver.js';
 

@@ -5,7 +5,7 @@
  * is JSON. A form is read here, its credentials checked before anything else of it is used, and
  * its `data` held to the route's own body schema (`validate`).
  */
-import type { Multipart, MultipartFile } from '@fastify/multipart';
+import multipart, { type Multipart, type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type LegacyCredentials, legacyCredentialName } from '../auth/api-key.js';
 import { BadRequestError, PayloadTooLargeError, UnauthorizedError, ValidationError } from '../errors.js';
@@ -23,10 +23,25 @@ const DATA_FIELD_BYTES = 5 * 1024 * 1024;
 const DATA_FILE_TYPES = ['application/json', 'text/plain'];
 
 /**
+ * A resource's routes that read a body, in a scope of their own that takes the forms: multipart
+ * and the parsers of acceptContentBodies. The reads stay outside it. The multipart plugin adds an
+ * async onRequest and an async onResponse hook to every route of its scope (for files saved to
+ * disk, which no route here does), and a GET, whose body Fastify never reads, would pay their two
+ * promises and a listener on every request.
+ */
+export async function withBodies(app: FastifyInstance, routes: (scope: FastifyInstance) => void): Promise<void> {
+  await app.register(async (scope) => {
+    await scope.register(multipart);
+    acceptContentBodies(scope);
+    routes(scope);
+  });
+}
+
+/**
  * The content API's parsers besides JSON, in a content plugin scope: `text/json` read exactly as
  * application/json, and urlencoded forms. Any other type is a 415 that names what is accepted.
  */
-export function acceptContentBodies(scope: FastifyInstance): void {
+function acceptContentBodies(scope: FastifyInstance): void {
   scope.addContentTypeParser('text/json', { parseAs: 'buffer' }, (request, body, done) => {
     if (request.method === 'DELETE') return done(deleteBody(body as Buffer), undefined);
     try {

@@ -1,4 +1,3 @@
-import multipart from '@fastify/multipart';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
@@ -7,7 +6,7 @@ import type { Config } from '../../config.js';
 import type { DbHandle } from '../../db/schema.js';
 import type { Budget } from '../../http/budget.js';
 import { clientGone } from '../../http/client-gone.js';
-import { acceptContentBodies } from '../../http/form-reader.js';
+import { withBodies } from '../../http/form-reader.js';
 import { writePreconditions } from '../../http/representation.js';
 import { validatorFor } from '../../http/validation.js';
 import type { ImageProcessor } from '../../storage/image-processor.js';
@@ -59,8 +58,6 @@ export async function registerBlogs(
     lists,
   }: { db: DbHandle; changeLog: ChangeLog; config: Config; prefix: string; images: ImageStorage; processor: ImageProcessor; lists: Budget },
 ): Promise<void> {
-  await app.register(multipart);
-  acceptContentBodies(app);
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
   const { read, write } = operations('blogs', prefix, { read: 'blogs:read', write: 'blogs:write' });
   const deps: blogs.BlogDeps = { db, changeLog, images, processor, warn: (message, error) => app.log.warn({ err: error }, message) };
@@ -84,70 +81,75 @@ export async function registerBlogs(
     (request, reply) => sendStored(reply, blogs.getStoredBlog(db, principalOf(request).siteId, request.params.id)),
   );
 
-  // The body is declared per media type, which the type provider cannot read: JSON bodies are
-  // validated against BlogWrite before the handler runs, and a multipart body is left unparsed
-  // (undefined) for readBlogForm, which holds its data field to the same schema.
-  routes.post<{ Body: blogs.BlogInput | undefined; Querystring: Static<typeof BlogWriteQuery> }>(
-    '/blog',
-    takingForms(
+  await withBodies(app, (scope) => {
+    const writes = scope.withTypeProvider<TypeBoxTypeProvider>();
+    // The body is declared per media type, which the type provider cannot read: JSON bodies are
+    // validated against BlogWrite before the handler runs, and a multipart body is left unparsed
+    // (undefined) for readBlogForm, which holds its data field to the same schema.
+    writes.post<{ Body: blogs.BlogInput | undefined; Querystring: Static<typeof BlogWriteQuery> }>(
+      '/blog',
+      takingForms(
+        write(
+          'Insert or update a blog',
+          DOCS.post,
+          { operationId: 'createBlog', querystring: BlogWriteQuery, body: BlogBodies, response: { 200: BlogWritten, 201: BlogWritten } },
+          { conditional: true },
+        ),
+        checkData,
+        { multipart: false },
+      ),
+      async (request, reply) => {
+        const options = {
+          migrate: queryBoolean(request.query.migrateMode),
+          precondition: writePreconditions(request),
+          signal: clientGone(reply),
+        };
+        const saved = await withStagedUploads(images, async (uploads) => {
+          // A multipart form is read first: its credentials may be among its fields.
+          const input = request.isMultipart() ? await readBlogForm(request, uploads, config.uploads, checkData) : (request.body ?? {});
+          const principal = principalOf(request);
+          const { siteId, defaultPage } = principal;
+          return blogs.saveBlog(deps, siteId, input, actorOf(principal), { ...options, defaultPage, uploads });
+        });
+        return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
+      },
+    );
+
+    writes.patch<{ Body: blogs.BlogInput | undefined; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
+      '/blog/:id',
+      patchOptions(scope, write, {
+        operationId: 'updateBlog',
+        prefix,
+        noun: 'blog',
+        record: BlogWrite,
+        written: BlogWritten,
+        description: DOCS.patch,
+      }),
+      async (request, reply) => {
+        const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'blog') };
+        const principal = principalOf(request);
+        const saved = await blogs.saveBlog(deps, principal.siteId, input, actorOf(principal), {
+          precondition: writePreconditions(request),
+        });
+        return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
+      },
+    );
+
+    writes.delete(
+      '/blog/:id',
       write(
-        'Insert or update a blog',
-        DOCS.post,
-        { operationId: 'createBlog', querystring: BlogWriteQuery, body: BlogBodies, response: { 200: BlogWritten, 201: BlogWritten } },
+        'Delete a blog',
+        DOCS.delete,
+        { operationId: 'deleteBlog', params: IdParams, querystring: NoQuery, response: { 204: Deleted } },
         { conditional: true },
       ),
-      checkData,
-      { multipart: false },
-    ),
-    async (request, reply) => {
-      const options = {
-        migrate: queryBoolean(request.query.migrateMode),
-        precondition: writePreconditions(request),
-        signal: clientGone(reply),
-      };
-      const saved = await withStagedUploads(images, async (uploads) => {
-        // A multipart form is read first: its credentials may be among its fields.
-        const input = request.isMultipart() ? await readBlogForm(request, uploads, config.uploads, checkData) : (request.body ?? {});
+      async (request, reply) => {
         const principal = principalOf(request);
-        const { siteId, defaultPage } = principal;
-        return blogs.saveBlog(deps, siteId, input, actorOf(principal), { ...options, defaultPage, uploads });
-      });
-      return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
-    },
-  );
-
-  routes.patch<{ Body: blogs.BlogInput | undefined; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
-    '/blog/:id',
-    patchOptions(app, write, {
-      operationId: 'updateBlog',
-      prefix,
-      noun: 'blog',
-      record: BlogWrite,
-      written: BlogWritten,
-      description: DOCS.patch,
-    }),
-    async (request, reply) => {
-      const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'blog') };
-      const principal = principalOf(request);
-      const saved = await blogs.saveBlog(deps, principal.siteId, input, actorOf(principal), { precondition: writePreconditions(request) });
-      return sendSaved(reply, saved, (blog) => `${prefix}/blog/${blog.info_id}`);
-    },
-  );
-
-  routes.delete(
-    '/blog/:id',
-    write(
-      'Delete a blog',
-      DOCS.delete,
-      { operationId: 'deleteBlog', params: IdParams, querystring: NoQuery, response: { 204: Deleted } },
-      { conditional: true },
-    ),
-    async (request, reply) => {
-      const principal = principalOf(request);
-      await blogs.deleteBlog(deps, principal.siteId, request.params.id, actorOf(principal), writePreconditions(request));
-      return reply.code(204).send(null);
-    },
-  );
+        await blogs.deleteBlog(deps, principal.siteId, request.params.id, actorOf(principal), writePreconditions(request));
+        return reply.code(204).send(null);
+      },
+    );
+  });
 }
 
 /** The data field of a form is held to exactly the JSON body's schema, by the app's own validator. */

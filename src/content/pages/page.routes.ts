@@ -1,11 +1,10 @@
-import multipart from '@fastify/multipart';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
 import { principalOf } from '../../auth/authenticate.js';
 import type { DbHandle } from '../../db/schema.js';
 import type { Budget } from '../../http/budget.js';
-import { acceptContentBodies } from '../../http/form-reader.js';
+import { withBodies } from '../../http/form-reader.js';
 import { writePreconditions } from '../../http/representation.js';
 import { validatorFor } from '../../http/validation.js';
 import { actorOf, type ChangeLog } from '../history/change-log.js';
@@ -45,8 +44,6 @@ export async function registerPages(
   app: FastifyInstance,
   { db, changeLog, prefix, lists }: { db: DbHandle; changeLog: ChangeLog; prefix: string; lists: Budget },
 ): Promise<void> {
-  await app.register(multipart);
-  acceptContentBodies(app);
   const routes = app.withTypeProvider<TypeBoxTypeProvider>();
   const { read, write } = operations('pages', prefix, { read: 'pages:read', write: 'pages:write' });
 
@@ -68,68 +65,71 @@ export async function registerPages(
     (request, reply) => sendStored(reply, pages.getStoredPage(db, principalOf(request).siteId, request.params.id)),
   );
 
-  // The body is declared per media type, which the type provider cannot read: JSON bodies are
-  // validated against PageWrite, and a form's data field by the same schema (takingForms).
-  routes.post<{ Body: pages.PageInput | undefined; Querystring: Record<string, never> }>(
-    '/page',
-    takingForms(
-      write(
-        'Insert or update a page',
-        DOCS.post,
-        {
-          operationId: 'createPage',
-          querystring: NoQuery,
-          body: writeBodies(PageWrite, 'page'),
-          response: { 200: PageWritten, 201: PageWritten },
-        },
-        { conditional: true },
+  await withBodies(app, (scope) => {
+    const writes = scope.withTypeProvider<TypeBoxTypeProvider>();
+    // The body is declared per media type, which the type provider cannot read: JSON bodies are
+    // validated against PageWrite, and a form's data field by the same schema (takingForms).
+    writes.post<{ Body: pages.PageInput | undefined; Querystring: Record<string, never> }>(
+      '/page',
+      takingForms(
+        write(
+          'Insert or update a page',
+          DOCS.post,
+          {
+            operationId: 'createPage',
+            querystring: NoQuery,
+            body: writeBodies(PageWrite, 'page'),
+            response: { 200: PageWritten, 201: PageWritten },
+          },
+          { conditional: true },
+        ),
+        validatorFor(scope, { schema: PageWrite, method: 'POST', url: `${prefix}/page`, httpPart: 'body' }, 'data'),
       ),
-      validatorFor(app, { schema: PageWrite, method: 'POST', url: `${prefix}/page`, httpPart: 'body' }, 'data'),
-    ),
-    async (request, reply) => {
-      const principal = principalOf(request);
-      const saved = await pages.savePage(
-        db,
-        changeLog,
-        principal.siteId,
-        request.body ?? {},
-        actorOf(principal),
-        writePreconditions(request),
-      );
-      return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
-    },
-  );
+      async (request, reply) => {
+        const principal = principalOf(request);
+        const saved = await pages.savePage(
+          db,
+          changeLog,
+          principal.siteId,
+          request.body ?? {},
+          actorOf(principal),
+          writePreconditions(request),
+        );
+        return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
+      },
+    );
 
-  routes.patch<{ Body: pages.PageInput | undefined; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
-    '/page/:id',
-    patchOptions(app, write, {
-      operationId: 'updatePage',
-      prefix,
-      noun: 'page',
-      record: PageWrite,
-      written: PageWritten,
-      description: DOCS.patch,
-    }),
-    async (request, reply) => {
-      const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'page') };
-      const principal = principalOf(request);
-      const saved = await pages.savePage(db, changeLog, principal.siteId, input, actorOf(principal), writePreconditions(request));
-      return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
-    },
-  );
+    writes.patch<{ Body: pages.PageInput | undefined; Params: Static<typeof IdParams>; Querystring: Record<string, never> }>(
+      '/page/:id',
+      patchOptions(scope, write, {
+        operationId: 'updatePage',
+        prefix,
+        noun: 'page',
+        record: PageWrite,
+        written: PageWritten,
+        description: DOCS.patch,
+      }),
+      async (request, reply) => {
+        const input = { ...request.body, id: samePathId(request.params.id, request.body?.id, 'page') };
+        const principal = principalOf(request);
+        const saved = await pages.savePage(db, changeLog, principal.siteId, input, actorOf(principal), writePreconditions(request));
+        return sendSaved(reply, saved, (page) => `${prefix}/page/${page.page}`);
+      },
+    );
 
-  routes.delete(
-    '/page/:id',
-    write(
-      'Delete a page',
-      DOCS.delete,
-      { operationId: 'deletePage', params: IdParams, querystring: NoQuery, response: { 204: Deleted } },
-      { problems: [409], conditional: true },
-    ),
-    async (request, reply) => {
-      const principal = principalOf(request);
-      await pages.deletePage(db, changeLog, principal.siteId, request.params.id, actorOf(principal), writePreconditions(request));
-      return reply.code(204).send(null);
-    },
-  );
+    writes.delete(
+      '/page/:id',
+      write(
+        'Delete a page',
+        DOCS.delete,
+        { operationId: 'deletePage', params: IdParams, querystring: NoQuery, response: { 204: Deleted } },
+        { problems: [409], conditional: true },
+      ),
+      async (request, reply) => {
+        const principal = principalOf(request);
+        await pages.deletePage(db, changeLog, principal.siteId, request.params.id, actorOf(principal), writePreconditions(request));
+        return reply.code(204).send(null);
+      },
+    );
+  });
 }

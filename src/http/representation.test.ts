@@ -4,7 +4,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildBlogApp, noisyJpeg, postForm } from '../../test/blog-fixtures.js';
 import { buildTestApp, json, type TestApp } from '../../test/helpers.js';
-import { COMPRESSION_THRESHOLD } from './representation.js';
+import { addVary, COMPRESSION_THRESHOLD } from './representation.js';
 
 /** What a client reads from an answer, decoded by its Content-Encoding. */
 function decoded(response: LightMyRequestResponse): string {
@@ -249,4 +249,18 @@ test('a 304 carries the ETag and Vary of its 200, and neither Content-Length nor
       assert.equal(cached.headers['content-type'], undefined, `${method} ${url}`);
     }
   }
+});
+
+test('addVary adds a field once, keeps the fields before it and leaves Vary: * alone', () => {
+  const varyAfter = (before: string | undefined, field: string) => {
+    let vary = before;
+    addVary({ getHeader: () => vary, header: (_name: string, value: string) => (vary = value) }, field);
+    return vary;
+  };
+  assert.equal(varyAfter(undefined, 'accept'), 'accept');
+  assert.equal(varyAfter('Origin', 'accept-encoding'), 'Origin, accept-encoding');
+  assert.equal(varyAfter('accept', 'accept-encoding'), 'accept, accept-encoding');
+  assert.equal(varyAfter('Origin, Accept-Encoding', 'accept-encoding'), 'Origin, Accept-Encoding');
+  assert.equal(varyAfter('*', 'accept'), '*');
+  assert.equal(varyAfter(' , Origin,', 'accept'), 'Origin, accept');
 });

@@ -85,19 +85,23 @@ function isStream(payload: unknown): boolean {
 
 /**
  * Adds `field` (lower case) to Vary unless it is there already (in any case), keeping the fields
- * set before; the compression plugin looks for accept-encoding in lower case.
+ * set before; the compression plugin looks for accept-encoding in lower case. Runs on nearly every
+ * answer, so the header is scanned in place rather than split into arrays.
  */
 export function addVary(reply: { getHeader(name: string): unknown; header(name: string, value: string): unknown }, field: string): void {
   const current = reply.getHeader('vary');
-  const listed =
-    current === undefined
-      ? []
-      : String(current)
-          .split(',')
-          .map((v) => v.trim())
-          .filter(Boolean);
-  if (listed.some((v) => v === '*' || v.toLowerCase() === field)) return;
-  reply.header('vary', [...listed, field].join(', '));
+  if (current === undefined) {
+    reply.header('vary', field);
+    return;
+  }
+  const text = String(current);
+  let kept = '';
+  for (const part of text.split(',')) {
+    const name = part.trim();
+    if (name === '*' || name.toLowerCase() === field) return;
+    if (name) kept = kept ? `${kept}, ${name}` : name;
+  }
+  reply.header('vary', kept ? `${kept}, ${field}` : field);
 }
 
 /** A strong entity tag: the hash of the bytes it stands for (a body, or a stored record's JSON text). */

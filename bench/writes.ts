@@ -253,9 +253,11 @@ type SeedPgModule = { seedPostgres: typeof seedPostgres };
 
 export async function writesSection(options: WritesOptions): Promise<WritesResult> {
   const result: WritesResult = { targets: [], report: {} };
-  const baselineServer = path.join(options.baseline, 'dist/bench/app-server.js');
-  if (!existsSync(baselineServer)) {
-    const why = `no built baseline at ${options.baseline} (git worktree add --detach <dir> <commit before the change log>, link node_modules, npm run build, then --baseline=<dir>)`;
+  // Resolved to an absolute path: startServer resolves a relative one against dist/bench, and with
+  // no --baseline a path relative to the working directory would find this checkout's own build.
+  const baselineServer = options.baseline ? path.resolve(options.baseline, 'dist/bench/app-server.js') : '';
+  if (!baselineServer || !existsSync(baselineServer)) {
+    const why = `${options.baseline ? `no built baseline at ${options.baseline}` : 'no --baseline given'} (git worktree add --detach <dir> <commit before the change log>, link node_modules, npm run build, then --baseline=<dir>)`;
     console.log(`\nwrites: skipped, ${why}`);
     result.targets.push({ section: 'writes', target: 'writes section', value: 'no baseline build', pass: undefined });
     result.report.skipped = why;

@@ -66,22 +66,34 @@ export function sendList(reply: FastifyReply, listed: Listed<StoredItem>): Fasti
 }
 
 const COMMA = 0x2c;
+const HEAD = '{"data":[';
 
 /**
  * The envelope as UTF-8 bytes, each stored text written once straight into one buffer. Joining
  * the texts into one string and sending that would copy a large list twice (the join, then its
- * UTF-8 encoding on the socket), many times slower (bench/README.md).
+ * UTF-8 encoding on the socket), many times slower (bench/README.md). Each text's size is the one
+ * the database gave (record_bytes) where there is one, as measuring every text again cost as
+ * much as writing it. A size that disagrees with what was written (a database that counts in
+ * another encoding) is caught at once, and the envelope is built again from measured sizes.
  */
 function envelopeBytes(records: readonly StoredItem[], meta: string): Buffer {
-  const head = '{"data":[';
+  return envelopeSized(records, meta, true) ?? (envelopeSized(records, meta, false) as Buffer);
+}
+
+function envelopeSized(records: readonly StoredItem[], meta: string, trustStored: boolean): Buffer | undefined {
   const tail = `],"meta":${meta}}`;
-  let size = head.length + Buffer.byteLength(tail) + Math.max(0, records.length - 1);
-  for (const record of records) size += Buffer.byteLength(record.record_json);
+  const sizes = records.map((record) =>
+    trustStored && record.record_bytes !== undefined ? Number(record.record_bytes) : Buffer.byteLength(record.record_json),
+  );
+  let size = HEAD.length + Buffer.byteLength(tail) + Math.max(0, records.length - 1);
+  for (const bytes of sizes) size += bytes;
   const body = Buffer.allocUnsafe(size);
-  let at = body.write(head, 0, 'latin1');
+  let at = body.write(HEAD, 0, 'latin1');
   for (let i = 0; i < records.length; i++) {
     if (i > 0) body[at++] = COMMA;
-    at += body.write(records[i]!.record_json, at);
+    const written = body.write(records[i]!.record_json, at);
+    if (written !== sizes[i]) return undefined;
+    at += written;
   }
   body.write(tail, at);
   return body;

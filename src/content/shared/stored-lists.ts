@@ -38,11 +38,15 @@ function inOrder<Q extends ReturnType<typeof filtered>>(r: AnyResource, order: S
   return ordered;
 }
 
-/** The list's rows: id, stored text and tag, in list order. */
+/**
+ * The list's rows: id, stored text, its length in bytes and its tag, in list order. Both databases
+ * know a text's length in bytes without reading it (octet_length).
+ */
 function inListOrder<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>, order: SortOrder) {
   return inOrder(r, order, filtered(db, r, siteId, filter))
     .select(column(r, r.id).as('id'))
     .select(selected(db, [`${r.table}.record_json`, `${r.table}.etag`]))
+    .select(sql<number>`octet_length(${column(r, 'record_json')})`.as('record_bytes'))
     .$castTo<StoredItem>();
 }
 

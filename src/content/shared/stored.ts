@@ -16,6 +16,11 @@ export interface StoredRecord {
 /** One record of a list: its id (for the list's ETag) and its stored text and tag. */
 export interface StoredItem extends StoredRecord {
   id: number;
+  /**
+   * The stored text's length in UTF-8 bytes as the database counts it, when the list read it: the
+   * envelope is sized from it rather than by measuring every text again (envelope.ts checks it).
+   */
+  record_bytes?: number;
 }
 
 /**

@@ -23,6 +23,7 @@ import * as m0021 from './migrations/0021_text_fold.js';
 import * as m0022 from './migrations/0022_trigram_filters.js';
 import * as m0023 from './migrations/0023_credential_scopes.js';
 import * as m0024 from './migrations/0024_webhook_read_scopes.js';
+import * as m0025 from './migrations/0025_record_bytes_flag.js';
 
 interface DialectMigration {
   up(db: Parameters<Migration['up']>[0], dialect: DialectName): Promise<void>;
@@ -53,6 +54,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0022_trigram_filters': m0022,
   '0023_credential_scopes': m0023,
   '0024_webhook_read_scopes': m0024,
+  '0025_record_bytes_flag': m0025,
 };
 
 class CodeMigrationProvider implements MigrationProvider {

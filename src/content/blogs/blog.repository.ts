@@ -5,7 +5,7 @@ import type { Database, DbHandle } from '../../db/schema.js';
 import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
-import { storedResource } from '../shared/stored-resource.js';
+import { storedResource, storedText } from '../shared/stored-resource.js';
 import { BLOG_BODY_FIELDS, BLOG_FIELDS, type BlogField } from './blog.fields.js';
 import type { PageImageFields } from './blog.image-rules.js';
 import { blogSortKeys, toBlogRecord } from './blog.record.js';
@@ -51,7 +51,11 @@ function conditionsOf(eb: ExpressionBuilder<Database, 'blogs'>, dialect: Dialect
 
 /** The by-id read of a blog's stored record: preparedLookup prepares it once (see `storedById`). */
 function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: number }) {
-  return db.selectFrom('blogs').select(['record_json', 'etag']).where('site_id', '=', siteId).where('info_id', '=', id);
+  return db
+    .selectFrom('blogs')
+    .select([storedText(db, 'blogs'), 'etag'])
+    .where('site_id', '=', siteId)
+    .where('info_id', '=', id);
 }
 
 const BLOG_ID = { column: 'info_id', type: 'int' } as const;

@@ -19,6 +19,8 @@ export type BlogsTable = Omit<RowOf<typeof BLOG_FIELDS>, 'info_id'> & {
    */
   record_json: Generated<string>;
   etag: Generated<string>;
+  /** 1 when record_json holds anything outside ASCII: SQLite reads it as bytes (migration 0025). */
+  record_non_ascii: Generated<number>;
 };
 
 /** A blog's catalogue columns as read: what its record is built from. */

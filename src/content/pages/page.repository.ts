@@ -6,7 +6,7 @@ import { lockInTransaction } from '../../db/transaction.js';
 import { hiddenPages } from '../shared/content.queries.js';
 import { anyListItemMatches, fullTextMatches, textMatches } from '../shared/filters.js';
 import type { MatchType } from '../shared/schemas.js';
-import { storedResource } from '../shared/stored-resource.js';
+import { storedResource, storedText } from '../shared/stored-resource.js';
 import { PAGE_BODY_FIELDS, PAGE_FIELDS, type PageField } from './page.fields.js';
 import { pageSortKeys, toPageRecord } from './page.record.js';
 import type { PagesTable } from './page.table.js';
@@ -51,7 +51,11 @@ function conditionsOf(eb: ExpressionBuilder<Database, 'pages'>, dialect: Dialect
 
 /** The by-id read of a page's stored record: preparedLookup prepares it once (see `storedById`). */
 function storedByIdQuery(db: DbHandle, { siteId, id }: { siteId: number; id: number }) {
-  return db.selectFrom('pages').select(['record_json', 'etag']).where('site_id', '=', siteId).where('page', '=', id);
+  return db
+    .selectFrom('pages')
+    .select([storedText(db, 'pages'), 'etag'])
+    .where('site_id', '=', siteId)
+    .where('page', '=', id);
 }
 
 const PAGE_ID = { column: 'page', type: 'int' } as const;

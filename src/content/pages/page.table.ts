@@ -17,6 +17,8 @@ export type PagesTable = Omit<RowOf<typeof PAGE_FIELDS>, 'page'> & {
    */
   record_json: Generated<string>;
   etag: Generated<string>;
+  /** 1 when record_json holds anything outside ASCII: SQLite reads it as bytes (migration 0025). */
+  record_non_ascii: Generated<number>;
 };
 
 /** A page's catalogue columns as read: what its record is built from. */

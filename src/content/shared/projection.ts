@@ -4,7 +4,7 @@
  * with those fields, so the default list stays as fast as it was.
  */
 import { ValidationError } from '../../errors.js';
-import type { StoredItem } from './stored.js';
+import { type StoredItem, textOf } from './stored.js';
 
 /** What a resource tells field selection: its record's fields, its id fields and its HTML body fields. */
 export interface Fields {
@@ -44,7 +44,7 @@ export function chosenFields(
 export function projected(items: readonly StoredItem[], fields: readonly string[]): StoredItem[] {
   const kept = new Set(fields);
   return items.map((item) => {
-    const record = JSON.parse(item.record_json) as Record<string, unknown>;
+    const record = JSON.parse(textOf(item.record_json)) as Record<string, unknown>;
     const shown: Record<string, unknown> = {};
     for (const key of Object.keys(record)) if (kept.has(key)) shown[key] = record[key];
     return { id: item.id, etag: item.etag, record_json: JSON.stringify(shown) };

@@ -20,6 +20,7 @@ import {
   type StoredTable,
   selected,
   sortOrder,
+  storedText,
 } from './stored-resource.js';
 
 function filtered<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>) {
@@ -39,13 +40,14 @@ function inOrder<Q extends ReturnType<typeof filtered>>(r: AnyResource, order: S
 }
 
 /**
- * The list's rows: id, stored text, its length in bytes and its tag, in list order. Both databases
- * know a text's length in bytes without reading it (octet_length).
+ * The list's rows: id, stored text (storedText), its length in bytes and its tag, in list order.
+ * Both databases know a text's length in bytes without reading it (octet_length).
  */
 function inListOrder<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>, order: SortOrder) {
   return inOrder(r, order, filtered(db, r, siteId, filter))
     .select(column(r, r.id).as('id'))
-    .select(selected(db, [`${r.table}.record_json`, `${r.table}.etag`]))
+    .select(storedText(db, r.table))
+    .select(selected(db, [`${r.table}.etag`]))
     .select(sql<number>`octet_length(${column(r, 'record_json')})`.as('record_bytes'))
     .$castTo<StoredItem>();
 }

@@ -11,7 +11,7 @@ import type { DbHandle } from '../../db/schema.js';
 import { NotFoundError } from '../../errors.js';
 import type { Precondition } from '../../http/representation.js';
 import { andThen, type MaybePromise } from '../../maybe-async.js';
-import type { StoredRecord } from './stored.js';
+import { type StoredRecord, textOf } from './stored.js';
 import { type AnyResource, selected } from './stored-resource.js';
 
 /** One record's stored text and ETag, outside a transaction: the hottest read, a prepared statement on SQLite. */
@@ -54,7 +54,7 @@ export function getStored(db: DbHandle, r: AnyResource, siteId: number, id: numb
 
 /** One record as an object (MCP, the console): the stored text, parsed. */
 export async function getRecord<R>(db: DbHandle, r: AnyResource<unknown, R>, siteId: number, id: number): Promise<R> {
-  return JSON.parse((await getStored(db, r, siteId, id)).record_json) as R;
+  return JSON.parse(textOf((await getStored(db, r, siteId, id)).record_json)) as R;
 }
 
 /**

@@ -5,14 +5,14 @@
  * description are in stored-records.ts (by id), stored-lists.ts (lists) and stored-writes.ts
  * (a write's last steps); what only one resource has stays in its own folder.
  */
-import type { Compilable, Expression, ExpressionBuilder, SqlBool } from 'kysely';
+import type { AliasedRawBuilder, Compilable, Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import { sql } from 'kysely';
-import type { DialectName } from '../../db/database.js';
+import { type DialectName, dialectOf } from '../../db/database.js';
 import type { Database, DbHandle } from '../../db/schema.js';
 import type { RecordType } from '../history/change-log.js';
 import { type KeyPart, type KeysetCursor, keysetCursor } from './cursor.js';
 import type { Fields } from './projection.js';
-import type { StoredRecord } from './stored.js';
+import type { StoredRecord, StoredText } from './stored.js';
 
 /** The tables whose rows belong to a website and keep their record's JSON text and ETag. */
 export type StoredTable = {
@@ -132,4 +132,18 @@ export function sortOrder(r: AnyResource, orderBy?: string, direction?: OrderDir
 export type AnyResource<Row = unknown, R = unknown, F = unknown> = StoredResource<StoredTable, Row, R, F>;
 
 export const column = (r: AnyResource, name: string) => sql.ref(`${r.table}.${name}`);
+
+/**
+ * The stored text, selected as `record_json`: on SQLite as its UTF-8 bytes when the row holds
+ * anything outside ASCII (`record_non_ascii`, migration 0025), which then go out as they are
+ * instead of being decoded into a string and encoded back; otherwise, and on PostgreSQL, as text
+ * (an ASCII text is quickest as a string, and node-postgres would hex-decode bytes).
+ */
+export function storedText(db: DbHandle, table: StoredTable): AliasedRawBuilder<StoredText, 'record_json'> {
+  const text = sql.ref(`${table}.record_json`);
+  if (dialectOf(db) !== 'sqlite') return sql<StoredText>`${text}`.as('record_json');
+  return sql<StoredText>`case when ${sql.ref(`${table}.record_non_ascii`)} = 1 then cast(${text} as blob) else ${text} end`.as(
+    'record_json',
+  );
+}
 export const selected = (db: DbHandle, names: readonly string[]) => names.map((name) => db.dynamic.ref(name)) as never[];

@@ -9,7 +9,7 @@ import { inTransaction } from '../../db/transaction.js';
 import type { Precondition } from '../../http/representation.js';
 import type { ActorRef, ChangeLog, ChangeOp } from '../history/change-log.js';
 import { lockImageReferences } from './image-references.js';
-import { type StoredRecord, storedRecord } from './stored.js';
+import { nonAscii, storedRecord } from './stored.js';
 import { findRow } from './stored-records.js';
 import type { AnyResource } from './stored-resource.js';
 
@@ -22,7 +22,7 @@ async function writeStored(
   r: AnyResource,
   siteId: number,
   id: number,
-  stored: StoredRecord & Record<string, string>,
+  stored: Record<string, string | number>,
 ): Promise<void> {
   await db
     .updateTable(r.table)
@@ -51,7 +51,7 @@ async function storeRecord<R>(
   if (!row) throw new Error(`${r.noun} ${id} vanished inside its own write`);
   const record = r.toRecord(row);
   const stored = storedRecord(record as object);
-  await writeStored(db, r, siteId, id, { ...stored, ...r.sortKeys(row) });
+  await writeStored(db, r, siteId, id, { ...stored, record_non_ascii: nonAscii(stored.record_json), ...r.sortKeys(row) });
   return { record, etag: stored.etag, recordJson: stored.record_json };
 }
 

@@ -7,10 +7,26 @@
 import { createHash } from 'node:crypto';
 import { entityTag } from '../../http/representation.js';
 
-/** The two stored columns of a page or blog row. */
+/**
+ * A stored record's JSON text as read: a string, or its UTF-8 bytes where SQLite holds a text
+ * with anything outside ASCII (storedText).
+ */
+export type StoredText = string | Buffer;
+
+/** The two stored columns of a page or blog row, as read. */
 export interface StoredRecord {
-  record_json: string;
+  record_json: StoredText;
   etag: string;
+}
+
+/** A stored text as a string, for the callers that parse it. */
+export function textOf(json: StoredText): string {
+  return typeof json === 'string' ? json : json.toString('utf8');
+}
+
+/** Whether a text has anything outside ASCII: what the `record_non_ascii` column stores. */
+export function nonAscii(text: string): 0 | 1 {
+  return /[\u0080-\uffff]/.test(text) ? 1 : 0;
 }
 
 /** One record of a list: its id (for the list's ETag) and its stored text and tag. */
@@ -29,7 +45,7 @@ export interface StoredItem extends StoredRecord {
  * schema-compiled serializer, whose string escaping falls back to JSON.stringify for every HTML
  * field with a quote in it (bench/README.md).
  */
-export function storedRecord(record: object): StoredRecord {
+export function storedRecord(record: object): { record_json: string; etag: string } {
   const record_json = JSON.stringify(record);
   return { record_json, etag: entityTag(record_json) };
 }
@@ -49,5 +65,5 @@ export function listTag(items: readonly StoredItem[], meta: string, fields?: rea
 
 /** Parses stored texts back into objects, for callers that need records rather than bytes (MCP, the console). */
 export function parsedRecords<R = Record<string, unknown>>(items: readonly StoredRecord[]): R[] {
-  return JSON.parse(`[${items.map((i) => i.record_json).join(',')}]`) as R[];
+  return JSON.parse(`[${items.map((i) => textOf(i.record_json)).join(',')}]`) as R[];
 }

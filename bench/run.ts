@@ -37,7 +37,7 @@ import {
   type Summary,
   summarise,
 } from './rounds.js';
-import { type Seeded, seedDatabase } from './seed.js';
+import { type Seeded, type SeedText, seedDatabase } from './seed.js';
 import { DEFAULT_PG_ADMIN_URL, postgresUnreachable, seedPostgres } from './seed-pg.js';
 import { soak } from './soak.js';
 import { webhookBench } from './webhooks.bench.js';
@@ -69,6 +69,8 @@ const { values: args } = parseArgs({
     'no-pg': { type: 'boolean', default: false },
     'pg-url': { type: 'string', default: process.env.BENCH_PG_URL ?? DEFAULT_PG_ADMIN_URL },
     pages: { type: 'string', default: '20000' },
+    /** The seeded pages' text: `ascii` (the default), or `non-ascii` (accents and curly quotes, as most websites outside English write). */
+    text: { type: 'string', default: 'ascii' },
     'growth-pages': { type: 'string' },
     'growth-small': { type: 'string' },
     rounds: { type: 'string' },
@@ -92,6 +94,8 @@ const CONNECTIONS = 32;
 /** Fresh pairs of app and ceiling processes a comparison's rounds are spread over (compare). */
 const PAIRS = Number(args.pairs ?? (quick ? 1 : 4));
 const PAGES = Number(args.pages);
+if (args.text !== 'ascii' && args.text !== 'non-ascii') throw new Error(`--text must be ascii or non-ascii, not ${args.text}`);
+const TEXT: SeedText = args.text;
 const rounds: RoundsOptions = {
   rounds: Number(args.rounds ?? (quick ? 3 : 8)),
   seconds: Number(args['round-seconds'] ?? (quick ? 2 : 3)),
@@ -490,9 +494,9 @@ async function main() {
   if (args.profile) mkdirSync(profileDir, { recursive: true });
   try {
     const seedStart = performance.now();
-    const seeded = await seedDatabase(file, PAGES);
+    const seeded = await seedDatabase(file, PAGES, TEXT);
     console.log(
-      `seeded ${PAGES} pages (avg ${seeded.averageHtmlBytes} B of HTML) in ${((performance.now() - seedStart) / 1000).toFixed(1)} s; ` +
+      `seeded ${PAGES} pages (${TEXT} text, avg ${seeded.averageHtmlBytes} B of HTML) in ${((performance.now() - seedStart) / 1000).toFixed(1)} s; ` +
         `load average ${host.loadAverageAtStart.join(' ')} on ${host.nproc} CPUs; ${CONNECTIONS} connections; ` +
         `${rounds.rounds} rounds of ${rounds.seconds} s per server (${shortRounds.rounds} for Bearer, PostgreSQL)`,
     );

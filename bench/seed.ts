@@ -9,6 +9,7 @@ import { PAGE_FIELDS, type PageField } from '../src/content/pages/page.fields.js
 import { pageSortKeys, storedPage } from '../src/content/pages/page.record.js';
 import type { PageRow } from '../src/content/pages/page.table.js';
 import { type PageSearchFields, pageSearchText } from '../src/content/shared/search-text.js';
+import { nonAscii } from '../src/content/shared/stored.js';
 import { createDatabase } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { registerFold } from '../src/db/text-fold.js';
@@ -43,7 +44,18 @@ const WORDS = `content website page service customer product design quality team
   .split(/\s+/)
   .filter(Boolean);
 
-export async function seedDatabase(file: string, pages: number): Promise<Seeded> {
+/**
+ * The same words as a website in French or German writes them, with typographic quotes: text with
+ * characters outside ASCII, which V8 holds as two bytes a character and which the stored-text
+ * path reads as bytes (`--text=non-ascii`).
+ */
+const NON_ASCII_WORDS = WORDS.map((word, i) => (i % 3 === 0 ? `${word}é` : i % 3 === 1 ? `“${word}”` : word.replace('a', 'ä')));
+
+/** What the seeded pages' text is made of: ASCII words (the default), or words with accents and curly quotes. */
+export type SeedText = 'ascii' | 'non-ascii';
+
+export async function seedDatabase(file: string, pages: number, text: SeedText = 'ascii'): Promise<Seeded> {
+  const vocabulary = text === 'ascii' ? WORDS : NON_ASCII_WORDS;
   const db = createDatabase(`sqlite:${file}`);
   await migrateToLatest(db);
   const site = await createSite(db.kysely, 'Benchmark site');
@@ -56,7 +68,7 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
 
   const random = prng(20_000);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
-  const words = (n: number) => Array.from({ length: n }, () => pick(WORDS)).join(' ');
+  const words = (n: number) => Array.from({ length: n }, () => pick(vocabulary)).join(' ');
   const title = () => {
     const t = words(2 + Math.floor(random() * 4));
     return t[0]!.toUpperCase() + t.slice(1);
@@ -77,7 +89,7 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
   );
   // Each page's stored record, built as the service builds it once the id is known.
   const store = sqlite.prepare(
-    'update pages set record_json = @record_json, etag = @etag, title_sort_key = @title_sort_key, menutext_sort_key = @menutext_sort_key where page = @page',
+    'update pages set record_json = @record_json, etag = @etag, record_non_ascii = @record_non_ascii, title_sort_key = @title_sort_key, menutext_sort_key = @menutext_sort_key where page = @page',
   );
   const blank = Object.fromEntries(columns.map((c) => [c, PAGE_FIELDS[c].kind === 'text' || PAGE_FIELDS[c].kind === 'timestamp' ? '' : 0]));
   const ids: number[] = [];
@@ -131,7 +143,8 @@ export async function seedDatabase(file: string, pages: number): Promise<Seeded>
       row.search_text = pageSearchText(row as unknown as PageSearchFields);
       const page = Number(insert.run(row).lastInsertRowid);
       ids.push(page);
-      store.run({ ...storedPage({ ...row, page } as unknown as PageRow), ...pageSortKeys(row as unknown as PageRow), page });
+      const stored = storedPage({ ...row, page } as unknown as PageRow);
+      store.run({ ...stored, record_non_ascii: nonAscii(stored.record_json), ...pageSortKeys(row as unknown as PageRow), page });
     }
     if (ftsTrigger) {
       sqlite.exec(`insert into pages_fts(pages_fts) values ('rebuild')`);

@@ -4,7 +4,7 @@
  * the stored column, and the bench seeder.
  */
 import { sortKey } from '../shared/search-text.js';
-import { type StoredRecord, storedRecord } from '../shared/stored.js';
+import { storedRecord, type WrittenRecord } from '../shared/stored.js';
 import { BLOG_FIELDS, type BlogField } from './blog.fields.js';
 import type { ImageMetadata } from './blog.images.js';
 import type { BlogRow } from './blog.table.js';
@@ -60,7 +60,7 @@ export function blogRowOf(record: BlogRecord): BlogRow {
 }
 
 /** What a blog row stores beside its columns: its record's JSON text and strong ETag. */
-export function storedBlog(row: BlogRow): StoredRecord {
+export function storedBlog(row: BlogRow): WrittenRecord {
   return storedRecord(toBlogRecord(row));
 }
 

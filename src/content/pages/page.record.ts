@@ -4,7 +4,7 @@
  * the stored column, and the bench seeder.
  */
 import { sortKey } from '../shared/search-text.js';
-import { type StoredRecord, storedRecord } from '../shared/stored.js';
+import { storedRecord, type WrittenRecord } from '../shared/stored.js';
 import { PAGE_FIELDS, type PageField } from './page.fields.js';
 import type { PageRow } from './page.table.js';
 
@@ -36,7 +36,7 @@ export function pageRowOf(record: PageRecord): PageRow {
 }
 
 /** What a page row stores beside its columns: its record's JSON text and strong ETag. */
-export function storedPage(row: PageRow): StoredRecord {
+export function storedPage(row: PageRow): WrittenRecord {
   return storedRecord(toPageRecord(row));
 }
 

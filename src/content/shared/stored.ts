@@ -45,7 +45,13 @@ export interface StoredItem extends StoredRecord {
  * schema-compiled serializer, whose string escaping falls back to JSON.stringify for every HTML
  * field with a quote in it (bench/README.md).
  */
-export function storedRecord(record: object): { record_json: string; etag: string } {
+/** What a write stores for a record: its JSON text, always a string here, and its ETag. */
+export interface WrittenRecord {
+  record_json: string;
+  etag: string;
+}
+
+export function storedRecord(record: object): WrittenRecord {
   const record_json = JSON.stringify(record);
   return { record_json, etag: entityTag(record_json) };
 }

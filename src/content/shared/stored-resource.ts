@@ -146,4 +146,5 @@ export function storedText(db: DbHandle, table: StoredTable): AliasedRawBuilder<
     'record_json',
   );
 }
+
 export const selected = (db: DbHandle, names: readonly string[]) => names.map((name) => db.dynamic.ref(name)) as never[];

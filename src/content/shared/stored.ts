@@ -39,18 +39,18 @@ export interface StoredItem extends StoredRecord {
   record_bytes?: number;
 }
 
-/**
- * The stored form of a record built from its columns. Records are built field by field from the
- * catalogue, so nothing outside the schema can leak; V8's JSON.stringify is faster here than a
- * schema-compiled serializer, whose string escaping falls back to JSON.stringify for every HTML
- * field with a quote in it (bench/README.md).
- */
 /** What a write stores for a record: its JSON text, always a string here, and its ETag. */
 export interface WrittenRecord {
   record_json: string;
   etag: string;
 }
 
+/**
+ * The stored form of a record built from its columns. Records are built field by field from the
+ * catalogue, so nothing outside the schema can leak; V8's JSON.stringify is faster here than a
+ * schema-compiled serializer, whose string escaping falls back to JSON.stringify for every HTML
+ * field with a quote in it (bench/README.md).
+ */
 export function storedRecord(record: object): WrittenRecord {
   const record_json = JSON.stringify(record);
   return { record_json, etag: entityTag(record_json) };

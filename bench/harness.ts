@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import autocannon, { type Request as CannonRequest } from 'autocannon';
+import { wrkLoad } from './wrk.js';
 
 export const here = path.dirname(fileURLToPath(import.meta.url)); // dist/bench
 /** The source folder bench/, where results are written. */
@@ -157,10 +158,11 @@ export interface LoadOptions {
   requests?: CannonRequest[];
   /**
    * Where the client runs: in this process (the default), or in one of its own (load-client.ts),
-   * whose latencies then owe nothing to this process's event loop. `process` takes GETs of
-   * `makePath` only, drawn from 10,000 paths made beforehand.
+   * whose latencies then owe nothing to this process's event loop; or wrk (wrk.ts), which spends
+   * a fraction of autocannon's CPU per request. `process` and `wrk` take GETs of `makePath`
+   * only, drawn from 10,000 paths made beforehand.
    */
-  client?: 'inline' | 'process';
+  client?: 'inline' | 'process' | 'wrk';
 }
 
 /** autocannon from this process, with the server's peak RSS sampled meanwhile. */
@@ -168,9 +170,13 @@ export async function load(server: Server, options: LoadOptions): Promise<Loaded
   const { makePath } = options;
   const requests = makePath ? [{ method: 'GET', setupRequest: (r: CannonRequest) => ({ ...r, path: makePath() }) }] : options.requests;
   const stopMemory = watchMemory(server.child.pid!);
-  if (options.client === 'process') {
-    if (!makePath) throw new Error('a client process loads GETs of makePath only');
-    const figures = await inClientProcess(server, options, Array.from({ length: 10_000 }, makePath));
+  if (options.client === 'process' || options.client === 'wrk') {
+    if (!makePath) throw new Error(`a ${options.client} client loads GETs of makePath only`);
+    const paths = Array.from({ length: 10_000 }, makePath);
+    const figures =
+      options.client === 'wrk'
+        ? await wrkLoad(server.url, { connections: options.connections, seconds: options.seconds, headers: options.headers ?? {}, paths })
+        : await inClientProcess(server, options, paths);
     const peak = stopMemory();
     return { ...figures, maxRssMB: peak.rss, maxAnonMB: peak.anon };
   }

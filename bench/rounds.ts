@@ -16,7 +16,7 @@ export interface Contender {
   requests?: CannonRequest[];
   headers?: Record<string, string>;
   /** Where its client runs (harness.ts, LoadOptions.client). */
-  client?: 'inline' | 'process';
+  client?: 'inline' | 'process' | 'wrk';
 }
 
 export interface RoundsOptions {

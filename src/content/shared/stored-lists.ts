@@ -31,10 +31,16 @@ function filtered<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: 
     .where((eb) => eb.and(r.conditions(eb, dialect, siteId, filter)));
 }
 
-function inOrder<Q extends ReturnType<typeof filtered>>(r: AnyResource, order: SortOrder, query: Q): Q {
+/**
+ * The query in list order. `sorted`: by sorting the rows the filter found, not by walking the
+ * order's index (SQLite: a unary plus keeps the index out of the ORDER BY, and the column's
+ * collation in it).
+ */
+function inOrder<Q extends ReturnType<typeof filtered>>(r: AnyResource, order: SortOrder, query: Q, sorted = false): Q {
   let ordered = query;
   for (const c of order.columns) {
-    ordered = (c.desc ? ordered.orderBy(column(r, c.column), 'desc') : ordered.orderBy(column(r, c.column))) as Q;
+    const by = sorted ? sql`+${column(r, c.column)}` : column(r, c.column);
+    ordered = (c.desc ? ordered.orderBy(by, 'desc') : ordered.orderBy(by)) as Q;
   }
   return ordered;
 }
@@ -43,8 +49,15 @@ function inOrder<Q extends ReturnType<typeof filtered>>(r: AnyResource, order: S
  * The list's rows: id, stored text (storedText), its length in bytes and its tag, in list order.
  * Both databases know a text's length in bytes without reading it (octet_length).
  */
-function inListOrder<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>, order: SortOrder) {
-  return inOrder(r, order, filtered(db, r, siteId, filter))
+function inListOrder<F>(
+  db: DbHandle,
+  r: AnyResource<unknown, unknown, F>,
+  siteId: number,
+  filter: Partial<F>,
+  order: SortOrder,
+  sorted = false,
+) {
+  return inOrder(r, order, filtered(db, r, siteId, filter), sorted)
     .select(column(r, r.id).as('id'))
     .select(storedText(db, r.table))
     .select(selected(db, [`${r.table}.etag`]))
@@ -63,11 +76,23 @@ export async function listRows<F>(
   order: SortOrder = sortOrder(r),
 ): Promise<{ rows: StoredItem[]; total: number }> {
   const everyRecord = r.conditions(expressionBuilder<Database, StoredTable>(), dialectOf(db), siteId, filter).length === 0;
-  const [rows, total] = await Promise.all([
-    windowRows(db, r, siteId, filter, offset, limit, order).execute(),
-    listTotal(db, siteId, r.table, everyRecord ? undefined : filtered(db, r, siteId, filter)),
-  ]);
-  return { rows, total };
+  if (everyRecord || dialectOf(db) !== 'sqlite') {
+    const [rows, total] = await Promise.all([
+      windowRows(db, r, siteId, filter, offset, limit, order).execute(),
+      listTotal(db, siteId, r.table, everyRecord ? undefined : filtered(db, r, siteId, filter)),
+    ]);
+    return { rows, total };
+  }
+  // A filtered list on SQLite: the total first, which decides how the window is read. SQLite's
+  // planner cannot know how many rows a trigram query finds, and walks the order's index testing
+  // each row against the matches: cheap when matches are many (the window fills within a few
+  // entries per match), but a walk of the whole website when they are few or none. Sorting the matches costs their number instead; the walk costs the entries read until
+  // the window is full, about (offset + limit) × rows / matches. The cheaper is taken.
+  const total = await listTotal(db, siteId, r.table, filtered(db, r, siteId, filter));
+  if (offset >= total) return { rows: [], total };
+  const rowsOfSite = await listTotal(db, siteId, r.table, undefined);
+  const sorted = total * total < (offset + limit) * rowsOfSite;
+  return { rows: await inListOrder(db, r, siteId, filter, order, sorted).offset(offset).limit(limit).execute(), total };
 }
 
 /**

@@ -86,8 +86,9 @@ export async function listRows<F>(
   // A filtered list on SQLite: the total first, which decides how the window is read. SQLite's
   // planner cannot know how many rows a trigram query finds, and walks the order's index testing
   // each row against the matches: cheap when matches are many (the window fills within a few
-  // entries per match), but a walk of the whole website when they are few or none. Sorting the matches costs their number instead; the walk costs the entries read until
-  // the window is full, about (offset + limit) × rows / matches. The cheaper is taken.
+  // entries per match), but a walk of the whole website when they are few or none. Sorting the
+  // matches costs their number instead; the walk costs the entries read until the window is
+  // full, about (offset + limit) × rows / matches. The cheaper is taken.
   const total = await listTotal(db, siteId, r.table, filtered(db, r, siteId, filter));
   if (offset >= total) return { rows: [], total };
   const rowsOfSite = await listTotal(db, siteId, r.table, undefined);

@@ -32,17 +32,23 @@ function loop() {
   };
 }
 
-test('requests are answered in the order they were read, a slice of time per turn', () => {
-  const l = loop();
-  const answered: string[] = [];
-  // Each answer takes 0.6 ms: a 1 ms slice holds two of them.
+/** A queue on `l` with a 1 ms slice whose every answer records its request and takes `costMs`. */
+function answering<T>(l: ReturnType<typeof loop>, costMs: number) {
+  const answered: T[] = [];
   const arrive = inArrivalOrder(
-    (name: string) => {
-      answered.push(name);
-      l.spend(0.6);
+    (request: T) => {
+      answered.push(request);
+      l.spend(costMs);
     },
     { sliceMs: 1, now: l.now, defer: l.defer },
   );
+  return { arrive, answered };
+}
+
+test('requests are answered in the order they were read, a slice of time per turn', () => {
+  const l = loop();
+  // Each answer takes 0.6 ms: a 1 ms slice holds two of them.
+  const { arrive, answered } = answering<string>(l, 0.6);
   arrive('a');
   arrive('b');
   arrive('c');
@@ -62,14 +68,7 @@ test('requests are answered in the order they were read, a slice of time per tur
 
 test('a turn answers at least one request, however long each takes', () => {
   const l = loop();
-  const answered: number[] = [];
-  const arrive = inArrivalOrder(
-    (n: number) => {
-      answered.push(n);
-      l.spend(5);
-    },
-    { sliceMs: 1, now: l.now, defer: l.defer },
-  );
+  const { arrive, answered } = answering<number>(l, 5);
   for (let n = 0; n < 3; n++) arrive(n);
   for (let turn = 1; turn <= 3; turn++) {
     l.turn();
@@ -79,14 +78,7 @@ test('a turn answers at least one request, however long each takes', () => {
 
 test('cheap requests share a turn: all that were waiting are answered in it', () => {
   const l = loop();
-  const answered: number[] = [];
-  const arrive = inArrivalOrder(
-    (n: number) => {
-      answered.push(n);
-      l.spend(0.01);
-    },
-    { sliceMs: 1, now: l.now, defer: l.defer },
-  );
+  const { arrive, answered } = answering<number>(l, 0.01);
   for (let n = 0; n < 32; n++) arrive(n);
   l.turn();
   assert.equal(answered.length, 32);

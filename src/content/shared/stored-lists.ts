@@ -93,11 +93,12 @@ export async function listRows<F>(
   if (offset >= total) return { rows: [], total };
   const rowsOfSite = await listTotal(db, siteId, r.table, undefined);
   const sorted = total * total < (offset + limit) * rowsOfSite;
-  return { rows: await inListOrder(db, r, siteId, filter, order, sorted).offset(offset).limit(limit).execute(), total };
+  return { rows: await windowRows(db, r, siteId, filter, offset, limit, order, sorted).execute(), total };
 }
 
 /**
- * The rows of an offset window. SQLite walks the index of the list order past the skipped rows.
+ * The rows of an offset window. SQLite walks the index of the list order past the skipped rows,
+ * or sorts the rows the filter found (`sorted`, listRows).
  * PostgreSQL reads the window's keys first, by an index-only scan of that index, and then only
  * those rows by primary key: the plain form sorted or read the heap row of every skipped row
  * (docs/architecture.md). On SQLite the same shape is slower, so each database runs its own.
@@ -110,8 +111,9 @@ function windowRows<F>(
   offset: number,
   limit: number,
   order: SortOrder,
+  sorted = false,
 ) {
-  if (dialectOf(db) === 'sqlite') return inListOrder(db, r, siteId, filter, order).offset(offset).limit(limit);
+  if (dialectOf(db) === 'sqlite') return inListOrder(db, r, siteId, filter, order, sorted).offset(offset).limit(limit);
   const keys = inOrder(r, order, filtered(db, r, siteId, filter).select(selected(db, [`${r.table}.${r.id}`])))
     .offset(offset)
     .limit(limit);

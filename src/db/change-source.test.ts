@@ -70,25 +70,32 @@ test('PostgreSQL: every table of ACCESS_TABLES has the triggers generated for it
     }
   }
 
-  // What notifies: a revocation does, a last use does not.
+  // What notifies: a revocation does, a last use does not. The channel is the database's, so other
+  // schemas' writes (other test files running beside this one) are heard too; the writes below go
+  // through this connection, and only its own backend's notifications count.
   const notes: string[] = [];
+  const { rows: backend } = await admin.query<{ pid: number }>('select pg_backend_pid() as pid');
+  const pid = backend[0]?.pid;
   await admin.query(`LISTEN ${CHANGES_CHANNEL}`);
-  admin.on('notification', (n) => notes.push(n.payload ?? ''));
-  const site = await db.kysely
-    .insertInto('sites')
-    .values({ name: 'Triggers', created_at: '2026-01-01 00:00:00' })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  const row = { api_id: 'trigger-test', key_hash: 'x', site_id: site.id, label: 'l', created_at: '2026-01-01 00:00:00' };
-  await db.kysely.insertInto('api_credentials').values(row).execute();
-  await db.kysely.updateTable('api_credentials').set({ last_used_at: '2026-01-02 00:00:00' }).where('api_id', '=', row.api_id).execute();
-  await admin.query('select 1');
+  admin.on('notification', (n) => {
+    if (n.processId === pid) notes.push(n.payload ?? '');
+  });
+  const { rows: sites } = await admin.query<{ id: number }>(
+    `insert into sites (name, created_at) values ('Triggers', '2026-01-01 00:00:00') returning id`,
+  );
+  const siteId = sites[0]?.id;
+  await admin.query(
+    `insert into api_credentials (api_id, key_hash, site_id, label, created_at)
+     values ('trigger-test', 'x', $1, 'l', '2026-01-01 00:00:00')`,
+    [siteId],
+  );
+  await admin.query(`update api_credentials set last_used_at = '2026-01-02 00:00:00' where api_id = 'trigger-test'`);
   assert.deepEqual(notes, [], 'an insert and a last use send nothing');
-  await db.kysely.updateTable('api_credentials').set({ revoked_at: '2026-01-03 00:00:00' }).where('api_id', '=', row.api_id).execute();
-  await db.kysely.deleteFrom('sites').where('id', '=', site.id).execute();
-  // Each query's round trip gives the listening connection a turn to take its notifications. One a
-  // write above should not have sent would be among these (they arrive in commit order) and fail
-  // the comparison.
+  await admin.query(`update api_credentials set revoked_at = '2026-01-03 00:00:00' where api_id = 'trigger-test'`);
+  await admin.query('delete from sites where id = $1', [siteId]);
+  // A session hears its own notifications, each before the answer to the statement that sent it
+  // (each statement here commits on its own). One a write above should not have sent would be
+  // among these and fail the comparison.
   await until('three notifications', async () => {
     await admin.query('select 1');
     return notes.length >= 3;

@@ -36,7 +36,8 @@ export function prng(seed: number): () => number {
   };
 }
 
-const WORDS = `content website page service customer product design quality team support delivery local
+/** The words the seeded text is made of (ASCII): a title is 2 to 5 of them. */
+export const WORDS = `content website page service customer product design quality team support delivery local
   garden kitchen summer winter price offer booking contact opening hours family history menu event
   gallery news update project client order return policy shipping simple modern classic natural fresh
   handmade studio workshop course lesson booking friendly award experience welcome village city coast

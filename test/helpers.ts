@@ -56,6 +56,28 @@ export async function tempDir(t: TestContext): Promise<string> {
   return dir;
 }
 
+/**
+ * The test's database twice, as two nodes (or a node and a CLI process) open it: a PostgreSQL
+ * schema of its own (TEST_DATABASE_URL), or else a SQLite file, migrated.
+ */
+export async function secondHandle(t: TestContext): Promise<{ first: Db; second: Db }> {
+  if (TEST_DATABASE_URL) {
+    const first = await createTestDatabase(t);
+    const second = createDatabase(TEST_DATABASE_URL, { schema: first.schema!, poolSize: 2 });
+    t.after(() => second.close());
+    return { first, second };
+  }
+  const file = `sqlite:${path.join(await tempDir(t), 'cms.sqlite')}`;
+  const first = createDatabase(file);
+  await migrateToLatest(first);
+  const second = createDatabase(file);
+  t.after(async () => {
+    await second.close();
+    await first.close();
+  });
+  return { first, second };
+}
+
 export interface TestSite {
   siteId: number;
   apiId: string;

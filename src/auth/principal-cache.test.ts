@@ -1,18 +1,15 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { buildTestApp, createTestDatabase, TEST_DATABASE_URL, type TestApp } from '../../test/helpers.js';
+import { buildTestApp, createTestDatabase, secondHandle, TEST_DATABASE_URL, type TestApp } from '../../test/helpers.js';
 import { connect, startOAuthApp } from '../../test/oauth.helpers.js';
 import { revokeCredential } from '../accounts/account.repository.js';
 import { sha256 } from '../accounts/secrets.js';
 import { loadConfig } from '../config.js';
 import { ChangeSource } from '../db/change-source.js';
-import { createDatabase, type Db } from '../db/database.js';
-import { migrateToLatest } from '../db/migrate.js';
+import type { Db } from '../db/database.js';
 import { formatTimestamp } from '../db/time.js';
 import type { MaybePromise } from '../maybe-async.js';
 import { memoisePerTick, PrincipalCache } from './principal-cache.js';
@@ -91,27 +88,6 @@ async function untilKept(a: TestApp, headers: Record<string, string> = a.site.he
     assert.ok(attempt < ATTEMPTS, `no answer from the cache in ${ATTEMPTS} requests`);
     await sleep(20); // the interval of the poll, not a wait for the event
   }
-}
-
-/** A second handle on the test's database, as another node (or a CLI process) would open it. */
-async function secondHandle(t: TestContext): Promise<{ first: Db; second: Db }> {
-  if (postgres) {
-    const first = await createTestDatabase(t);
-    const second = createDatabase(TEST_DATABASE_URL!, { schema: first.schema!, poolSize: 2 });
-    t.after(() => second.close());
-    return { first, second };
-  }
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'principal-cache-'));
-  const file = `sqlite:${path.join(dir, 'cms.sqlite')}`;
-  const first = createDatabase(file);
-  await migrateToLatest(first);
-  const second = createDatabase(file);
-  t.after(async () => {
-    await second.close();
-    await first.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-  return { first, second };
 }
 
 test('an API key is read once and then kept; a revocation refuses the very next request', async (t) => {

@@ -76,6 +76,13 @@ export async function settled(migration: DialectMigration, db: Parameters<Migrat
   if (dialect === 'postgres') await sql`set constraints all immediate`.execute(db);
 }
 
+/**
+ * How many migrations the database has had, as an SQL expression (the migrator's own table, found
+ * through the search path as every table is): what a process keeps of the database's contents is
+ * out of date once it changes, since a migration may rewrite rows.
+ */
+export const MIGRATIONS_APPLIED = sql<number>`(select count(*) from kysely_migration)`;
+
 function migratorOf(db: Db): Migrator {
   return new Migrator({
     db: db.kysely,

@@ -8,6 +8,7 @@ import { dialectOf } from '../../db/database.js';
 import type { Database, DbHandle } from '../../db/schema.js';
 import { listTotal } from './content.queries.js';
 import type { Listed } from './envelope.js';
+import { keptListsOf, listsVersion } from './kept-lists.js';
 import { chosenFields, projected } from './projection.js';
 import type { ListWindow } from './schemas.js';
 import type { StoredItem } from './stored.js';
@@ -46,9 +47,19 @@ function inOrder<Q extends ReturnType<typeof filtered>>(r: AnyResource, order: S
 }
 
 /**
- * The list's rows: id, stored text (storedText), its length in bytes and its tag, in list order.
- * Both databases know a text's length in bytes without reading it (octet_length).
+ * The list's columns: id, stored text (storedText), its length in bytes and its tag. Both
+ * databases know a text's length in bytes without reading it (octet_length).
  */
+function listed<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, query: ReturnType<typeof filtered>) {
+  return query
+    .select(column(r, r.id).as('id'))
+    .select(storedText(db, r.table))
+    .select(selected(db, [`${r.table}.etag`]))
+    .select(sql<number>`octet_length(${column(r, 'record_json')})`.as('record_bytes'))
+    .$castTo<StoredItem>();
+}
+
+/** The list's rows (`listed`), in list order. */
 function inListOrder<F>(
   db: DbHandle,
   r: AnyResource<unknown, unknown, F>,
@@ -57,15 +68,13 @@ function inListOrder<F>(
   order: SortOrder,
   sorted = false,
 ) {
-  return inOrder(r, order, filtered(db, r, siteId, filter), sorted)
-    .select(column(r, r.id).as('id'))
-    .select(storedText(db, r.table))
-    .select(selected(db, [`${r.table}.etag`]))
-    .select(sql<number>`octet_length(${column(r, 'record_json')})`.as('record_bytes'))
-    .$castTo<StoredItem>();
+  return listed(db, r, inOrder(r, order, filtered(db, r, siteId, filter), sorted));
 }
 
-/** An offset window of the list and the list's total. */
+/**
+ * An offset window of the list and the list's total. A filtered list is kept (kept-lists.ts) and
+ * used again while its website has not changed: its window's rows are then read by key.
+ */
 export async function listRows<F>(
   db: DbHandle,
   r: AnyResource<unknown, unknown, F>,
@@ -76,19 +85,58 @@ export async function listRows<F>(
   order: SortOrder = sortOrder(r),
 ): Promise<{ rows: StoredItem[]; total: number }> {
   const everyRecord = r.conditions(expressionBuilder<Database, StoredTable>(), dialectOf(db), siteId, filter).length === 0;
-  if (everyRecord || dialectOf(db) !== 'sqlite') {
+  if (everyRecord) {
     const [rows, total] = await Promise.all([
       windowRows(db, r, siteId, filter, offset, limit, order).execute(),
-      listTotal(db, siteId, r.table, everyRecord ? undefined : filtered(db, r, siteId, filter)),
+      listTotal(db, siteId, r.table, undefined),
     ]);
     return { rows, total };
   }
-  // A filtered list on SQLite: the total first, which decides how the window is read. SQLite's
-  // planner cannot know how many rows a trigram query finds, and walks the order's index testing
-  // each row against the matches: cheap when matches are many (the window fills within a few
-  // entries per match), but a walk of the whole website when they are few or none. Sorting the
-  // matches costs their number instead; the walk costs the entries read until the window is
-  // full, about (offset + limit) × rows / matches. The cheaper is taken.
+  const kept = keptListsOf(db);
+  const key = JSON.stringify([r.table, siteId, order.columns, offset, limit, filter]);
+  const version = await listsVersion(db, siteId);
+  const list = kept.get(key, version);
+  if (list) {
+    const rows = await rowsByKey(db, r, siteId, list.ids);
+    // A record deleted since its number was read: the list is read again, whole.
+    if (rows.length === list.ids.length) return { rows, total: list.total };
+  }
+  const read = await filteredWindow(db, r, siteId, filter, offset, limit, order);
+  kept.set(key, version, { ids: read.rows.map((row) => row.id), total: read.total });
+  return read;
+}
+
+/** The rows of the given ids, in the order of the ids. */
+async function rowsByKey<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, ids: readonly number[]) {
+  if (ids.length === 0) return [];
+  const rows = await listed(db, r, filtered(db, r, siteId, {}).where(column(r, r.id), 'in', [...ids])).execute();
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/** A filtered list's window and total, as the database holds them now. */
+async function filteredWindow<F>(
+  db: DbHandle,
+  r: AnyResource<unknown, unknown, F>,
+  siteId: number,
+  filter: Partial<F>,
+  offset: number,
+  limit: number,
+  order: SortOrder,
+): Promise<{ rows: StoredItem[]; total: number }> {
+  if (dialectOf(db) !== 'sqlite') {
+    const [rows, total] = await Promise.all([
+      windowRows(db, r, siteId, filter, offset, limit, order).execute(),
+      listTotal(db, siteId, r.table, filtered(db, r, siteId, filter)),
+    ]);
+    return { rows, total };
+  }
+  // SQLite: the total first, which decides how the window is read. SQLite's planner cannot know
+  // how many rows a trigram query finds, and walks the order's index testing each row against the
+  // matches: cheap when matches are many (the window fills within a few entries per match), but a
+  // walk of the whole website when they are few or none. Sorting the matches costs their number
+  // instead; the walk costs the entries read until the window is full, about
+  // (offset + limit) × rows / matches. The cheaper is taken.
   const total = await listTotal(db, siteId, r.table, filtered(db, r, siteId, filter));
   if (offset >= total) return { rows: [], total };
   const rowsOfSite = await listTotal(db, siteId, r.table, undefined);

@@ -240,8 +240,11 @@ test('a contains filter of three characters or more reads the trigram index; a s
     const plan = async (title: string, matchType: MatchType = 'contains') => {
       const { handle, queries } = recording(app.db);
       const listed = await listRows(handle, resource as typeof PAGES, siteId, { title, matchType }, 0, 100);
-      const plans = await Promise.all(queries.map(async (q) => (await planWithSorts(q)).join('\n')));
-      return { listed, plans, queries };
+      // The queries that read the records (not the website's change number, read to see whether a
+      // kept list is current).
+      const reads = queries.filter((q) => !q.sql.includes('change_counters'));
+      const plans = await Promise.all(reads.map(async (q) => (await planWithSorts(q)).join('\n')));
+      return { listed, plans, queries: reads };
     };
     const long = await plan('garden');
     assert.ok(long.listed.total > 0);

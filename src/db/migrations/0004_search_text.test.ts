@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import type { Kysely } from 'kysely';
 import { type BlogTestApp, buildBlogApp } from '../../../test/blog-fixtures.js';
 import { json } from '../../../test/helpers.js';
+import { keptListsOf } from '../../content/shared/kept-lists.js';
 import type { DbHandle } from '../schema.js';
 import { rebuildSearchText, up } from './0004_search_text.js';
 
@@ -41,6 +42,9 @@ test('0004 rebuilds stale search text, and keywords find the records again', asy
   assert.deepEqual(await found(app, 'blog', 'brûlée'), []);
 
   await up(untyped(app.db.kysely), app.db.dialect);
+  // Run here by hand, not by the migrator, which counts what it runs: lists kept by the app before
+  // it are not seen to be out of date (kept-lists.ts).
+  keptListsOf(app.db.kysely).clear();
 
   assert.deepEqual(await found(app, 'page', 'café'), [page]);
   assert.deepEqual(await found(app, 'page', 'crème'), [page]);

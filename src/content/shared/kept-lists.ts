@@ -1,0 +1,81 @@
+/**
+ * Filtered lists as this process last read them, each with the version of its website it was read
+ * at: the website's change number and the migrations applied. Every write of a page or blog takes
+ * its website's next change number in the write's own transaction (change-log.ts), on whichever
+ * node makes it, and a migration may rewrite rows without one; so a list read at the version the
+ * database still holds is the list as it stands: it is used again, and read afresh once the
+ * version has moved. What a filter costs grows with its matches (the total counts every one); a
+ * list used again costs the read of the version and its window's rows by key. A change made beside
+ * the service (SQL by hand) is seen at the website's next change.
+ */
+import { sql } from 'kysely';
+import { MIGRATIONS_APPLIED } from '../../db/migrate.js';
+import type { DbHandle } from '../../db/schema.js';
+
+/** How many lists one process keeps; the one used least recently goes first. */
+const KEPT_LISTS = 500;
+
+/** A window of a list, as its records' ids in list order, and the list's total. */
+export interface KeptList {
+  readonly ids: readonly number[];
+  readonly total: number;
+}
+
+export class KeptLists {
+  readonly #lists = new Map<string, KeptList & { readonly version: string }>();
+
+  constructor(readonly capacity = KEPT_LISTS) {}
+
+  /** The list kept under `key` if it was read at `version` (listsVersion). */
+  get(key: string, version: string): KeptList | undefined {
+    const kept = this.#lists.get(key);
+    if (!kept) return undefined;
+    this.#lists.delete(key);
+    if (kept.version !== version) return undefined;
+    // Kept again at the back of the map's order: the front holds the lists used least recently.
+    this.#lists.set(key, kept);
+    return kept;
+  }
+
+  /**
+   * Keeps a list read at `version`. The version must have been read before the list: a write
+   * that commits in between then leaves the list newer than its version, which a later reader
+   * never takes for current, since it finds the change number that write took.
+   */
+  set(key: string, version: string, list: KeptList): void {
+    this.#lists.delete(key);
+    this.#lists.set(key, { ...list, version });
+    if (this.#lists.size > this.capacity) this.#lists.delete(this.#lists.keys().next().value!);
+  }
+
+  /** Forgets every list: for a change the version does not show (a migration run by hand). */
+  clear(): void {
+    this.#lists.clear();
+  }
+
+  get size(): number {
+    return this.#lists.size;
+  }
+}
+
+const byHandle = new WeakMap<DbHandle, KeptLists>();
+
+/**
+ * The lists kept for a database handle: the app's (a transaction's handle has its own, gone with
+ * it, so what a transaction reads of its own writes is never kept for others).
+ */
+export function keptListsOf(db: DbHandle): KeptLists {
+  let kept = byHandle.get(db);
+  if (!kept) {
+    kept = new KeptLists();
+    byHandle.set(db, kept);
+  }
+  return kept;
+}
+
+/** The version of a website that its kept lists are read at (above). */
+export async function listsVersion(db: DbHandle, siteId: number): Promise<string> {
+  const { rows } = await sql<{ seq: number | null; migrations: number | string }>`select
+      (select last_seq from change_counters where site_id = ${siteId}) as seq, ${MIGRATIONS_APPLIED} as migrations`.execute(db);
+  return `${rows[0]?.seq ?? 0}/${rows[0]?.migrations}`;
+}

@@ -16,14 +16,15 @@ import { type Seeded, seedDatabase, WORDS } from './seed.js';
 const PAGE_SIZE = 200;
 /**
  * The filtered list of the comparison with the peers: titles containing "garden" (one of the
- * seed's words, in about 4 % of titles), the first 100 with their total. Measured on both
- * databases and printed, without a target: the total counts every match, and the matches grow
- * with the website; what the trigram index takes away is the read of every row.
+ * seed's words, in about 4 % of titles), the first 100 with their total, asked again and again as
+ * a website's search or tag page is. The service keeps it while the website is unchanged
+ * (kept-lists.ts), so its cost must not grow with the website: the target is the cursor pages'.
  */
 export const FILTERED = '/api/page?pageSize=100&title=garden&matchType=contains';
 /**
  * A filter few pages match: "garden kitchen", two of the seed's words side by side, in about 1 of
- * 1,600 titles. Its cost is the trigram query's and the few matches', not a walk of the website.
+ * 1,600 titles: one record on the small website, a full window of 100 on the large one, which is
+ * what the two answers' costs differ by. Printed, without a target.
  */
 export const FILTERED_RARE = '/api/page?pageSize=100&title=garden%20kitchen&matchType=contains';
 /**
@@ -32,7 +33,7 @@ export const FILTERED_RARE = '/api/page?pageSize=100&title=garden%20kitchen&matc
  * lists it read while the website is unchanged (kept-lists.ts); of these 4,800 lists about one
  * request in ten finds one kept, the rest count their total and read their window.
  */
-const freshFilter = () =>
+export const freshFilter = () =>
   `/api/page?pageSize=100&title=${WORDS[Math.floor(Math.random() * WORDS.length)]}&matchType=contains&offset=${Math.floor(Math.random() * 100)}`;
 
 interface Db {
@@ -159,6 +160,12 @@ export async function growthCheck(o: GrowthOptions) {
           target: `list of 200, ${which} page by cursor: ${large.pages} pages ≤ 1.2× slower than ${small.pages} (req/s)`,
           value: `${slowdown.toFixed(2)}×${cursor ? '' : ' (offset mode: no cursor pages)'}${failed ? `, ${failed} failed` : ''}`,
           pass: cursor && slowdown <= 1.2 && failed === 0,
+        });
+      if (which === 'filtered')
+        targets.push({
+          target: `filtered list asked again: ${large.pages} pages ≤ 1.2× slower than ${small.pages} (req/s)`,
+          value: `${slowdown.toFixed(2)}×${failed ? `, ${failed} failed` : ''}`,
+          pass: slowdown <= 1.2 && failed === 0,
         });
       report[which] = {
         url: { small: urls.small[which], large: urls.large[which] },

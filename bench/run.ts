@@ -140,7 +140,7 @@ limitRun(
     GROWTH_PAGES / 500 +
     WEBHOOK_SECONDS +
     (only.has('workers') ? 4 * perComparison(rounds) + 120 : 0) +
-    (only.has('tail') ? perComparison(rounds) : 0) +
+    (only.has('tail') ? 3 * perComparison(rounds) : 0) +
     300,
 );
 

@@ -17,7 +17,7 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Request as CannonRequest } from 'autocannon';
-import { FILTERED } from './growth.js';
+import { FILTERED, freshFilter } from './growth.js';
 import { appEnv, forkTracked, here, type Loaded, type Server, startServer, stopProcess, stopServer } from './harness.js';
 import { interleave, medianRatio, printSummaries, type RoundsOptions, roundRatios, summarise } from './rounds.js';
 import type { Seeded } from './seed.js';
@@ -186,6 +186,8 @@ export async function tailSection(o: SectionOptions): Promise<{ targets: Target[
     for (const s of [
       { key: 'list200', title: 'GET /api/page?pageSize=200 (random offset)', makePath: list200(o.pages) },
       { key: 'filtered', title: `GET ${FILTERED}`, makePath: () => FILTERED },
+      // Kept lists answer the one above from what the server kept; these are counted and read afresh.
+      { key: 'fresh', title: 'GET /api/page?pageSize=100&title=(a seed word)&matchType=contains&offset=(0–99)', makePath: freshFilter },
     ]) {
       // The same load from three clients in turn: autocannon in this process and in one of its
       // own, and wrk. The target is read from wrk: autocannon's own event loop reads the 16

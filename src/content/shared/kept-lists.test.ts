@@ -6,14 +6,14 @@ import { KeptLists } from './kept-lists.js';
 
 test('a kept list is used at the version it was read at only; the one used least recently goes first', () => {
   const kept = new KeptLists(2);
-  kept.set('a', '5/1', { ids: [1, 2], total: 2 });
-  assert.deepEqual(kept.get('a', '5/1'), { ids: [1, 2], total: 2, version: '5/1' });
+  kept.set('a', '5/1', { ids: [1, 2], rest: { total: 2 } });
+  assert.deepEqual(kept.get('a', '5/1'), { ids: [1, 2], rest: { total: 2 }, version: '5/1' });
   assert.equal(kept.get('a', '6/1'), undefined, 'the website changed since');
   assert.equal(kept.get('a', '5/1'), undefined, 'and a list found out of date is dropped');
-  kept.set('a', '6/1', { ids: [1], total: 1 });
-  kept.set('b', '6/1', { ids: [2], total: 1 });
+  kept.set('a', '6/1', { ids: [1], rest: { total: 1 } });
+  kept.set('b', '6/1', { ids: [2], rest: { total: 1 } });
   assert.ok(kept.get('a', '6/1'), 'used: b is now the least recent');
-  kept.set('c', '6/1', { ids: [3], total: 1 });
+  kept.set('c', '6/1', { ids: [3], rest: { total: 1 } });
   assert.equal(kept.size, 2);
   assert.equal(kept.get('b', '6/1'), undefined);
   assert.ok(kept.get('a', '6/1'));
@@ -67,6 +67,20 @@ test('two nodes on one database: a filtered list is kept until any node writes t
   await listed(a, headers);
   await sql`delete from pages where page_usertitle = 'Herb garden'`.execute(first.kysely);
   assert.deepEqual(await listed(a, headers), { total: 1, titles: ['Garden shed'] });
+
+  // A cursor page is kept the same way, with its next cursor.
+  const firstPage = async () => {
+    const response = await a.app.inject({ url: '/api/page?title=garden&matchType=contains&pageSize=1&cursor=', headers });
+    assert.equal(response.statusCode, 200, response.body);
+    const body = json(response);
+    return { titles: body.data.map((p: { page_usertitle: string }) => p.page_usertitle), last: body.meta.nextCursor === null };
+  };
+  await create(b, headers, 'Garden path');
+  assert.deepEqual(await firstPage(), { titles: ['Garden shed'], last: false });
+  await sql`update pages set page_usertitle = 'Shed', page_menuname = 'Shed' where page_usertitle = 'Garden shed'`.execute(first.kysely);
+  assert.deepEqual(await firstPage(), { titles: ['Garden shed'], last: false }, 'kept: read afresh, it would start at the path');
+  await create(b, headers, 'Garden bench');
+  assert.deepEqual(await firstPage(), { titles: ['Garden path'], last: false });
 });
 
 test('two nodes on one database, in parallel: after the last write is answered, either node lists every match', async (t) => {

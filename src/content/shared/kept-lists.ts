@@ -15,10 +15,10 @@ import type { DbHandle } from '../../db/schema.js';
 /** How many lists one process keeps; the one used least recently goes first. */
 const KEPT_LISTS = 500;
 
-/** A window of a list, as its records' ids in list order, and the list's total. */
+/** A list's records, as their ids in list order, and what else it says (its total, its next cursor). */
 export interface KeptList {
   readonly ids: readonly number[];
-  readonly total: number;
+  readonly rest: unknown;
 }
 
 export class KeptLists {

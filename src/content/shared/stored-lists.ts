@@ -71,10 +71,12 @@ function inListOrder<F>(
   return listed(db, r, inOrder(r, order, filtered(db, r, siteId, filter), sorted));
 }
 
-/**
- * An offset window of the list and the list's total. A filtered list is kept (kept-lists.ts) and
- * used again while its website has not changed: its window's rows are then read by key.
- */
+/** Whether the filter lists every record of the website: no condition to test, nothing to keep. */
+function unfiltered<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>): boolean {
+  return r.conditions(expressionBuilder<Database, StoredTable>(), dialectOf(db), siteId, filter).length === 0;
+}
+
+/** An offset window of the list and the list's total; a filtered one kept (keptOrRead). */
 export async function listRows<F>(
   db: DbHandle,
   r: AnyResource<unknown, unknown, F>,
@@ -84,26 +86,43 @@ export async function listRows<F>(
   limit: number,
   order: SortOrder = sortOrder(r),
 ): Promise<{ rows: StoredItem[]; total: number }> {
-  const everyRecord = r.conditions(expressionBuilder<Database, StoredTable>(), dialectOf(db), siteId, filter).length === 0;
-  if (everyRecord) {
+  if (unfiltered(db, r, siteId, filter)) {
     const [rows, total] = await Promise.all([
       windowRows(db, r, siteId, filter, offset, limit, order).execute(),
       listTotal(db, siteId, r.table, undefined),
     ]);
     return { rows, total };
   }
+  return keptOrRead(db, r, siteId, ['window', order.columns, offset, limit, filter], () =>
+    filteredWindow(db, r, siteId, filter, offset, limit, order),
+  );
+}
+
+/**
+ * A filtered list as kept (kept-lists.ts) while its website has not changed, its rows read by
+ * key; or else as `read` reads it, then kept. `key` names the list within the resource and
+ * website; what the list says besides its rows (a total, the next cursor) is kept with its ids.
+ */
+async function keptOrRead<F, T extends { rows: StoredItem[] }>(
+  db: DbHandle,
+  r: AnyResource<unknown, unknown, F>,
+  siteId: number,
+  key: unknown[],
+  read: () => Promise<T>,
+): Promise<T> {
   const kept = keptListsOf(db);
-  const key = JSON.stringify([r.table, siteId, order.columns, offset, limit, filter]);
+  const name = JSON.stringify([r.table, siteId, ...key]);
   const version = await listsVersion(db, siteId);
-  const list = kept.get(key, version);
+  const list = kept.get(name, version);
   if (list) {
     const rows = await rowsByKey(db, r, siteId, list.ids);
-    // A record deleted since its number was read: the list is read again, whole.
-    if (rows.length === list.ids.length) return { rows, total: list.total };
+    // A record deleted beside the service since: the list is read again, whole.
+    if (rows.length === list.ids.length) return { ...(list.rest as Omit<T, 'rows'>), rows } as T;
   }
-  const read = await filteredWindow(db, r, siteId, filter, offset, limit, order);
-  kept.set(key, version, { ids: read.rows.map((row) => row.id), total: read.total });
-  return read;
+  const fresh = await read();
+  const { rows, ...rest } = fresh;
+  kept.set(name, version, { ids: rows.map((row) => row.id), rest });
+  return fresh;
 }
 
 /** The rows of the given ids, in the order of the ids. */
@@ -194,7 +213,8 @@ function rangesAfter(r: AnyResource, order: SortOrder, after: ListKey): Expressi
  * Keyset paging: up to `limit` records after `after` (from the start when null), and the key of
  * the last one when more follow (null on the last page). Each query is a range of the index of
  * the list order: no count, no sort, no earlier row read. The ranges are read one after another
- * until the page is full.
+ * until the page is full. A filtered page is kept (keptOrRead): a filter that matches a share of
+ * the website is tested against all its matches, whose number grows with the website.
  */
 export async function listRowsAfter<F>(
   db: DbHandle,
@@ -205,22 +225,27 @@ export async function listRowsAfter<F>(
   limit: number,
   order: SortOrder = sortOrder(r),
 ): Promise<{ rows: StoredItem[]; next: ListKey | null }> {
-  const rows: Array<StoredItem & Record<string, number | string>> = [];
-  // The key is selected by name, whatever else the list selects: the next cursor is made of it.
-  // The id is selected as `id` already.
-  const keyColumns = order.columns.filter((c) => c.column !== r.id).map((c) => `${r.table}.${c.column}`);
-  // One more than asked says whether a next page exists.
-  for (const range of after ? rangesAfter(r, order, after) : [[]]) {
-    if (rows.length > limit) break;
-    let query = inListOrder(db, r, siteId, filter, order);
-    if (keyColumns.length > 0) query = query.select(selected(db, keyColumns));
-    for (const condition of range) query = query.where(condition);
-    rows.push(...((await query.limit(limit + 1 - rows.length).execute()) as typeof rows));
-  }
-  if (rows.length <= limit) return { rows, next: null };
-  rows.length = limit;
-  const last = rows[limit - 1]!;
-  return { rows, next: order.columns.map((c) => (c.column === r.id ? last.id : last[c.column]!)) };
+  // The page as the database holds it now.
+  const read = async (): Promise<{ rows: StoredItem[]; next: ListKey | null }> => {
+    const rows: Array<StoredItem & Record<string, number | string>> = [];
+    // The key is selected by name, whatever else the list selects: the next cursor is made of it.
+    // The id is selected as `id` already.
+    const keyColumns = order.columns.filter((c) => c.column !== r.id).map((c) => `${r.table}.${c.column}`);
+    // One more than asked says whether a next page exists.
+    for (const range of after ? rangesAfter(r, order, after) : [[]]) {
+      if (rows.length > limit) break;
+      let query = inListOrder(db, r, siteId, filter, order);
+      if (keyColumns.length > 0) query = query.select(selected(db, keyColumns));
+      for (const condition of range) query = query.where(condition);
+      rows.push(...((await query.limit(limit + 1 - rows.length).execute()) as typeof rows));
+    }
+    if (rows.length <= limit) return { rows, next: null };
+    rows.length = limit;
+    const last = rows[limit - 1]!;
+    return { rows, next: order.columns.map((c) => (c.column === r.id ? last.id : last[c.column]!)) };
+  };
+  if (unfiltered(db, r, siteId, filter)) return read();
+  return keptOrRead(db, r, siteId, ['after', order.columns, after, limit, filter], read);
 }
 
 /** How a list is shown, as its query string asks: the order, its direction, and the fields. */

@@ -86,16 +86,32 @@ export async function listRows<F>(
   limit: number,
   order: SortOrder = sortOrder(r),
 ): Promise<{ rows: StoredItem[]; total: number }> {
-  if (unfiltered(db, r, siteId, filter)) {
+  const everyRecord = unfiltered(db, r, siteId, filter);
+  // The window and its total side by side: the total of every record is a row of content_totals.
+  const both = async () => {
     const [rows, total] = await Promise.all([
       windowRows(db, r, siteId, filter, offset, limit, order).execute(),
-      listTotal(db, siteId, r.table, undefined),
+      listTotal(db, siteId, r.table, everyRecord ? undefined : filtered(db, r, siteId, filter)),
     ]);
     return { rows, total };
-  }
-  return keptOrRead(db, r, siteId, ['window', order.columns, offset, limit, filter], () =>
-    filteredWindow(db, r, siteId, filter, offset, limit, order),
-  );
+  };
+  if (everyRecord) return both();
+  // A filtered list as the database holds it now.
+  const read = async (): Promise<{ rows: StoredItem[]; total: number }> => {
+    if (dialectOf(db) !== 'sqlite') return both();
+    // SQLite: the total first, which decides how the window is read. SQLite's planner cannot know
+    // how many rows a trigram query finds, and walks the order's index testing each row against
+    // the matches: cheap when matches are many (the window fills within a few entries per match),
+    // but a walk of the whole website when they are few or none. Sorting the matches costs their
+    // number instead; the walk costs the entries read until the window is full, about
+    // (offset + limit) × rows / matches. The cheaper is taken.
+    const total = await listTotal(db, siteId, r.table, filtered(db, r, siteId, filter));
+    if (offset >= total) return { rows: [], total };
+    const rowsOfSite = await listTotal(db, siteId, r.table, undefined);
+    const sorted = total * total < (offset + limit) * rowsOfSite;
+    return { rows: await windowRows(db, r, siteId, filter, offset, limit, order, sorted).execute(), total };
+  };
+  return keptOrRead(db, r, siteId, ['window', order.columns, offset, limit, filter], read);
 }
 
 /**
@@ -131,36 +147,6 @@ async function rowsByKey<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, s
   const rows = await listed(db, r, filtered(db, r, siteId, {}).where(column(r, r.id), 'in', [...ids])).execute();
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.flatMap((id) => byId.get(id) ?? []);
-}
-
-/** A filtered list's window and total, as the database holds them now. */
-async function filteredWindow<F>(
-  db: DbHandle,
-  r: AnyResource<unknown, unknown, F>,
-  siteId: number,
-  filter: Partial<F>,
-  offset: number,
-  limit: number,
-  order: SortOrder,
-): Promise<{ rows: StoredItem[]; total: number }> {
-  if (dialectOf(db) !== 'sqlite') {
-    const [rows, total] = await Promise.all([
-      windowRows(db, r, siteId, filter, offset, limit, order).execute(),
-      listTotal(db, siteId, r.table, filtered(db, r, siteId, filter)),
-    ]);
-    return { rows, total };
-  }
-  // SQLite: the total first, which decides how the window is read. SQLite's planner cannot know
-  // how many rows a trigram query finds, and walks the order's index testing each row against the
-  // matches: cheap when matches are many (the window fills within a few entries per match), but a
-  // walk of the whole website when they are few or none. Sorting the matches costs their number
-  // instead; the walk costs the entries read until the window is full, about
-  // (offset + limit) × rows / matches. The cheaper is taken.
-  const total = await listTotal(db, siteId, r.table, filtered(db, r, siteId, filter));
-  if (offset >= total) return { rows: [], total };
-  const rowsOfSite = await listTotal(db, siteId, r.table, undefined);
-  const sorted = total * total < (offset + limit) * rowsOfSite;
-  return { rows: await windowRows(db, r, siteId, filter, offset, limit, order, sorted).execute(), total };
 }
 
 /**

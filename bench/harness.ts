@@ -43,6 +43,8 @@ export interface Measured {
    * most `connections` requests still in flight when the load stopped.
    */
   cpuUsPerRequest?: number;
+  /** The load generator's own CPU time per request, in µs, where it is measured (wrk.ts). */
+  clientCpuUsPerRequest?: number;
 }
 export type Loaded = Omit<Measured, 'idleRssMB'>;
 

@@ -46,6 +46,8 @@ export interface Summary {
    * wait for a core (bench/README.md, 2026-11-25).
    */
   cpuUsPerRequest: number;
+  /** Median over the rounds of the load generator's CPU time per request (µs), where it is measured (wrk); else NaN. */
+  clientCpuUsPerRequest: number;
 }
 
 export const median = (values: number[]): number => {
@@ -130,6 +132,7 @@ export function summarise(runs: Loaded[]): Summary {
     failed: runs.reduce((sum, r) => sum + r.non2xx + r.errors, 0),
     rounds: runs.map((r) => Math.round(r.reqPerSec)),
     cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest ?? Number.NaN).filter(Number.isFinite)),
+    clientCpuUsPerRequest: median(runs.map((r) => r.clientCpuUsPerRequest ?? Number.NaN).filter(Number.isFinite)),
   };
 }
 

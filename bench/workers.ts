@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { Request as CannonRequest } from 'autocannon';
 import { FILTERED, freshFilter } from './growth.js';
 import { appEnv, forkTracked, here, type Loaded, type Server, startServer, stopProcess, stopServer } from './harness.js';
-import { interleave, medianRatio, printSummaries, type RoundsOptions, roundRatios, summarise } from './rounds.js';
+import { interleave, medianRatio, printSummaries, type RoundsOptions, roundRatios, type Summary, summarise } from './rounds.js';
 import type { Seeded } from './seed.js';
 import { pageWrites, posting } from './writes.js';
 
@@ -162,7 +162,13 @@ export async function workersSection(o: SectionOptions): Promise<{ targets: Targ
       [`${workers} workers`, manySummary],
     ]);
     console.log(`  ${workers}/1 ${ratio.toFixed(2)}× (rounds: ${ratios.join(' ')})`);
-    report[s.key] = { one: oneSummary, many: manySummary, ratio, ratios };
+    const share = clientShare(workers, oneSummary, manySummary);
+    if (share) {
+      console.log(
+        `  wrk ${share.clientUs.toFixed(0)} µs/req: the cores were ${share.busy.toFixed(2)} of ${workers} busy; with the client beside them at most ${share.bound.toFixed(2)}×, without it ${share.alone.toFixed(2)}×`,
+      );
+    }
+    report[s.key] = { one: oneSummary, many: manySummary, ratio, ratios, ...(share ? { clientShare: share } : {}) };
     const failed = oneSummary.failed + manySummary.failed;
     targets.push({
       section: 'workers',
@@ -170,9 +176,38 @@ export async function workersSection(o: SectionOptions): Promise<{ targets: Targ
       value: `${ratio.toFixed(2)}×`,
       pass: s.read ? ratio >= 1.7 : true,
     });
+    if (share && s.read) {
+      targets.push({
+        section: 'workers',
+        target: `${s.key}: the most ${workers} cores shared with the client allow, N·s1/(s1 + c) (reported)`,
+        value: `${share.bound.toFixed(2)}×`,
+        pass: true,
+      });
+    }
     targets.push({ section: 'workers', target: `${s.key}: every answer 2xx`, value: String(failed), pass: failed === 0 });
   }
   return { targets, report };
+}
+
+/**
+ * What the machine lets the workers show when the load generator shares its cores, from CPU per
+ * request: the server's at one worker (s1) and at N (sN), and the client's (c). N workers and the
+ * client fill N cores at N / (sN + c) requests a second; one worker fills one core at 1 / s1. So:
+ * - `busy`: the cores the servers and the client kept busy at N workers (N when the machine was full);
+ * - `bound`: N·s1 / (s1 + c), the most N workers can show beside the client even at one worker's
+ *   cost per request;
+ * - `alone`: N·s1 / sN, what they would show with the client on a machine of its own.
+ * Undefined where the client's CPU was not measured (autocannon).
+ */
+export function clientShare(workers: number, one: Summary, many: Summary) {
+  const [s1, sN, c] = [one.cpuUsPerRequest, many.cpuUsPerRequest, many.clientCpuUsPerRequest];
+  if (![s1, sN, c].every((v) => Number.isFinite(v) && v > 0)) return undefined;
+  return {
+    clientUs: c,
+    busy: (many.reqPerSec * (sN + c)) / 1e6,
+    bound: (workers * s1) / (s1 + c),
+    alone: (workers * s1) / sN,
+  };
 }
 
 /** The connections of the tail check: the figure the fairness target is stated at. */

@@ -5,7 +5,9 @@
  * does. wrk spends a fraction of that, so more of the machine is left to the workers.
  *
  * The GET paths are drawn at random, per request, from the list it is given (a file its Lua
- * script reads); its figures come back as one JSON line the script's `done` prints.
+ * script reads); its figures come back as one JSON line the script's `done` prints. wrk's own CPU
+ * per request is measured too (the shell that runs it prints its child's times): on a machine
+ * whose cores the client shares with the server, it bounds what the server can be shown to do.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,21 +21,23 @@ export interface WrkLoad {
   paths: string[];
 }
 
-// Each wrk thread runs the script in a Lua state of its own: every thread reads the paths and
-// seeds its own generator (setup numbers the threads), so no two threads draw the same sequence.
+// Each wrk thread runs the script in a Lua state of its own: every thread formats each path's
+// request once, at its start (the headers given with -H are set by then), so a request costs a
+// table look-up rather than a string built anew; and each seeds its own generator (setup numbers
+// the threads), so no two threads draw the same sequence.
 const SCRIPT = `
-local paths = {}
-for line in io.lines(os.getenv("WRK_PATHS")) do paths[#paths + 1] = line end
+local requests = {}
 local counter = 0
 function setup(thread)
   counter = counter + 1
   thread:set("seed", counter)
 end
 function init(args)
+  for line in io.lines(os.getenv("WRK_PATHS")) do requests[#requests + 1] = wrk.format(nil, line) end
   math.randomseed(os.time() * 1000 + (seed or 0))
 end
 function request()
-  return wrk.format(nil, paths[math.random(#paths)])
+  return requests[math.random(#requests)]
 end
 function done(summary, latency, requests)
   local e = summary.errors
@@ -80,6 +84,17 @@ export interface WrkFigures {
   requests: number;
   non2xx: number;
   errors: number;
+  /** wrk's own CPU time (user + system) per request, in µs. */
+  clientCpuUsPerRequest: number;
+}
+
+/** The children's user and system times, as the last line of POSIX `times` prints them (`0m0.49s 0m1.41s`), in seconds. */
+export function childTimes(printed: string): number | undefined {
+  const last = printed.trim().split('\n').at(-1) ?? '';
+  const match = /^(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s$/.exec(last.trim());
+  if (!match) return undefined;
+  const [, um, us, sm, ss] = match.map(Number) as [number, number, number, number, number];
+  return um * 60 + us + sm * 60 + ss;
 }
 
 /** One run of wrk against `url`, and its figures. */
@@ -94,8 +109,9 @@ export async function wrkLoad(url: string, o: WrkLoad): Promise<WrkFigures> {
     const args = ['-t', '1', '-c', String(o.connections), '-d', `${o.seconds}s`, '--timeout', '30s', '-s', path.join(dir, 'load.lua')];
     for (const [name, value] of Object.entries(o.headers)) args.push('-H', `${name}: ${value}`);
     args.push(url);
+    // sh runs wrk, then prints what its child cost (times); it exits with wrk's status.
     const output = await new Promise<string>((resolve, reject) => {
-      const child = spawn(wrk, args, {
+      const child = spawn('sh', ['-c', '"$0" "$@"; status=$?; times; exit $status', wrk, ...args], {
         env: { ...process.env, WRK_PATHS: path.join(dir, 'paths.txt') },
         stdio: ['ignore', 'pipe', 'inherit'],
       });
@@ -110,6 +126,7 @@ export async function wrkLoad(url: string, o: WrkLoad): Promise<WrkFigures> {
     const line = output.split('\n').find((l) => l.startsWith('{"requests"'));
     if (!line) throw new Error(`wrk printed no figures: ${output}`);
     const f = JSON.parse(line) as { requests: number; durationUs: number; p50Us: number; p99Us: number; non2xx: number; errors: number };
+    const clientSeconds = childTimes(output);
     return {
       reqPerSec: f.requests / (f.durationUs / 1e6),
       p50Ms: f.p50Us / 1000,
@@ -117,6 +134,7 @@ export async function wrkLoad(url: string, o: WrkLoad): Promise<WrkFigures> {
       requests: f.requests,
       non2xx: f.non2xx,
       errors: f.errors,
+      clientCpuUsPerRequest: clientSeconds !== undefined && f.requests > 0 ? (clientSeconds * 1e6) / f.requests : Number.NaN,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -52,8 +52,10 @@ export async function listTotal<T extends 'pages' | 'blogs'>(
     const kept = await preparedLookup(db, totalsQuery, { siteId });
     return kept ? Number(kept[table]) : 0;
   }
-  const counted = await (matching as SelectQueryBuilder<Database, 'pages' | 'blogs', object>)
-    .select((eb) => eb.fn.countAll<number>().as('total'))
-    .executeTakeFirstOrThrow();
-  return Number(counted.total);
+  return Number((await counting(matching).executeTakeFirstOrThrow()).total);
+}
+
+/** The query that counts a list's filtered query (listTotal). */
+export function counting<T extends 'pages' | 'blogs'>(matching: SelectQueryBuilder<Database, T, object>) {
+  return (matching as SelectQueryBuilder<Database, 'pages' | 'blogs', object>).select((eb) => eb.fn.countAll<number>().as('total'));
 }

@@ -83,6 +83,31 @@ test('two nodes on one database: a filtered list is kept until any node writes t
   assert.deepEqual(await firstPage(), { titles: ['Garden path'], last: false });
 });
 
+test("the next window of a filter reuses the filter's total until any node writes to its website", async (t) => {
+  const { first, second } = await secondHandle(t);
+  const a = await buildTestApp(t, { db: first });
+  const b = await buildTestApp(t, { db: second });
+  const headers = a.site.headers;
+  await create(b, headers, 'Rose garden');
+  await create(b, headers, 'Herb garden');
+  const kitchen = await create(b, headers, 'Kitchen');
+  const window = (offset: number, order = '') =>
+    listed(a, headers, `${GARDEN.replace('pageSize=100', 'pageSize=1')}&offset=${offset}${order}`);
+  assert.deepEqual(await window(0), { total: 2, titles: ['Rose garden'] });
+
+  // A third match made beside the service: windows never read before are read afresh, but their
+  // total is the one kept (counted again, it would be 3).
+  await sql`update pages set page_usertitle = 'Kitchen garden', page_menuname = 'Kitchen garden' where page = ${kitchen}`.execute(
+    first.kysely,
+  );
+  assert.deepEqual(await window(1), { total: 2, titles: ['Herb garden'] });
+  assert.deepEqual(await window(0, '&orderBy=title'), { total: 2, titles: ['Herb garden'] });
+
+  // A write through the other node: counted again.
+  await create(b, headers, 'Garden shed');
+  assert.equal((await window(2)).total, 4);
+});
+
 test('two nodes on one database, in parallel: after the last write is answered, either node lists every match', async (t) => {
   const { first, second } = await secondHandle(t);
   const a = await buildTestApp(t, { db: first });

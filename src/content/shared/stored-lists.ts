@@ -6,7 +6,7 @@
 import { type Expression, expressionBuilder, type SqlBool, sql } from 'kysely';
 import { dialectOf } from '../../db/database.js';
 import type { Database, DbHandle } from '../../db/schema.js';
-import { listTotal } from './content.queries.js';
+import { counting, listTotal } from './content.queries.js';
 import type { Listed } from './envelope.js';
 import { keptListsOf, listsVersion } from './kept-lists.js';
 import { chosenFields, projected } from './projection.js';
@@ -76,7 +76,11 @@ function unfiltered<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId
   return r.conditions(expressionBuilder<Database, StoredTable>(), dialectOf(db), siteId, filter).length === 0;
 }
 
-/** An offset window of the list and the list's total; a filtered one kept (keptOrRead). */
+/**
+ * An offset window of the list and the list's total; a filtered one kept (keptOrRead), and its
+ * total kept apart from its windows (keptTotal): the next window of a filter, as a client paging
+ * with offsets asks for it, is read without counting its matches again.
+ */
 export async function listRows<F>(
   db: DbHandle,
   r: AnyResource<unknown, unknown, F>,
@@ -86,26 +90,23 @@ export async function listRows<F>(
   limit: number,
   order: SortOrder = sortOrder(r),
 ): Promise<{ rows: StoredItem[]; total: number }> {
-  const everyRecord = unfiltered(db, r, siteId, filter);
   // The window and its total side by side: the total of every record is a row of content_totals.
-  const both = async () => {
-    const [rows, total] = await Promise.all([
-      windowRows(db, r, siteId, filter, offset, limit, order).execute(),
-      listTotal(db, siteId, r.table, everyRecord ? undefined : filtered(db, r, siteId, filter)),
-    ]);
-    return { rows, total };
+  const both = async (total: () => Promise<number>) => {
+    const [rows, counted] = await Promise.all([windowRows(db, r, siteId, filter, offset, limit, order).execute(), total()]);
+    return { rows, total: counted };
   };
-  if (everyRecord) return both();
+  if (unfiltered(db, r, siteId, filter)) return both(() => listTotal(db, siteId, r.table, undefined));
   // A filtered list as the database holds it now.
-  const read = async (): Promise<{ rows: StoredItem[]; total: number }> => {
-    if (dialectOf(db) !== 'sqlite') return both();
+  const read = async (version: string, stale: boolean): Promise<{ rows: StoredItem[]; total: number }> => {
+    const count = () => keptTotal(db, r, siteId, filter, version, stale);
+    if (dialectOf(db) !== 'sqlite') return both(count);
     // SQLite: the total first, which decides how the window is read. SQLite's planner cannot know
     // how many rows a trigram query finds, and walks the order's index testing each row against
     // the matches: cheap when matches are many (the window fills within a few entries per match),
     // but a walk of the whole website when they are few or none. Sorting the matches costs their
     // number instead; the walk costs the entries read until the window is full, about
     // (offset + limit) × rows / matches. The cheaper is taken.
-    const total = await listTotal(db, siteId, r.table, filtered(db, r, siteId, filter));
+    const total = await count();
     if (offset >= total) return { rows: [], total };
     const rowsOfSite = await listTotal(db, siteId, r.table, undefined);
     const sorted = total * total < (offset + limit) * rowsOfSite;
@@ -115,16 +116,43 @@ export async function listRows<F>(
 }
 
 /**
+ * The number of records a filter finds, kept as its lists are (kept-lists.ts, at the `version`
+ * read before it): the same for every window and order of the filter. Counted again when `stale`:
+ * a kept list of the version has lost a record, so the database was changed beside the service.
+ */
+async function keptTotal<F>(
+  db: DbHandle,
+  r: AnyResource<unknown, unknown, F>,
+  siteId: number,
+  filter: Partial<F>,
+  version: string,
+  stale: boolean,
+) {
+  const kept = keptListsOf(db);
+  // Named by the query that counts: the filter as given also holds the window and the view.
+  const count = counting(filtered(db, r, siteId, filter));
+  const { sql: text, parameters } = count.compile();
+  const name = JSON.stringify([r.table, siteId, 'total', text, parameters]);
+  const known = stale ? undefined : kept.get(name, version);
+  if (known) return known.rest as number;
+  const total = Number((await count.executeTakeFirstOrThrow()).total);
+  kept.set(name, version, { ids: [], rest: total });
+  return total;
+}
+
+/**
  * A filtered list as kept (kept-lists.ts) while its website has not changed, its rows read by
  * key; or else as `read` reads it, then kept. `key` names the list within the resource and
  * website; what the list says besides its rows (a total, the next cursor) is kept with its ids.
+ * `read` is given the version the list is kept at, read before it, and whether a list kept at
+ * that version was found out of date.
  */
 async function keptOrRead<F, T extends { rows: StoredItem[] }>(
   db: DbHandle,
   r: AnyResource<unknown, unknown, F>,
   siteId: number,
   key: unknown[],
-  read: () => Promise<T>,
+  read: (version: string, stale: boolean) => Promise<T>,
 ): Promise<T> {
   const kept = keptListsOf(db);
   const name = JSON.stringify([r.table, siteId, ...key]);
@@ -135,7 +163,7 @@ async function keptOrRead<F, T extends { rows: StoredItem[] }>(
     // A record deleted beside the service since: the list is read again, whole.
     if (rows.length === list.ids.length) return { ...(list.rest as Omit<T, 'rows'>), rows } as T;
   }
-  const fresh = await read();
+  const fresh = await read(version, list !== undefined);
   const { rows, ...rest } = fresh;
   kept.set(name, version, { ids: rows.map((row) => row.id), rest });
   return fresh;

@@ -221,7 +221,7 @@ export async function tailSection(o: SectionOptions): Promise<{ targets: Target[
     for (const s of [
       { key: 'list200', title: 'GET /api/page?pageSize=200 (random offset)', makePath: list200(o.pages) },
       { key: 'filtered', title: `GET ${FILTERED}`, makePath: () => FILTERED },
-      // Kept lists answer the one above from what the server kept; these are counted and read afresh.
+      // Kept lists answer the one above from what the server kept; these windows are read afresh.
       { key: 'fresh', title: 'GET /api/page?pageSize=100&title=(a seed word)&matchType=contains&offset=(0–99)', makePath: freshFilter },
     ]) {
       // The same load from three clients in turn: autocannon in this process and in one of its

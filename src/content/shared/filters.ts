@@ -116,6 +116,17 @@ function trigramCandidates(columns: readonly FilterColumn[], pieces: readonly st
 }
 
 /**
+ * Whether a filter's compiled SQL (SQLite) takes its candidates from an FTS5 table: a trigram
+ * (trigramCandidates) or full-text (fullTextMatches) `in (select rowid …)` list. Every such list
+ * is one of the filter's conditions joined by AND, so the rows found are among its rowids, and
+ * reading them by key costs their number, where SQLite's planner, knowing no list's size, may
+ * rather walk an index of the whole website testing each entry against the list.
+ */
+export function drivenByIndex(compiledSql: string): boolean {
+  return /\bin \(select rowid from "\w+_(trgm|fts)" where "\w+_(trgm|fts)" match /.test(compiledSql);
+}
+
+/**
  * With the trigram index's candidates first where it can serve the pattern: on SQLite the FTS5
  * query, on PostgreSQL nothing, since its planner finds the GIN index of the folded column itself
  * (and reads every row when the pattern has no three characters in a row, or pg_trgm is missing).

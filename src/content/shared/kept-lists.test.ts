@@ -22,6 +22,20 @@ test('a kept list is used at the version it was read at only; the one used least
   assert.equal(kept.get('c', '6/1'), undefined);
 });
 
+test('kept lists hold a bounded number of ids together: the ones used least recently go first', () => {
+  const kept = new KeptLists(500, 10);
+  kept.set('a', '1/1', { ids: [1, 2, 3, 4], rest: 'all' });
+  kept.set('b', '1/1', { ids: [5, 6, 7, 8], rest: 'all' });
+  assert.ok(kept.get('a', '1/1'), 'used: b is now the least recent');
+  kept.set('c', '1/1', { ids: [9, 10, 11], rest: 'all' });
+  assert.equal(kept.ids, 7);
+  assert.equal(kept.get('b', '1/1'), undefined);
+  assert.equal(kept.get('a', '2/1'), undefined, 'out of date: dropped, and its ids with it');
+  assert.equal(kept.ids, 3);
+  kept.set('c', '1/1', { ids: Array.from({ length: 11 }, (_, i) => i), rest: 'all' });
+  assert.deepEqual([kept.size, kept.ids], [0, 0], 'more than all may hold is not kept');
+});
+
 const GARDEN = '/api/page?title=garden&matchType=contains&pageSize=100';
 
 async function listed(node: TestApp, headers: Record<string, string>, url = GARDEN) {
@@ -83,7 +97,7 @@ test('two nodes on one database: a filtered list is kept until any node writes t
   assert.deepEqual(await firstPage(), { titles: ['Garden path'], last: false });
 });
 
-test("the next window of a filter reuses the filter's total until any node writes to its website", async (t) => {
+test('the next window of a filter is a slice of its matches, kept until any node writes to its website', async (t) => {
   const { first, second } = await secondHandle(t);
   const a = await buildTestApp(t, { db: first });
   const b = await buildTestApp(t, { db: second });
@@ -95,13 +109,14 @@ test("the next window of a filter reuses the filter's total until any node write
     listed(a, headers, `${GARDEN.replace('pageSize=100', 'pageSize=1')}&offset=${offset}${order}`);
   assert.deepEqual(await window(0), { total: 2, titles: ['Rose garden'] });
 
-  // A third match made beside the service: windows never read before are read afresh, but their
-  // total is the one kept (counted again, it would be 3).
+  // A third match made beside the service: a window never read before is a slice of the matches
+  // kept in the list's order, with their number as its total (read again, it would be 3).
   await sql`update pages set page_usertitle = 'Kitchen garden', page_menuname = 'Kitchen garden' where page = ${kitchen}`.execute(
     first.kysely,
   );
   assert.deepEqual(await window(1), { total: 2, titles: ['Herb garden'] });
-  assert.deepEqual(await window(0, '&orderBy=title'), { total: 2, titles: ['Herb garden'] });
+  // Another order reads the matches afresh, in its order.
+  assert.deepEqual(await window(0, '&orderBy=title'), { total: 3, titles: ['Herb garden'] });
 
   // A write through the other node: counted again.
   await create(b, headers, 'Garden shed');

@@ -14,6 +14,10 @@ import type { DbHandle } from '../../db/schema.js';
 
 /** How many lists one process keeps; the one used least recently goes first. */
 const KEPT_LISTS = 500;
+/** How many ids the kept lists hold together (a filter's every match may be kept, stored-lists.ts): about 8 bytes each. */
+const KEPT_IDS = 1_000_000;
+/** The most matches of one filter kept as ids (stored-lists.ts, keptMatches). */
+const MATCHES_KEPT = 100_000;
 
 /** A list's records, as their ids in list order, and what else it says (its total, its next cursor). */
 export interface KeptList {
@@ -23,15 +27,23 @@ export interface KeptList {
 
 export class KeptLists {
   readonly #lists = new Map<string, KeptList & { readonly version: string }>();
+  #ids = 0;
 
-  constructor(readonly capacity = KEPT_LISTS) {}
+  constructor(
+    readonly capacity = KEPT_LISTS,
+    readonly idCapacity = KEPT_IDS,
+    readonly matchCapacity = MATCHES_KEPT,
+  ) {}
 
   /** The list kept under `key` if it was read at `version` (listsVersion). */
   get(key: string, version: string): KeptList | undefined {
     const kept = this.#lists.get(key);
     if (!kept) return undefined;
     this.#lists.delete(key);
-    if (kept.version !== version) return undefined;
+    if (kept.version !== version) {
+      this.#ids -= kept.ids.length;
+      return undefined;
+    }
     // Kept again at the back of the map's order: the front holds the lists used least recently.
     this.#lists.set(key, kept);
     return kept;
@@ -43,18 +55,32 @@ export class KeptLists {
    * never takes for current, since it finds the change number that write took.
    */
   set(key: string, version: string, list: KeptList): void {
-    this.#lists.delete(key);
+    this.#forget(key);
     this.#lists.set(key, { ...list, version });
-    if (this.#lists.size > this.capacity) this.#lists.delete(this.#lists.keys().next().value!);
+    this.#ids += list.ids.length;
+    while (this.#lists.size > this.capacity || this.#ids > this.idCapacity) this.#forget(this.#lists.keys().next().value!);
+  }
+
+  #forget(key: string): void {
+    const kept = this.#lists.get(key);
+    if (!kept) return;
+    this.#lists.delete(key);
+    this.#ids -= kept.ids.length;
   }
 
   /** Forgets every list: for a change the version does not show (a migration run by hand). */
   clear(): void {
     this.#lists.clear();
+    this.#ids = 0;
   }
 
   get size(): number {
     return this.#lists.size;
+  }
+
+  /** The ids the kept lists hold together. */
+  get ids(): number {
+    return this.#ids;
   }
 }
 
@@ -62,9 +88,11 @@ const byHandle = new WeakMap<DbHandle, KeptLists>();
 
 /**
  * The lists kept for a database handle: the app's (a transaction's handle has its own, gone with
- * it, so what a transaction reads of its own writes is never kept for others).
+ * it, so what a transaction reads of its own writes is never kept for others). `made`: these, from
+ * now on (a test's smaller ones).
  */
-export function keptListsOf(db: DbHandle): KeptLists {
+export function keptListsOf(db: DbHandle, made?: KeptLists): KeptLists {
+  if (made) byHandle.set(db, made);
   let kept = byHandle.get(db);
   if (!kept) {
     kept = new KeptLists();

@@ -8,6 +8,7 @@ import { dialectOf } from '../../db/database.js';
 import type { Database, DbHandle } from '../../db/schema.js';
 import { counting, listTotal } from './content.queries.js';
 import type { Listed } from './envelope.js';
+import { drivenByIndex } from './filters.js';
 import { keptListsOf, listsVersion } from './kept-lists.js';
 import { chosenFields, projected } from './projection.js';
 import type { ListWindow } from './schemas.js';
@@ -24,11 +25,17 @@ import {
   storedText,
 } from './stored-resource.js';
 
-function filtered<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>) {
+/**
+ * The website's rows the filter finds. `byCandidates` (SQLite): the website's column is kept out
+ * of every index (a unary plus), so that the rows are read by key from the filter's FTS5 list
+ * (drivenByIndex) rather than by a walk of an index of the website.
+ */
+function filtered<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>, byCandidates = false) {
   const dialect = dialectOf(db);
+  const site = byCandidates ? sql<number>`+${column(r, 'site_id')}` : column(r, 'site_id');
   return db
     .selectFrom(r.table)
-    .where(column(r, 'site_id'), '=', siteId)
+    .where(site, '=', siteId)
     .where((eb) => eb.and(r.conditions(eb, dialect, siteId, filter)));
 }
 
@@ -96,8 +103,19 @@ export async function listRows<F>(
     return { rows, total: counted };
   };
   if (unfiltered(db, r, siteId, filter)) return both(() => listTotal(db, siteId, r.table, undefined));
-  // A filtered list as the database holds it now.
-  const read = async (version: string, stale: boolean): Promise<{ rows: StoredItem[]; total: number }> => {
+  // A filtered list as the database holds it now: a slice of the filter's matches, kept in list
+  // order (keptMatches), read by key; with more matches than are kept, its total and its window.
+  const read = async (version: string, kept: 'trusted' | 'stale'): Promise<{ rows: StoredItem[]; total: number }> => {
+    let stale = kept === 'stale';
+    let matches = await keptMatches(db, r, siteId, filter, order, version, stale);
+    for (let tries = 0; matches && tries < 2; tries++) {
+      const ids = matches.slice(offset, offset + limit);
+      const rows = await rowsByKey(db, r, siteId, ids);
+      if (rows.length === ids.length) return { rows, total: matches.length };
+      // A match gone since, deleted beside the service: its matches are read again.
+      stale = true;
+      matches = await keptMatches(db, r, siteId, filter, order, version, stale);
+    }
     const count = () => keptTotal(db, r, siteId, filter, version, stale);
     if (dialectOf(db) !== 'sqlite') return both(count);
     // SQLite: the total first, which decides how the window is read. SQLite's planner cannot know
@@ -115,6 +133,48 @@ export async function listRows<F>(
   return keptOrRead(db, r, siteId, ['window', order.columns, offset, limit, filter], read);
 }
 
+/** Names a filter's kept figures by the query that counts it: the filter as given also holds the window and the view. */
+function countName<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>) {
+  const count = counting(filtered(db, r, siteId, filter));
+  const { sql: text, parameters } = count.compile();
+  return { count, text, name: (what: string, ...more: unknown[]) => JSON.stringify([r.table, siteId, what, ...more, text, parameters]) };
+}
+
+/**
+ * Every record a filter finds, as ids in list order, kept per filter and order at `version` as
+ * lists are (kept-lists.ts): then every offset window of it, as a client paging through it asks
+ * for them, is a slice read by key, and its total is their number. Read with one query, which on
+ * SQLite reads the filter's FTS5 candidates by key (filtered, `byCandidates`) and sorts them: it
+ * costs about what counting them did. Undefined for a filter of more records than are kept
+ * (`matchCapacity`, remembered at the version): its total and windows are read as queries.
+ */
+async function keptMatches<F>(
+  db: DbHandle,
+  r: AnyResource<unknown, unknown, F>,
+  siteId: number,
+  filter: Partial<F>,
+  order: SortOrder,
+  version: string,
+  stale: boolean,
+): Promise<readonly number[] | undefined> {
+  const kept = keptListsOf(db);
+  const { text, name } = countName(db, r, siteId, filter);
+  const matchesName = name('matches', order.columns);
+  const known = stale ? undefined : kept.get(matchesName, version);
+  if (known) return known.rest === 'many' ? undefined : known.ids;
+  const sqlite = dialectOf(db) === 'sqlite';
+  const query = inOrder(r, order, filtered(db, r, siteId, filter, sqlite && drivenByIndex(text)), sqlite).select(column(r, r.id).as('id'));
+  const rows = (await query.limit(kept.matchCapacity + 1).execute()) as Array<{ id: number }>;
+  if (rows.length > kept.matchCapacity) {
+    kept.set(matchesName, version, { ids: [], rest: 'many' });
+    return undefined;
+  }
+  const ids = rows.map((row) => row.id);
+  kept.set(matchesName, version, { ids, rest: 'all' });
+  kept.set(name('total'), version, { ids: [], rest: ids.length });
+  return ids;
+}
+
 /**
  * The number of records a filter finds, kept as its lists are (kept-lists.ts, at the `version`
  * read before it): the same for every window and order of the filter. Counted again when `stale`:
@@ -129,14 +189,11 @@ async function keptTotal<F>(
   stale: boolean,
 ) {
   const kept = keptListsOf(db);
-  // Named by the query that counts: the filter as given also holds the window and the view.
-  const count = counting(filtered(db, r, siteId, filter));
-  const { sql: text, parameters } = count.compile();
-  const name = JSON.stringify([r.table, siteId, 'total', text, parameters]);
-  const known = stale ? undefined : kept.get(name, version);
+  const { count, name } = countName(db, r, siteId, filter);
+  const known = stale ? undefined : kept.get(name('total'), version);
   if (known) return known.rest as number;
   const total = Number((await count.executeTakeFirstOrThrow()).total);
-  kept.set(name, version, { ids: [], rest: total });
+  kept.set(name('total'), version, { ids: [], rest: total });
   return total;
 }
 
@@ -145,14 +202,14 @@ async function keptTotal<F>(
  * key; or else as `read` reads it, then kept. `key` names the list within the resource and
  * website; what the list says besides its rows (a total, the next cursor) is kept with its ids.
  * `read` is given the version the list is kept at, read before it, and whether a list kept at
- * that version was found out of date.
+ * that version was found out of date (`stale`), so that what else is kept at it is read again too.
  */
 async function keptOrRead<F, T extends { rows: StoredItem[] }>(
   db: DbHandle,
   r: AnyResource<unknown, unknown, F>,
   siteId: number,
   key: unknown[],
-  read: (version: string, stale: boolean) => Promise<T>,
+  read: (version: string, kept: 'trusted' | 'stale') => Promise<T>,
 ): Promise<T> {
   const kept = keptListsOf(db);
   const name = JSON.stringify([r.table, siteId, ...key]);
@@ -163,7 +220,7 @@ async function keptOrRead<F, T extends { rows: StoredItem[] }>(
     // A record deleted beside the service since: the list is read again, whole.
     if (rows.length === list.ids.length) return { ...(list.rest as Omit<T, 'rows'>), rows } as T;
   }
-  const fresh = await read(version, list !== undefined);
+  const fresh = await read(version, list ? 'stale' : 'trusted');
   const { rows, ...rest } = fresh;
   kept.set(name, version, { ids: rows.map((row) => row.id), rest });
   return fresh;

@@ -105,22 +105,27 @@ test('the next window of a filter is a slice of its matches, kept until any node
   await create(b, headers, 'Rose garden');
   await create(b, headers, 'Herb garden');
   const kitchen = await create(b, headers, 'Kitchen');
+  const shed = await create(b, headers, 'Shed');
   const window = (offset: number, order = '') =>
     listed(a, headers, `${GARDEN.replace('pageSize=100', 'pageSize=1')}&offset=${offset}${order}`);
+  const renamed = (page: number, title: string) =>
+    sql`update pages set page_usertitle = ${title}, page_menuname = ${title} where page = ${page}`.execute(first.kysely);
   assert.deepEqual(await window(0), { total: 2, titles: ['Rose garden'] });
 
-  // A third match made beside the service: a window never read before is a slice of the matches
-  // kept in the list's order, with their number as its total (read again, it would be 3).
-  await sql`update pages set page_usertitle = 'Kitchen garden', page_menuname = 'Kitchen garden' where page = ${kitchen}`.execute(
-    first.kysely,
-  );
-  assert.deepEqual(await window(1), { total: 2, titles: ['Herb garden'] });
+  // Matches made beside the service, which take no change number. The next window of the filter
+  // reads its matches, and keeps them.
+  await renamed(kitchen, 'Kitchen garden');
+  assert.deepEqual(await window(1), { total: 3, titles: ['Herb garden'] });
+  // The window after is a slice of them: read afresh, the matches would be 4.
+  await renamed(shed, 'Garden shed');
+  assert.equal((await window(2)).total, 3);
+  assert.deepEqual(await window(3), { total: 3, titles: [] });
   // Another order reads the matches afresh, in its order.
-  assert.deepEqual(await window(0, '&orderBy=title'), { total: 3, titles: ['Herb garden'] });
+  assert.deepEqual(await window(0, '&orderBy=title'), { total: 4, titles: ['Herb garden'] });
 
-  // A write through the other node: counted again.
-  await create(b, headers, 'Garden shed');
-  assert.equal((await window(2)).total, 4);
+  // A write through the other node: read afresh.
+  await create(b, headers, 'Garden path');
+  assert.equal((await window(3)).total, 5);
 });
 
 test('two nodes on one database, in parallel: after the last write is answered, either node lists every match', async (t) => {

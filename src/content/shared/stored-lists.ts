@@ -103,18 +103,20 @@ export async function listRows<F>(
     return { rows, total: counted };
   };
   if (unfiltered(db, r, siteId, filter)) return both(() => listTotal(db, siteId, r.table, undefined));
-  // A filtered list as the database holds it now: a slice of the filter's matches, kept in list
-  // order (keptMatches), read by key; with more matches than are kept, its total and its window.
+  // A filtered list as the database holds it now. A filter whose total is kept was read before at
+  // this version, so a client is paging through it: its matches are read once, in list order
+  // (keptMatches), and each window is a slice of them read by key. Otherwise its total and window.
   const read = async (version: string, kept: 'trusted' | 'stale'): Promise<{ rows: StoredItem[]; total: number }> => {
     let stale = kept === 'stale';
-    let matches = await keptMatches(db, r, siteId, filter, order, version, stale);
-    for (let tries = 0; matches && tries < 2; tries++) {
+    const counted = stale ? undefined : keptTotalOf(db, r, siteId, filter, version);
+    let matches = counted === undefined ? undefined : await keptMatches(db, r, siteId, filter, order, version, counted, stale);
+    for (let tries = 0; counted !== undefined && matches && tries < 2; tries++) {
       const ids = matches.slice(offset, offset + limit);
       const rows = await rowsByKey(db, r, siteId, ids);
       if (rows.length === ids.length) return { rows, total: matches.length };
       // A match gone since, deleted beside the service: its matches are read again.
       stale = true;
-      matches = await keptMatches(db, r, siteId, filter, order, version, stale);
+      matches = await keptMatches(db, r, siteId, filter, order, version, counted, stale);
     }
     const count = () => keptTotal(db, r, siteId, filter, version, stale);
     if (dialectOf(db) !== 'sqlite') return both(count);
@@ -141,12 +143,18 @@ function countName<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId:
 }
 
 /**
+ * How many index entries SQLite walks for the cost of reading one match by key: a match is a row
+ * of the table, read where it lies in the file, and an entry of the order's index is read in
+ * sequence with its neighbours (bench/README.md).
+ */
+const ENTRIES_PER_MATCH = 32;
+
+/**
  * Every record a filter finds, as ids in list order, kept per filter and order at `version` as
- * lists are (kept-lists.ts): then every offset window of it, as a client paging through it asks
- * for them, is a slice read by key, and its total is their number. Read with one query, which on
- * SQLite reads the filter's FTS5 candidates by key (filtered, `byCandidates`) and sorts them: it
- * costs about what counting them did. Undefined for a filter of more records than are kept
- * (`matchCapacity`, remembered at the version): its total and windows are read as queries.
+ * lists are (kept-lists.ts): every window of it is then a slice read by key, and its total their
+ * number. `total` is the filter's count, kept: past `matchCapacity` nothing is read. SQLite reads
+ * few matches by key from the filter's FTS5 candidates and sorts them (filtered, `byCandidates`),
+ * and many by a walk of the order's index, which reads no row.
  */
 async function keptMatches<F>(
   db: DbHandle,
@@ -155,24 +163,30 @@ async function keptMatches<F>(
   filter: Partial<F>,
   order: SortOrder,
   version: string,
+  total: number,
   stale: boolean,
 ): Promise<readonly number[] | undefined> {
   const kept = keptListsOf(db);
+  if (total > kept.matchCapacity) return undefined;
   const { text, name } = countName(db, r, siteId, filter);
   const matchesName = name('matches', order.columns);
   const known = stale ? undefined : kept.get(matchesName, version);
-  if (known) return known.rest === 'many' ? undefined : known.ids;
-  const sqlite = dialectOf(db) === 'sqlite';
-  const query = inOrder(r, order, filtered(db, r, siteId, filter, sqlite && drivenByIndex(text)), sqlite).select(column(r, r.id).as('id'));
+  if (known) return known.ids;
+  const byKey =
+    dialectOf(db) === 'sqlite' && drivenByIndex(text) && total * ENTRIES_PER_MATCH < (await listTotal(db, siteId, r.table, undefined));
+  const query = inOrder(r, order, filtered(db, r, siteId, filter, byKey), byKey).select(column(r, r.id).as('id'));
   const rows = (await query.limit(kept.matchCapacity + 1).execute()) as Array<{ id: number }>;
-  if (rows.length > kept.matchCapacity) {
-    kept.set(matchesName, version, { ids: [], rest: 'many' });
-    return undefined;
-  }
+  // More than the count said: written beside the service since.
+  if (rows.length > kept.matchCapacity) return undefined;
   const ids = rows.map((row) => row.id);
-  kept.set(matchesName, version, { ids, rest: 'all' });
+  kept.set(matchesName, version, { ids, rest: undefined });
   kept.set(name('total'), version, { ids: [], rest: ids.length });
   return ids;
+}
+
+/** The filter's total if it is kept at `version` (keptTotal), without counting. */
+function keptTotalOf<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>, version: string) {
+  return keptListsOf(db).get(countName(db, r, siteId, filter).name('total'), version)?.rest as number | undefined;
 }
 
 /**

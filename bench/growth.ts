@@ -31,9 +31,9 @@ export const FILTERED_RARE = '/api/page?pageSize=100&title=garden%20kitchen&matc
  * Windows read afresh, as clients paging through filters ask for them: each request a seed word
  * (each in about 4 to 8 % of titles) and an offset below 100, drawn at random. The service keeps
  * the last 500 filtered lists it read while the website is unchanged (kept-lists.ts); of these
- * 4,800 windows about one request in ten finds one kept, the rest read their window. Each word's
- * total is kept apart from its windows, so it is counted once per word: what a filter's first
- * read costs besides is its count.
+ * 4,800 windows about one request in ten finds one kept. Each word's matches are kept in list
+ * order from its second window on (stored-lists.ts), so the rest are slices of them read by key:
+ * this is what paging costs, not a filter's first window (its count and its window).
  */
 export const freshFilter = () =>
   `/api/page?pageSize=100&title=${WORDS[Math.floor(Math.random() * WORDS.length)]}&matchType=contains&offset=${Math.floor(Math.random() * 100)}`;

@@ -84,9 +84,9 @@ function unfiltered<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId
 }
 
 /**
- * An offset window of the list and the list's total; a filtered one kept (keptOrRead), and its
- * total kept apart from its windows (keptTotal): the next window of a filter, as a client paging
- * with offsets asks for it, is read without counting its matches again.
+ * An offset window of the list and the list's total; a filtered one kept (keptOrRead), and what
+ * a filter finds kept apart from its windows: its total (keptTotal) and, once a client pages
+ * through it, its matches in list order (keptMatches), of which each window is then a slice.
  */
 export async function listRows<F>(
   db: DbHandle,
@@ -108,17 +108,18 @@ export async function listRows<F>(
   // (keptMatches), and each window is a slice of them read by key. Otherwise its total and window.
   const read = async (version: string, kept: 'trusted' | 'stale'): Promise<{ rows: StoredItem[]; total: number }> => {
     let stale = kept === 'stale';
-    const counted = stale ? undefined : keptTotalOf(db, r, siteId, filter, version);
-    let matches = counted === undefined ? undefined : await keptMatches(db, r, siteId, filter, order, version, counted, stale);
+    const names = countName(db, r, siteId, filter);
+    const counted = stale ? undefined : (keptListsOf(db).get(names.name('total'), version)?.rest as number | undefined);
+    let matches = counted === undefined ? undefined : await keptMatches(db, r, siteId, filter, order, names, version, counted, stale);
     for (let tries = 0; counted !== undefined && matches && tries < 2; tries++) {
       const ids = matches.slice(offset, offset + limit);
       const rows = await rowsByKey(db, r, siteId, ids);
       if (rows.length === ids.length) return { rows, total: matches.length };
       // A match gone since, deleted beside the service: its matches are read again.
       stale = true;
-      matches = await keptMatches(db, r, siteId, filter, order, version, counted, stale);
+      matches = await keptMatches(db, r, siteId, filter, order, names, version, counted, stale);
     }
-    const count = () => keptTotal(db, r, siteId, filter, version, stale);
+    const count = () => keptTotal(db, names, version, stale);
     if (dialectOf(db) !== 'sqlite') return both(count);
     // SQLite: the total first, which decides how the window is read. SQLite's planner cannot know
     // how many rows a trigram query finds, and walks the order's index testing each row against
@@ -141,6 +142,7 @@ function countName<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId:
   const { sql: text, parameters } = count.compile();
   return { count, text, name: (what: string, ...more: unknown[]) => JSON.stringify([r.table, siteId, what, ...more, text, parameters]) };
 }
+type CountName = ReturnType<typeof countName>;
 
 /**
  * How many index entries SQLite walks for the cost of reading one match by key: a match is a row
@@ -162,13 +164,13 @@ async function keptMatches<F>(
   siteId: number,
   filter: Partial<F>,
   order: SortOrder,
+  { text, name }: CountName,
   version: string,
   total: number,
   stale: boolean,
 ): Promise<readonly number[] | undefined> {
   const kept = keptListsOf(db);
   if (total > kept.matchCapacity) return undefined;
-  const { text, name } = countName(db, r, siteId, filter);
   const matchesName = name('matches', order.columns);
   const known = stale ? undefined : kept.get(matchesName, version);
   if (known) return known.ids;
@@ -184,26 +186,13 @@ async function keptMatches<F>(
   return ids;
 }
 
-/** The filter's total if it is kept at `version` (keptTotal), without counting. */
-function keptTotalOf<F>(db: DbHandle, r: AnyResource<unknown, unknown, F>, siteId: number, filter: Partial<F>, version: string) {
-  return keptListsOf(db).get(countName(db, r, siteId, filter).name('total'), version)?.rest as number | undefined;
-}
-
 /**
  * The number of records a filter finds, kept as its lists are (kept-lists.ts, at the `version`
  * read before it): the same for every window and order of the filter. Counted again when `stale`:
  * a kept list of the version has lost a record, so the database was changed beside the service.
  */
-async function keptTotal<F>(
-  db: DbHandle,
-  r: AnyResource<unknown, unknown, F>,
-  siteId: number,
-  filter: Partial<F>,
-  version: string,
-  stale: boolean,
-) {
+async function keptTotal(db: DbHandle, { count, name }: CountName, version: string, stale: boolean) {
   const kept = keptListsOf(db);
-  const { count, name } = countName(db, r, siteId, filter);
   const known = stale ? undefined : kept.get(name('total'), version);
   if (known) return known.rest as number;
   const total = Number((await count.executeTakeFirstOrThrow()).total);

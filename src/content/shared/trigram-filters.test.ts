@@ -284,13 +284,19 @@ test("SQLite: a filter's first window sorts few matches or walks the order's ind
       await sql<{ page: number }>`select page from pages where site_id = ${siteId}
         and (page_usertitle like ${`%${word}%`} or page_menuname like ${`%${word}%`}) order by page_order, page`.execute(app.db.kysely)
     ).rows.map((row) => row.page);
-  const { handle, queries } = recording(app.db);
-  const window = async (title: string, offset: number, limit: number) => {
-    queries.length = 0;
-    const listed = await listRows(handle, PAGES, siteId, { title, matchType: 'contains' }, offset, limit);
-    const plans = await Promise.all(queries.filter((q) => q.sql.includes('order by')).map((q) => planOf(app.db, q)));
-    return { ids: listed.rows.map((row) => row.id), total: listed.total, plans: plans.map((p) => p.join('\n')) };
+  // A window of `title` through a recording handle, and the plans of its queries in list order
+  // (those that `planned` picks).
+  const lister = (kept: KeptLists, planned: (sql: string) => boolean) => {
+    const { handle, queries } = recording(app.db);
+    keptListsOf(handle, kept);
+    return async (title: string, offset: number, limit: number) => {
+      queries.length = 0;
+      const listed = await listRows(handle, PAGES, siteId, { title, matchType: 'contains' }, offset, limit);
+      const plans = await Promise.all(queries.filter((q) => q.sql.includes('order by') && planned(q.sql)).map((q) => planOf(app.db, q)));
+      return { ids: listed.rows.map((row) => row.id), total: listed.total, plans: plans.map((p) => p.join('\n')) };
+    };
   };
+  const window = lister(new KeptLists(), () => true);
 
   // 10 of 2,001 rows hold "garden". The first window: the total, then the window, which sorts
   // the few matches (the order's index is not walked).
@@ -329,19 +335,8 @@ test("SQLite: a filter's first window sorts few matches or walks the order's ind
   assert.deepEqual(await window('copy', 1990, 100), { ids: copy.slice(1990), total: 2000, plans: [] });
 
   // More matches than are kept: every window is read by a query, as the first one is.
-  const small = recording(app.db);
-  keptListsOf(small.handle, new KeptLists(500, 1_000_000, 5));
-  const over = async (title: string, offset: number, limit: number) => {
-    small.queries.length = 0;
-    const listed = await listRows(small.handle, PAGES, siteId, { title, matchType: 'contains' }, offset, limit);
-    // The window's query: the list's columns, in list order (not the query of the matches' ids).
-    const windows = small.queries.filter((q) => q.sql.includes('order by') && q.sql.includes('octet_length'));
-    return {
-      ids: listed.rows.map((row) => row.id),
-      total: listed.total,
-      plans: (await Promise.all(windows.map((q) => planOf(app.db, q)))).map((p) => p.join('\n')),
-    };
-  };
+  // The window's query: the list's columns (not the query of the matches' ids).
+  const over = lister(new KeptLists(500, 1_000_000, 5), (sql) => sql.includes('octet_length'));
   for (const [offset, limit] of [
     [0, 100],
     [3, 4],

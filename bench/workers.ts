@@ -10,8 +10,10 @@
  * - tail: one app (app-server.ts) at 16 connections, the list of 200 and the filtered list, each
  *   round's p50 and p99, from autocannon in the runner's process, autocannon in a process of its
  *   own and wrk, in turn. A fair queue answers every request within a few service times of the
- *   median; the target is p99 ≤ 2 × p50 (the medians over rounds) as wrk sees it.
+ *   median; the target is p99 ≤ 2 × p50 (the medians over rounds) as wrk sees it. Beside each,
+ *   a control of one cost (tail-control.ts) in the same rounds shows what the machine allows.
  */
+import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -217,6 +219,7 @@ export async function tailSection(o: SectionOptions): Promise<{ targets: Target[
   const targets: Target[] = [];
   const report: Record<string, unknown> = {};
   const app = await startServer('app-server.js', { ...appEnv(o.dataDir), ...o.env }, o.appFlags);
+  const options = { ...o.rounds, connections: TAIL_CONNECTIONS };
   try {
     for (const s of [
       { key: 'list200', title: 'GET /api/page?pageSize=200 (random offset)', makePath: list200(o.pages) },
@@ -232,46 +235,99 @@ export async function tailSection(o: SectionOptions): Promise<{ targets: Target[
         mixed: true,
       },
     ]) {
-      // The same load from three clients in turn: autocannon in this process and in one of its
-      // own, and wrk. The target is read from wrk: autocannon's own event loop reads the 16
-      // answers of 700 KB in batches too, so its figures add its own wait to the server's.
-      const runs = await interleave(
-        (['inline', 'process', 'wrk'] as const).map((client) => ({
-          key: client,
+      const mixed = 'mixed' in s;
+      // Requests of one cost get a control beside the app (tail-control.ts): its bytes and its CPU
+      // per answer, through the same queue, with nothing that varies.
+      const control = mixed ? undefined : await startTailControl(o, app, s.key, s.makePath);
+      try {
+        // The same load from three clients in turn: autocannon in this process and in one of its
+        // own, and wrk. The target is read from wrk: autocannon's own event loop reads the 16
+        // answers of 700 KB in batches too, so its figures add its own wait to the server's.
+        const contenders = (['inline', 'process', 'wrk'] as const).map((client) => ({
+          key: client as string,
           server: app,
           makePath: s.makePath,
           headers: o.headers,
           client,
-        })),
-        { ...o.rounds, connections: TAIL_CONNECTIONS },
-      );
-      const inline = summarise(runs.inline!);
-      const ownProcess = summarise(runs.process!);
-      const summary = summarise(runs.wrk!);
-      const spread = summary.p99Ms / summary.p50Ms;
-      console.log(`\ntail, ${s.title} at ${TAIL_CONNECTIONS} connections: p99 / p50 ${spread.toFixed(2)} (wrk)`);
-      printSummaries(
-        [
-          ['autocannon inline', inline],
-          ['autocannon process', ownProcess],
-          ['wrk', summary],
-        ],
-        18,
-      );
-      const spreadOf = (x: typeof summary) => ({ ...x, spread: x.p99Ms / x.p50Ms });
-      report[s.key] = { ...summary, spread, inline: spreadOf(inline), ownProcess: spreadOf(ownProcess) };
-      const mixed = 'mixed' in s;
-      targets.push({
-        section: 'tail',
-        target: `${s.key}: p99 ${mixed ? '/ p50' : '≤ 2 × p50'} at ${TAIL_CONNECTIONS} connections (medians of rounds, wrk)${mixed ? ' (reported)' : ''}`,
-        value: `${summary.p99Ms.toFixed(1)} / ${summary.p50Ms.toFixed(1)} ms = ${spread.toFixed(2)}×`,
-        pass: mixed || spread <= 2,
-      });
-      const failed = summary.failed + inline.failed + ownProcess.failed;
-      targets.push({ section: 'tail', target: `${s.key}: every answer 2xx`, value: String(failed), pass: failed === 0 });
+        }));
+        if (control) contenders.push({ key: 'control', server: control.server, makePath: s.makePath, headers: {}, client: 'wrk' });
+        const runs = await interleave(contenders, options);
+        const inline = summarise(runs.inline!);
+        const ownProcess = summarise(runs.process!);
+        const summary = summarise(runs.wrk!);
+        const controlled = runs.control ? summarise(runs.control) : undefined;
+        const spreadOf = (x: Summary) => ({ ...x, spread: x.p99Ms / x.p50Ms });
+        const spread = spreadOf(summary).spread;
+        console.log(`\ntail, ${s.title} at ${TAIL_CONNECTIONS} connections: p99 / p50 ${spread.toFixed(2)} (wrk)`);
+        if (controlled && control)
+          console.log(
+            `  the control (the app's ${control.workUs.toFixed(0)} µs of CPU an answer, the same bytes): p99 / p50 ${spreadOf(controlled).spread.toFixed(2)}`,
+          );
+        printSummaries(
+          [
+            ['autocannon inline', inline],
+            ['autocannon process', ownProcess],
+            ['wrk', summary],
+            ...(controlled ? [['control, wrk', controlled] as [string, Summary]] : []),
+          ],
+          18,
+        );
+        report[s.key] = {
+          ...summary,
+          spread,
+          inline: spreadOf(inline),
+          ownProcess: spreadOf(ownProcess),
+          ...(controlled && control ? { control: { ...spreadOf(controlled), workUs: control.workUs } } : {}),
+        };
+        targets.push({
+          section: 'tail',
+          target: `${s.key}: p99 ${mixed ? '/ p50' : '≤ 2 × p50'} at ${TAIL_CONNECTIONS} connections (medians of rounds, wrk)${mixed ? ' (reported)' : ''}`,
+          value: `${summary.p99Ms.toFixed(1)} / ${summary.p50Ms.toFixed(1)} ms = ${spread.toFixed(2)}×`,
+          pass: mixed || spread <= 2,
+        });
+        if (controlled)
+          targets.push({
+            section: 'tail',
+            target: `${s.key}: the control's p99 / p50, the same bytes and CPU per answer (reported)`,
+            value: `${controlled.p99Ms.toFixed(1)} / ${controlled.p50Ms.toFixed(1)} ms = ${spreadOf(controlled).spread.toFixed(2)}×`,
+            pass: true,
+          });
+        const failed = summary.failed + inline.failed + ownProcess.failed;
+        targets.push({ section: 'tail', target: `${s.key}: every answer 2xx`, value: String(failed), pass: failed === 0 });
+      } finally {
+        if (control) await stopServer(control.server);
+      }
     }
   } finally {
     await stopServer(app);
   }
   return { targets, report };
+}
+
+/**
+ * The tail's control for one request (tail-control.ts), with the app's answer to it saved. Its
+ * spin is the app's CPU per answer less the control's own cost of sending those bytes, each read
+ * from the last of two rounds of wrk at the tail's connections (the first of a fresh process is
+ * dearer), so that an answer costs the control what it costs the app.
+ */
+async function startTailControl(o: SectionOptions, app: Server, key: string, makePath: () => string) {
+  const answer = await fetch(`${app.url}${makePath()}`, { headers: o.headers });
+  if (!answer.ok) throw new Error(`the tail's control: ${makePath()} answered ${answer.status}`);
+  const body = path.join(o.dataDir, `tail-${key}.json`);
+  await writeFile(body, Buffer.from(await answer.arrayBuffer()));
+  const start = (workUs: number) => startServer('tail-control.js', { TAIL_BODY: body, TAIL_WORK_US: String(Math.round(workUs)) });
+  const cpuPerAnswer = async (server: Server, headers: Record<string, string>) => {
+    const runs = await interleave([{ key, server, makePath, headers, client: 'wrk' }], {
+      ...o.rounds,
+      connections: TAIL_CONNECTIONS,
+      rounds: 2,
+    });
+    const us = runs[key]?.at(-1)?.cpuUsPerRequest ?? Number.NaN;
+    if (!(us > 0)) throw new Error(`the tail's control: no CPU per answer measured for ${key}`);
+    return us;
+  };
+  const appUs = await cpuPerAnswer(app, o.headers);
+  const sendOnly = await start(0);
+  const sendUs = await cpuPerAnswer(sendOnly, {}).finally(() => stopServer(sendOnly));
+  return { server: await start(Math.max(0, appUs - sendUs)), workUs: appUs };
 }

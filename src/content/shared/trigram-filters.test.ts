@@ -297,17 +297,28 @@ test("SQLite: a filter's first window sorts few matches or walks the order's ind
     };
   };
   const window = lister(new KeptLists(), () => true);
+  type Window = Awaited<ReturnType<typeof window>>;
+  // A window read by its own query: few matches sorted (the order's index is not walked), or many
+  // found by walking the order's index until the window is full, with no sort.
+  const sortsFew = (read: Window, ids: number[], total: number) => {
+    assert.deepEqual(read.ids, ids);
+    assert.equal(read.total, total);
+    assert.equal(read.plans.length, 1);
+    assert.match(read.plans[0]!, /USE TEMP B-TREE FOR ORDER BY/);
+    assert.doesNotMatch(read.plans[0]!, /pages_site_order/);
+  };
+  const walksMany = (read: Window, ids: number[], total: number) => {
+    assert.deepEqual(read.ids, ids);
+    assert.equal(read.total, total);
+    assert.match(read.plans[0]!, /pages_site_order/);
+    assert.doesNotMatch(read.plans[0]!, /TEMP B-TREE/);
+  };
 
   // 10 of 2,001 rows hold "garden". The first window: the total, then the window, which sorts
   // the few matches (the order's index is not walked).
   const garden = await expected('garden');
   assert.equal(garden.length, 10);
-  const first = await window('garden', 0, 100);
-  assert.deepEqual(first.ids, garden);
-  assert.equal(first.total, 10);
-  assert.equal(first.plans.length, 1);
-  assert.match(first.plans[0]!, /USE TEMP B-TREE FOR ORDER BY/);
-  assert.doesNotMatch(first.plans[0]!, /pages_site_order/);
+  sortsFew(await window('garden', 0, 100), garden, 10);
   // The next window of the filter, its total kept: its matches are read from the index by key and
   // sorted, once; each window after is a slice of them, with no query that filters.
   const second = await window('garden', 3, 4);
@@ -323,11 +334,7 @@ test("SQLite: a filter's first window sorts few matches or walks the order's ind
   // sort; the matches, read for the next, by the same walk to the end (reading no row).
   const copy = await expected('copy');
   assert.equal(copy.length, 2000);
-  const many = await window('copy', 150, 100);
-  assert.deepEqual(many.ids, copy.slice(150, 250));
-  assert.equal(many.total, 2000);
-  assert.match(many.plans[0]!, /pages_site_order/);
-  assert.doesNotMatch(many.plans[0]!, /TEMP B-TREE/);
+  walksMany(await window('copy', 150, 100), copy.slice(150, 250), 2000);
   const all = await window('copy', 0, 10);
   assert.deepEqual(all.ids, copy.slice(0, 10));
   assert.match(all.plans[0]!, /COVERING INDEX pages_site_order/);
@@ -341,18 +348,9 @@ test("SQLite: a filter's first window sorts few matches or walks the order's ind
     [0, 100],
     [3, 4],
   ] as const) {
-    const few = await over('garden', offset, limit);
-    assert.deepEqual(few.ids, garden.slice(offset, offset + limit));
-    assert.equal(few.total, 10);
-    assert.equal(few.plans.length, 1);
-    assert.match(few.plans[0]!, /USE TEMP B-TREE FOR ORDER BY/);
-    assert.doesNotMatch(few.plans[0]!, /pages_site_order/);
+    sortsFew(await over('garden', offset, limit), garden.slice(offset, offset + limit), 10);
   }
-  const walked = await over('copy', 150, 100);
-  assert.deepEqual(walked.ids, copy.slice(150, 250));
-  assert.equal(walked.total, 2000);
-  assert.match(walked.plans[0]!, /pages_site_order/);
-  assert.doesNotMatch(walked.plans[0]!, /TEMP B-TREE/);
+  walksMany(await over('copy', 150, 100), copy.slice(150, 250), 2000);
   // A window past the total is empty, and no window query is made.
   assert.deepEqual(await over('garden', 10, 100), { ids: [], total: 10, plans: [] });
 });
